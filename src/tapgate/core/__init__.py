@@ -1,0 +1,3 @@
+"""tapgate.core: the domain. No web framework, no chat SDK, no YAML."""
+
+__all__: list[str] = []

@@ -1,0 +1,248 @@
+"""The domain records: tool calls, approval requests, decisions, grants, events.
+
+They are frozen, keyword-only, slotted dataclasses rather than pydantic models
+because ``gate.check`` sits on every tool call of every agent: constructing a
+dataclass costs a fraction of validating a model, and everything here is built
+by tapgate itself from already-validated input (the HTTP layer and the config
+loader validate with pydantic at the boundary).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+__all__ = [
+    "RISKS",
+    "Action",
+    "AuditEntry",
+    "Decision",
+    "DecisionSource",
+    "DecisionStatus",
+    "Delivery",
+    "EventKind",
+    "GateEvent",
+    "Grant",
+    "GrantScope",
+    "Request",
+    "RequestStatus",
+    "Risk",
+    "Scope",
+    "Ticket",
+    "ToolCall",
+    "Verdict",
+    "args_digest",
+    "canonical_json",
+]
+
+Risk = Literal["read_only", "write", "destructive"]
+"""How much harm a tool can do; decides the verdict when no rule matches."""
+
+RISKS: tuple[Risk, ...] = ("read_only", "write", "destructive")
+
+Action = Literal["allow", "ask", "deny"]
+"""What a policy rule says about a call."""
+
+Verdict = Literal["allow", "deny"]
+"""What the agent finally gets: run the tool or not."""
+
+RequestStatus = Literal["pending", "approved", "denied", "expired", "cancelled"]
+"""The lifecycle of an approval request; everything but ``pending`` is final."""
+
+DecisionStatus = Literal["allowed", "denied", "approved", "expired", "cancelled"]
+"""``allowed`` / ``denied`` with no request (policy or grant), else the request's status."""
+
+DecisionSource = Literal["policy", "grant", "approver", "timeout", "cancel"]
+"""Who or what produced a decision."""
+
+Scope = Literal["once", "session", "always"]
+"""How far an approval reaches: this call, this agent session, or durably."""
+
+GrantScope = Literal["session", "always"]
+
+EventKind = Literal["requested", "notified", "resolved", "expired", "cancelled"]
+
+
+def canonical_json(value: Any) -> str:
+    """Serialise ``value`` so that equal arguments always give equal text.
+
+    Sorting keys and fixing separators makes the digest independent of the order
+    in which an agent framework happened to build its argument dict.
+    """
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def args_digest(arguments: Mapping[str, Any]) -> str:
+    """SHA-256 of the canonical arguments: the identity of "the same call"."""
+    return hashlib.sha256(canonical_json(arguments).encode()).hexdigest()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCall:
+    """One tool call an agent wants to make.
+
+    ``risk`` is the risk the tool's author declared (a decorated tool); the
+    operator's config overrides it when it names the tool.
+    """
+
+    tool: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    agent: str = "default"
+    session: str | None = None
+    risk: Risk | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Decision:
+    """The answer an agent gets back.
+
+    ``reason`` is written for the model as much as for people: an agent
+    framework can hand a denial reason back to the LLM so it can change course.
+    """
+
+    verdict: Verdict
+    status: DecisionStatus
+    source: DecisionSource
+    decided_by: str
+    reason: str
+    rule: str | None = None
+    request_id: str | None = None
+    kind: Literal["decision"] = "decision"
+
+    @property
+    def allowed(self) -> bool:
+        """True when the agent may run the tool."""
+        return self.verdict == "allow"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Request:
+    """A durable approval request: one "ask" waiting for a human."""
+
+    id: str
+    agent: str
+    session: str | None
+    tool: str
+    arguments: Mapping[str, Any]
+    args_digest: str
+    fingerprint: str
+    risk: Risk
+    rule: str
+    reason: str
+    approvers: tuple[str, ...]
+    status: RequestStatus
+    created_at: datetime
+    expires_at: datetime
+    on_timeout: Verdict = "deny"
+    resolved_at: datetime | None = None
+    resolved_by: str | None = None
+    resolution_reason: str | None = None
+    scope: Scope | None = None
+    grantable: bool = True
+
+    @property
+    def is_pending(self) -> bool:
+        """True until the request reaches a terminal status."""
+        return self.status == "pending"
+
+    def decision(self) -> Decision | None:
+        """The agent's decision for a terminal request, ``None`` while pending."""
+        if self.status == "pending":
+            return None
+        if self.status == "approved":
+            verdict: Verdict = "allow"
+            source: DecisionSource = "approver"
+            default_reason = f"approved by {self.resolved_by}"
+        elif self.status == "denied":
+            verdict, source = "deny", "approver"
+            default_reason = f"denied by {self.resolved_by}"
+        elif self.status == "expired":
+            verdict, source = self.on_timeout, "timeout"
+            default_reason = f"no approver answered before the request expired; on_timeout={verdict}"
+        else:
+            verdict, source = "deny", "cancel"
+            default_reason = f"cancelled by {self.resolved_by}"
+        return Decision(
+            verdict=verdict,
+            status=self.status,
+            source=source,
+            decided_by=self.resolved_by or source,
+            reason=self.resolution_reason or default_reason,
+            rule=self.rule,
+            request_id=self.id,
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Ticket:
+    """What ``Gate.submit`` returns: a decision now, or a request to follow up."""
+
+    decision: Decision | None
+    request: Request | None = None
+    reused: bool = False
+
+    @property
+    def request_id(self) -> str | None:
+        """The pending request's id, if the call needs a human."""
+        return self.request.id if self.request is not None else None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Grant:
+    """A remembered approval: turns future "ask" verdicts into "allow".
+
+    Keyed by agent, tool and argument fingerprint; ``session`` is set for
+    session grants and ``None`` for durable ("always") grants.
+    """
+
+    id: str
+    scope: GrantScope
+    agent: str
+    session: str | None
+    tool: str
+    fingerprint: str
+    created_at: datetime
+    created_by: str
+    expires_at: datetime | None = None
+    request_id: str | None = None
+    revoked_at: datetime | None = None
+    revoked_by: str | None = None
+
+    def active(self, now: datetime) -> bool:
+        """Not revoked and not past its expiry."""
+        return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Delivery:
+    """One message to send: a request to one approver on one channel."""
+
+    approver: str
+    channel: str
+    address: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GateEvent:
+    """Something that happened to a request, published on the event bus."""
+
+    kind: EventKind
+    request: Request
+    at: datetime
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AuditEntry:
+    """One line of the append-only audit log."""
+
+    id: int
+    at: datetime
+    event: str
+    request_id: str | None
+    actor: str
+    detail: Mapping[str, Any]

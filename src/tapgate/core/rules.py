@@ -1,0 +1,70 @@
+"""The policy as data: tool specs, rules and settings, as the config loader builds them.
+
+These records are plain and already validated; :mod:`tapgate.core.policy`
+compiles them into an engine. Each rule keeps ``source``, its place in the YAML
+(``policy.rules[3]``, ``policy.agents.deployer.rules[0]``), so every verdict
+can say which line of the operator's file produced it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from tapgate.core.models import Action, Risk, Verdict
+
+__all__ = ["DEFAULT_RISK_ACTIONS", "PolicySpec", "Rule", "ToolSpec"]
+
+DEFAULT_RISK_ACTIONS: Mapping[Risk, Action] = {
+    "read_only": "allow",
+    "write": "ask",
+    "destructive": "deny",
+}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolSpec:
+    """What the operator says about a tool (or a glob of tools).
+
+    ``shell`` names the argument that holds a shell command; such a tool is
+    judged command by command. ``fingerprint`` names the arguments whose values
+    key a grant; empty means "a shell command's first ``prefix_words`` words"
+    for shell tools and "all arguments" otherwise.
+    """
+
+    name: str
+    risk: Risk = "write"
+    shell: str | None = None
+    fingerprint: tuple[str, ...] = ()
+    prefix_words: int = 2
+    source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Rule:
+    """One policy rule: a tool glob, optional argument globs, and an action.
+
+    For a shell tool, a glob on its command argument is matched against each
+    simple command of the parsed command line, not against the whole string.
+    """
+
+    tool: str
+    action: Action
+    args: Mapping[str, str] = field(default_factory=dict)
+    approvers: tuple[str, ...] = ()
+    timeout: float | None = None
+    reason: str | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PolicySpec:
+    """The whole policy: tools, global rules, per-agent rules and defaults."""
+
+    tools: tuple[ToolSpec, ...] = ()
+    rules: tuple[Rule, ...] = ()
+    agents: Mapping[str, tuple[Rule, ...]] = field(default_factory=dict)
+    risk_actions: Mapping[Risk, Action] = field(default_factory=lambda: dict(DEFAULT_RISK_ACTIONS))
+    default_timeout: float = 600.0
+    on_timeout: Verdict = "deny"
+    default_approvers: tuple[str, ...] = ()

@@ -1,0 +1,133 @@
+"""The one exception tree of tapgate.
+
+Every error tapgate raises on purpose derives from :class:`TapgateError`, so a
+caller can catch the whole family at once. The tree is deliberately small::
+
+    TapgateError
+    ├── ConfigError            bad YAML / environment; names the YAML path
+    ├── PolicyError            a rule or tool spec that cannot be compiled
+    ├── StoreError             the database refused or is not migrated
+    │   └── RequestNotFound    no request with that id (carries request_id)
+    ├── ResolveError           a resolve / cancel that did not take effect
+    │   ├── AlreadyResolved    the request is terminal already (carries status, resolved_by)
+    │   ├── RequestExpired     the request's expires_at has passed
+    │   └── NotAnApprover      the tapper may not decide this request
+    └── DeliveryError          a notifier could not deliver (carries status, retry_after,
+        └── PermanentDeliveryError    retryable); the permanent kind is never retried
+
+Exceptions carry the data a handler needs (``request_id``, ``status``,
+``retry_after``) so that handlers never parse messages.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AlreadyResolved",
+    "ConfigError",
+    "DeliveryError",
+    "NotAnApprover",
+    "PermanentDeliveryError",
+    "PolicyError",
+    "RequestExpired",
+    "RequestNotFound",
+    "ResolveError",
+    "StoreError",
+    "TapgateError",
+]
+
+
+class TapgateError(Exception):
+    """Root of every error tapgate raises on purpose."""
+
+
+class ConfigError(TapgateError):
+    """The configuration is invalid.
+
+    ``path`` is the YAML path of the offending value (``policy.rules[3].tool``)
+    so that the operator can find it without reading a traceback.
+    """
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        self.message = message
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+class PolicyError(TapgateError):
+    """A policy rule or tool specification could not be compiled."""
+
+    def __init__(self, source: str, message: str) -> None:
+        self.source = source
+        super().__init__(f"{source}: {message}")
+
+
+class StoreError(TapgateError):
+    """The store could not do what was asked (database unreachable, not migrated)."""
+
+
+class RequestNotFound(StoreError):
+    """No request has this id."""
+
+    def __init__(self, request_id: str) -> None:
+        self.request_id = request_id
+        super().__init__(f"no request with id {request_id!r}")
+
+
+class ResolveError(TapgateError):
+    """A resolve or cancel did not change the request."""
+
+    def __init__(self, request_id: str, message: str) -> None:
+        self.request_id = request_id
+        super().__init__(message)
+
+
+class AlreadyResolved(ResolveError):
+    """The request reached a terminal status before this attempt."""
+
+    def __init__(self, request_id: str, status: str, resolved_by: str | None) -> None:
+        self.status = status
+        self.resolved_by = resolved_by
+        by = f" by {resolved_by}" if resolved_by else ""
+        super().__init__(request_id, f"request {request_id} is already {status}{by}")
+
+
+class RequestExpired(ResolveError):
+    """The request's deadline passed; no decision can be recorded any more."""
+
+    def __init__(self, request_id: str) -> None:
+        super().__init__(request_id, f"request {request_id} expired")
+
+
+class NotAnApprover(ResolveError):
+    """The person who tapped is not an approver of this request."""
+
+    def __init__(self, request_id: str, who: str) -> None:
+        self.who = who
+        super().__init__(request_id, f"{who} is not an approver for request {request_id}")
+
+
+class DeliveryError(TapgateError):
+    """A notifier failed to deliver a message.
+
+    ``retryable`` tells the dispatcher whether another attempt may succeed;
+    ``retry_after`` is the platform's requested delay in seconds, if it sent one.
+    """
+
+    retryable: bool = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        self.status = status
+        self.retry_after = retry_after
+        super().__init__(message)
+
+
+class PermanentDeliveryError(DeliveryError):
+    """A delivery failure that no retry can fix (4xx, LINE monthly quota)."""
+
+    retryable = False

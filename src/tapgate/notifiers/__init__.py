@@ -1,0 +1,3 @@
+"""notifiers layer (filled by later issues)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""webhooks layer (filled by later issues)."""
+
+__all__: list[str] = []
