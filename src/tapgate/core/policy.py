@@ -1,0 +1,239 @@
+"""The policy engine: allow, ask or deny a tool call (DESIGN decisions 1 and 2).
+
+Rules are compiled once, when the policy is loaded: each glob becomes a regex,
+rules with a literal tool name go into a dict, and the rules that can apply to
+a tool name are worked out once per name and memoised (bounded, because tool
+names come from agents). A decision then only tests the handful of candidate
+rules for that tool, most restrictive action first.
+
+Precedence: the agent's own rules, then the global rules; the first scope with
+a matching rule decides, and within a scope deny > ask > allow. With no match,
+the tool's risk level decides. Shell tools are judged command by command (see
+:mod:`tapgate.core.shell`): any denied command denies, allow needs every
+command allowed, and hazards (substitutions, redirections to files,
+unparsable input) are never auto-allowed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Any
+
+from tapgate.core import shell
+from tapgate.core.models import Action, Risk, ToolCall, args_digest, canonical_json
+from tapgate.core.rules import PolicySpec, Rule, ToolSpec
+from tapgate.errors import PolicyError
+
+__all__ = ["HAZARD_RULE", "Policy", "PolicyVerdict"]
+
+HAZARD_RULE = "builtin.shell_hazards"
+"""The ``rule`` of a verdict capped at "ask" because the shell line has hazards."""
+
+_ORDER: tuple[Action, ...] = ("deny", "ask", "allow")
+_RANK: Mapping[Action, int] = {"allow": 0, "ask": 1, "deny": 2}
+_GLOB_CHARS = frozenset("*?[")
+_CACHE_SIZE = 4096
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PolicyVerdict:
+    """The policy's answer for one call, with everything a request needs.
+
+    ``rule`` names what decided: a rule's YAML path, ``policy.risk_defaults.<risk>``
+    or :data:`HAZARD_RULE`. ``grantable`` is false when a remembered grant must
+    not turn this "ask" into "allow" (shell hazards are never auto-allowed).
+    """
+
+    action: Action
+    rule: str
+    reason: str
+    risk: Risk
+    approvers: tuple[str, ...]
+    timeout: float
+    grantable: bool = True
+
+
+def _glob(pattern: str, source: str) -> Callable[[str], re.Match[str] | None]:
+    """Compile a glob once; case-sensitive, ``*`` crosses ``/`` (fnmatch semantics)."""
+    if not pattern:
+        raise PolicyError(source, "empty glob")
+    return re.compile(fnmatch.translate(pattern), re.DOTALL).match
+
+
+def _is_glob(pattern: str) -> bool:
+    return any(c in _GLOB_CHARS for c in pattern)
+
+
+def _text(value: Any) -> str:
+    """What an argument glob is matched against: strings as-is, the rest as JSON."""
+    return value if isinstance(value, str) else canonical_json(value)
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    """A rule with its globs compiled and its position for stable tie-breaking."""
+
+    index: int
+    rule: Rule
+    tool_match: Callable[[str], re.Match[str] | None]
+    arg_matchers: tuple[tuple[str, Callable[[str], re.Match[str] | None]], ...]
+
+    def matches(self, args: Mapping[str, Any]) -> bool:
+        for name, match in self.arg_matchers:
+            if name not in args or match(_text(args[name])) is None:
+                return False
+        return True
+
+
+def _compile(index: int, rule: Rule) -> _Compiled:
+    matchers = tuple(
+        (name, _glob(pattern, f"{rule.source}.args.{name}")) for name, pattern in rule.args.items()
+    )
+    return _Compiled(index, rule, _glob(rule.tool, f"{rule.source}.tool"), matchers)
+
+
+class _Scope:
+    """One scope's rules (an agent's, or the global ones), indexed by tool name."""
+
+    def __init__(self, rules: tuple[Rule, ...]) -> None:
+        compiled = [_compile(i, r) for i, r in enumerate(rules)]
+        self._exact: dict[str, list[_Compiled]] = {}
+        self._globs: list[_Compiled] = []
+        for c in compiled:
+            if _is_glob(c.rule.tool):
+                self._globs.append(c)
+            else:
+                self._exact.setdefault(c.rule.tool, []).append(c)
+        self.candidates = lru_cache(maxsize=_CACHE_SIZE)(self._candidates)
+
+    def _candidates(self, tool: str) -> tuple[tuple[_Compiled, ...], ...]:
+        """The rules that can apply to ``tool``, grouped deny, ask, allow, in YAML order."""
+        found = list(self._exact.get(tool, ()))
+        found += [c for c in self._globs if c.tool_match(tool)]
+        found.sort(key=lambda c: c.index)
+        return tuple(tuple(c for c in found if c.rule.action == a) for a in _ORDER)
+
+    def decide(self, tool: str, args: Mapping[str, Any]) -> Rule | None:
+        """The most restrictive matching rule of this scope, or ``None``."""
+        for group in self.candidates(tool):
+            for c in group:
+                if c.matches(args):
+                    return c.rule
+        return None
+
+
+class Policy:
+    """A compiled :class:`~tapgate.core.rules.PolicySpec`; :meth:`evaluate` is the hot path."""
+
+    def __init__(self, spec: PolicySpec) -> None:
+        self.spec = spec
+        self._global = _Scope(spec.rules)
+        self._agents = {name: _Scope(rules) for name, rules in spec.agents.items()}
+        self._tools_exact = {t.name: t for t in spec.tools if not _is_glob(t.name)}
+        self._tools_glob = [(t, _glob(t.name, t.source or t.name)) for t in spec.tools if _is_glob(t.name)]
+        self.tool_spec = lru_cache(maxsize=_CACHE_SIZE)(self._tool_spec)
+
+    def _tool_spec(self, tool: str) -> ToolSpec | None:
+        """The operator's spec for ``tool``: an exact name first, then globs in YAML order."""
+        spec = self._tools_exact.get(tool)
+        if spec is not None:
+            return spec
+        return next((t for t, match in self._tools_glob if match(tool)), None)
+
+    def evaluate(self, call: ToolCall) -> PolicyVerdict:
+        """Allow, ask or deny ``call``, naming the rule that decided."""
+        spec = self.tool_spec(call.tool)
+        risk: Risk = spec.risk if spec is not None else (call.risk or "write")
+        if spec is not None and spec.shell is not None:
+            command = call.arguments.get(spec.shell)
+            if isinstance(command, str):
+                return self._evaluate_shell(call, spec, risk, command)
+        rule = self._decide(call.agent, call.tool, call.arguments)
+        return self._verdict(call, risk, rule)
+
+    def _decide(self, agent: str, tool: str, args: Mapping[str, Any]) -> Rule | None:
+        scope = self._agents.get(agent)
+        if scope is not None:
+            rule = scope.decide(tool, args)
+            if rule is not None:
+                return rule
+        return self._global.decide(tool, args)
+
+    def _verdict(self, call: ToolCall, risk: Risk, rule: Rule | None) -> PolicyVerdict:
+        if rule is None:
+            action = self.spec.risk_actions[risk]
+            return PolicyVerdict(
+                action=action,
+                rule=f"policy.risk_defaults.{risk}",
+                reason=f"no rule matched {call.tool!r}; {risk} tools default to {action}",
+                risk=risk,
+                approvers=self.spec.default_approvers,
+                timeout=self.spec.default_timeout,
+            )
+        return PolicyVerdict(
+            action=rule.action,
+            rule=rule.source,
+            reason=rule.reason or f"{rule.action} by {rule.source} (tool {rule.tool!r})",
+            risk=risk,
+            approvers=rule.approvers or self.spec.default_approvers,
+            timeout=rule.timeout if rule.timeout is not None else self.spec.default_timeout,
+        )
+
+    def _evaluate_shell(
+        self, call: ToolCall, spec: ToolSpec, risk: Risk, command: str
+    ) -> PolicyVerdict:
+        """Judge each simple command; the most restrictive part decides, hazards cap at ask."""
+        assert spec.shell is not None
+        parsed = _parse(command)
+        texts = [c.text for c in parsed.commands] or [command.strip()]
+        worst: tuple[PolicyVerdict, str] | None = None
+        for text in texts:
+            args = {**call.arguments, spec.shell: text}
+            rule = self._decide(call.agent, call.tool, args)
+            verdict = self._verdict(call, risk, rule)
+            if worst is None or _RANK[verdict.action] > _RANK[worst[0].action]:
+                worst = (verdict, text)
+        assert worst is not None
+        verdict, text = worst
+        if len(texts) > 1 or text != command.strip():
+            verdict = replace(verdict, reason=f"{verdict.reason} [command: {text}]")
+        if parsed.hazards and verdict.action == "allow":
+            verdict = replace(
+                verdict,
+                action="ask",
+                rule=HAZARD_RULE,
+                reason="never auto-allowed: " + ", ".join(parsed.hazards),
+            )
+        if parsed.hazards:
+            verdict = replace(verdict, grantable=False)
+        return verdict
+
+    def fingerprint(self, call: ToolCall, spec: ToolSpec | None = None) -> str:
+        """The grant key for ``call``'s arguments, as the tool's config chooses.
+
+        Named arguments when the spec lists them; a shell command's first
+        ``prefix_words`` words per simple command; otherwise all arguments.
+        """
+        spec = spec if spec is not None else self.tool_spec(call.tool)
+        if spec is not None and spec.fingerprint:
+            return canonical_json({k: call.arguments.get(k) for k in spec.fingerprint})
+        if spec is not None and spec.shell is not None:
+            command = call.arguments.get(spec.shell)
+            if isinstance(command, str):
+                prefixes = dict.fromkeys(
+                    " ".join(c.words[: spec.prefix_words]) for c in _parse(command).commands
+                )
+                return "shell:" + "\n".join(prefixes)
+        return "args:" + args_digest(call.arguments)
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _parse(command: str) -> shell.ShellParse:
+    """Agents repeat their commands; parsing each distinct line once is enough."""
+    return shell.parse(command)
+
+

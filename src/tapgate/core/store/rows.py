@@ -1,0 +1,121 @@
+"""Converting between domain records and table rows (JSON columns, '' for no session)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, cast
+
+from tapgate.core.models import (
+    AuditEntry,
+    Grant,
+    GrantScope,
+    Request,
+    RequestStatus,
+    Risk,
+    Scope,
+    Verdict,
+    canonical_json,
+)
+
+__all__ = ["audit_from_row", "grant_from_row", "grant_to_row", "request_from_row", "request_to_row"]
+
+
+def request_to_row(request: Request) -> dict[str, Any]:
+    """Column values for a new request row."""
+    return {
+        "id": request.id,
+        "agent": request.agent,
+        "session": request.session or "",
+        "tool": request.tool,
+        "arguments": canonical_json(request.arguments),
+        "args_digest": request.args_digest,
+        "fingerprint": request.fingerprint,
+        "risk": request.risk,
+        "rule": request.rule,
+        "reason": request.reason,
+        "approvers": json.dumps(list(request.approvers)),
+        "status": request.status,
+        "on_timeout": request.on_timeout,
+        "grantable": request.grantable,
+        "created_at": request.created_at,
+        "expires_at": request.expires_at,
+        "resolved_at": request.resolved_at,
+        "resolved_by": request.resolved_by,
+        "resolution_reason": request.resolution_reason,
+        "scope": request.scope,
+    }
+
+
+def request_from_row(row: Mapping[str, Any]) -> Request:
+    """A :class:`Request` from a ``requests`` row."""
+    return Request(
+        id=row["id"],
+        agent=row["agent"],
+        session=row["session"] or None,
+        tool=row["tool"],
+        arguments=json.loads(row["arguments"]),
+        args_digest=row["args_digest"],
+        fingerprint=row["fingerprint"],
+        risk=cast(Risk, row["risk"]),
+        rule=row["rule"],
+        reason=row["reason"],
+        approvers=tuple(json.loads(row["approvers"])),
+        status=cast(RequestStatus, row["status"]),
+        on_timeout=cast(Verdict, row["on_timeout"]),
+        grantable=bool(row["grantable"]),
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        resolved_at=row["resolved_at"],
+        resolved_by=row["resolved_by"],
+        resolution_reason=row["resolution_reason"],
+        scope=cast("Scope | None", row["scope"]),
+    )
+
+
+def grant_to_row(grant: Grant) -> dict[str, Any]:
+    """Column values for a new grant row."""
+    return {
+        "id": grant.id,
+        "scope": grant.scope,
+        "agent": grant.agent,
+        "session": grant.session or "",
+        "tool": grant.tool,
+        "fingerprint": grant.fingerprint,
+        "created_at": grant.created_at,
+        "created_by": grant.created_by,
+        "expires_at": grant.expires_at,
+        "request_id": grant.request_id,
+        "revoked_at": grant.revoked_at,
+        "revoked_by": grant.revoked_by,
+    }
+
+
+def grant_from_row(row: Mapping[str, Any]) -> Grant:
+    """A :class:`Grant` from a ``grants`` row."""
+    return Grant(
+        id=row["id"],
+        scope=cast(GrantScope, row["scope"]),
+        agent=row["agent"],
+        session=row["session"] or None,
+        tool=row["tool"],
+        fingerprint=row["fingerprint"],
+        created_at=row["created_at"],
+        created_by=row["created_by"],
+        expires_at=row["expires_at"],
+        request_id=row["request_id"],
+        revoked_at=row["revoked_at"],
+        revoked_by=row["revoked_by"],
+    )
+
+
+def audit_from_row(row: Mapping[str, Any]) -> AuditEntry:
+    """An :class:`AuditEntry` from an ``audit`` row."""
+    return AuditEntry(
+        id=row["id"],
+        at=row["at"],
+        event=row["event"],
+        request_id=row["request_id"],
+        actor=row["actor"],
+        detail=json.loads(row["detail"]),
+    )

@@ -1,0 +1,166 @@
+"""The database schema, as SQLAlchemy Core tables, shared by SQLite and PostgreSQL.
+
+The Alembic migrations in ``migrations/versions`` are the source of truth for
+what is in a database; these tables describe the head revision for queries.
+Times are stored as UTC (see :class:`UTCDateTime`) and compared with values
+from the injected clock, never with the database's ``now()``, so expiry is
+testable and identical on both backends.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    Column,
+    DateTime,
+    Dialect,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    text,
+)
+from sqlalchemy.types import TypeDecorator
+
+__all__ = ["UTCDateTime", "audit", "grants", "metadata", "outbox", "requests"]
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend.
+
+    SQLite has no time zones: values are normalised to UTC before they are
+    written and tagged UTC when read, so comparisons in SQL stay correct.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if not isinstance(value, datetime) or value.tzinfo is None:
+            raise ValueError("tapgate stores only timezone-aware datetimes")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        assert isinstance(value, datetime)
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+REQUEST_STATUSES = "('pending', 'approved', 'denied', 'expired', 'cancelled')"
+
+requests = Table(
+    "requests",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("agent", String(200), nullable=False),
+    # '' rather than NULL for "no session": NULLs are distinct in unique indexes.
+    Column("session", String(200), nullable=False, server_default=""),
+    Column("tool", String(200), nullable=False),
+    Column("arguments", Text, nullable=False),
+    Column("args_digest", String(64), nullable=False),
+    Column("fingerprint", Text, nullable=False),
+    Column("risk", String(16), nullable=False),
+    Column("rule", String(300), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("approvers", Text, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("on_timeout", String(8), nullable=False),
+    Column("grantable", Boolean, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("resolved_at", UTCDateTime),
+    Column("resolved_by", String(200)),
+    Column("resolution_reason", Text),
+    Column("scope", String(16)),
+    CheckConstraint(f"status IN {REQUEST_STATUSES}", name="status"),
+    Index("ix_requests_status_expires_at", "status", "expires_at"),
+    # At most one pending request per identical call: the database, not a race
+    # between two coroutines, decides whether an ask reuses a request.
+    Index(
+        "uq_requests_pending_call",
+        "agent",
+        "session",
+        "tool",
+        "args_digest",
+        unique=True,
+        sqlite_where=text("status = 'pending'"),
+        postgresql_where=text("status = 'pending'"),
+    ),
+)
+
+outbox = Table(
+    "outbox",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("request_id", String(32), ForeignKey("requests.id"), nullable=False),
+    Column("approver", String(200), nullable=False),
+    Column("channel", String(32), nullable=False),
+    Column("address", String(200), nullable=False),
+    Column("kind", String(16), nullable=False, server_default="request"),
+    Column("status", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("next_attempt_at", UTCDateTime, nullable=False),
+    Column("lease_until", UTCDateTime),
+    Column("lease_owner", String(100)),
+    Column("last_error", Text),
+    Column("receipt", Text),
+    Column("retry_key", String(36), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    CheckConstraint("status IN ('pending', 'sent', 'failed', 'cancelled')", name="status"),
+    Index("ix_outbox_status_next_attempt_at", "status", "next_attempt_at"),
+    Index("ix_outbox_request_id", "request_id"),
+)
+
+grants = Table(
+    "grants",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("scope", String(16), nullable=False),
+    Column("agent", String(200), nullable=False),
+    Column("session", String(200), nullable=False, server_default=""),
+    Column("tool", String(200), nullable=False),
+    Column("fingerprint", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("created_by", String(200), nullable=False),
+    Column("expires_at", UTCDateTime),
+    Column("request_id", String(32)),
+    Column("revoked_at", UTCDateTime),
+    Column("revoked_by", String(200)),
+    CheckConstraint("scope IN ('session', 'always')", name="scope"),
+    Index("ix_grants_agent_tool", "agent", "tool"),
+)
+
+audit = Table(
+    "audit",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", UTCDateTime, nullable=False),
+    Column("event", String(32), nullable=False),
+    Column("request_id", String(32)),
+    Column("actor", String(200), nullable=False),
+    Column("detail", Text, nullable=False),
+    Index("ix_audit_request_id", "request_id"),
+    Index("ix_audit_at", "at"),
+)
