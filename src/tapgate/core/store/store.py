@@ -284,6 +284,21 @@ class Store:
         await _audit(conn, now, "refused", request_id, by, {**extra, "wanted": to, "why": why})
         return Transition(request=current, outcome=outcome)
 
+    async def expire(self, request_id: str, now: datetime) -> Transition:
+        """Expire one request if it is pending and overdue (a waiter reaching its deadline)."""
+        async with self.transaction() as conn:
+            expired = await self._expire(conn, [request_id], now)
+            if expired:
+                return Transition(request=expired[0], outcome="expired")
+            row = (
+                (await conn.execute(select(requests).where(requests.c.id == request_id)))
+                .mappings()
+                .first()
+            )
+        if row is None:
+            raise RequestNotFound(request_id)
+        return Transition(request=request_from_row(row), outcome="refused")
+
     async def expire_overdue(self, now: datetime, limit: int = 500) -> list[Request]:
         """Expire pending requests whose deadline has passed; returns those this call expired."""
         async with self.transaction() as conn:

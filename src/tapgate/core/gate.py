@@ -1,0 +1,368 @@
+"""The gate: turn a tool call into a decision, waiting for a human when policy asks.
+
+``check`` is the whole story for an in-process agent; ``submit`` / ``wait`` /
+``status`` split it for the HTTP API and for agents that outlive a restart;
+``resolve`` / ``cancel`` are what webhooks and operators call. Waiting is
+event-driven: a waiter parks on a future that the resolving code path sets,
+and a slow reconciliation sweep (one query for all waiters) catches decisions
+made by another process. Each waiter also wakes at its request's deadline and
+expires it, so a timeout never depends on a sweep having run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections import defaultdict
+from datetime import timedelta
+from typing import Any, Literal
+
+from tapgate.core.clock import Clock, SystemClock
+from tapgate.core.directory import Directory
+from tapgate.core.events import EventBus
+from tapgate.core.models import (
+    Decision,
+    EventKind,
+    GateEvent,
+    Grant,
+    GrantScope,
+    Request,
+    Scope,
+    Ticket,
+    ToolCall,
+    args_digest,
+)
+from tapgate.core.policy import Policy, PolicyVerdict
+from tapgate.core.store import Store, Transition
+from tapgate.errors import AlreadyResolved, NotAnApprover, RequestExpired
+
+__all__ = ["Gate", "new_id"]
+
+log = logging.getLogger(__name__)
+
+_EVENT_FOR: dict[str, EventKind] = {
+    "approved": "resolved",
+    "denied": "resolved",
+    "expired": "expired",
+    "cancelled": "cancelled",
+}
+
+
+def new_id() -> str:
+    """A 128-bit random, URL-safe id: unguessable, so an id alone grants nothing."""
+    return secrets.token_urlsafe(16)
+
+
+class Gate:
+    """Decides tool calls: policy first, then grants, then a durable request to humans.
+
+    Use it as an async context manager (or call :meth:`start` / :meth:`close`)
+    so its reconciliation sweep runs; ``check`` works without it, but then only
+    decisions made in this process wake its waiters.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        policy: Policy,
+        directory: Directory | None = None,
+        clock: Clock | None = None,
+        bus: EventBus | None = None,
+        reconcile_interval: float = 5.0,
+    ) -> None:
+        self.store = store
+        self.policy = policy
+        self.directory = directory or Directory()
+        self.clock: Clock = clock or SystemClock()
+        self.bus = bus or EventBus()
+        self.reconcile_interval = reconcile_interval
+        self._waiters: defaultdict[str, set[asyncio.Future[Request]]] = defaultdict(set)
+        self._sweeper: asyncio.Task[None] | None = None
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the reconciliation sweep (idempotent)."""
+        if self._sweeper is None:
+            self._sweeper = asyncio.create_task(self._reconcile_forever(), name="tapgate-reconcile")
+
+    async def close(self) -> None:
+        """Stop the sweep. Pending requests stay pending in the store."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+            self._sweeper = None
+
+    async def __aenter__(self) -> Gate:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- agents -----------------------------------------------------------------------
+
+    async def check(self, call: ToolCall) -> Decision:
+        """Decide ``call``; an "ask" waits until a human decides or the request expires."""
+        ticket = await self.submit(call)
+        if ticket.decision is not None:
+            return ticket.decision
+        assert ticket.request is not None
+        decision = await self.wait(ticket.request.id)
+        assert decision is not None  # with no timeout, wait returns at the deadline at the latest
+        return decision
+
+    async def submit(self, call: ToolCall) -> Ticket:
+        """Decide now if policy or a grant can; otherwise create (or reuse) a request."""
+        verdict = self.policy.evaluate(call)
+        if verdict.action != "ask":
+            return Ticket(decision=_policy_decision(verdict))
+        fingerprint = self.policy.fingerprint(call)
+        if verdict.grantable:
+            grant = await self.store.find_grant(
+                agent=call.agent,
+                session=call.session,
+                tool=call.tool,
+                fingerprint=fingerprint,
+                now=self.clock.now(),
+            )
+            if grant is not None:
+                return Ticket(decision=_grant_decision(grant, verdict))
+        request = self._new_request(call, verdict, fingerprint)
+        deliveries = self.directory.deliveries(request.approvers)
+        created = await self.store.create_request(request, deliveries, self.clock.now())
+        for expired in created.expired:
+            self._settle(expired, "expired")
+        if created.created:
+            if not request.approvers:
+                log.warning(
+                    "request %s for %s has no approvers; it can only expire", request.id, call.tool
+                )
+            self._publish("requested", created.request)
+        return Ticket(decision=None, request=created.request, reused=not created.created)
+
+    async def wait(self, request_id: str, timeout: float | None = None) -> Decision | None:
+        """The decision for ``request_id``, waiting up to ``timeout`` seconds.
+
+        Returns ``None`` if the request is still pending when ``timeout`` ends;
+        with no timeout it returns at the request's deadline at the latest.
+        Works from any process: the request is read from the store first.
+        """
+        request = await self.store.get_request(request_id)
+        if not request.is_pending:
+            return request.decision()
+        future: asyncio.Future[Request] = asyncio.get_running_loop().create_future()
+        self._waiters[request_id].add(future)
+        try:
+            return await self._park(request, future, timeout)
+        finally:
+            waiters = self._waiters.get(request_id)
+            if waiters is not None:
+                waiters.discard(future)
+                if not waiters:
+                    del self._waiters[request_id]
+
+    async def _park(
+        self, request: Request, future: asyncio.Future[Request], timeout: float | None
+    ) -> Decision | None:
+        until_expiry = (request.expires_at - self.clock.now()).total_seconds()
+        budget = until_expiry if timeout is None else min(timeout, until_expiry)
+        sleeper = asyncio.ensure_future(self.clock.sleep(max(budget, 0.0)))
+        try:
+            await asyncio.wait({future, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+        if future.done():
+            return future.result().decision()
+        if timeout is not None and budget < until_expiry:
+            return None
+        transition = await self.store.expire(request.id, self.clock.now())
+        if transition.outcome == "expired":
+            self._settle(transition.request, "expired")
+        return transition.request.decision()
+
+    async def status(self, request_id: str) -> Request:
+        """The request as the store has it now."""
+        return await self.store.get_request(request_id)
+
+    async def cancel(self, request_id: str, *, by: str, reason: str | None = None) -> Request:
+        """Withdraw a pending request (the agent no longer needs the call)."""
+        transition = await self.store.transition(
+            request_id, to="cancelled", by=by, reason=reason, now=self.clock.now()
+        )
+        return self._apply(request_id, transition)
+
+    # -- approvers ------------------------------------------------------------------
+
+    async def resolve(
+        self,
+        request_id: str,
+        verdict: Literal["approve", "deny"],
+        *,
+        by: str,
+        scope: Scope = "once",
+        reason: str | None = None,
+        grant_ttl: float | None = None,
+        authorize: bool = True,
+        detail: dict[str, Any] | None = None,
+    ) -> Request:
+        """Record a human decision exactly once.
+
+        ``by`` must be one of the request's approvers unless ``authorize`` is
+        false (the operator's audited break-glass). Raises
+        :class:`~tapgate.errors.AlreadyResolved`, :class:`~tapgate.errors.RequestExpired`
+        or :class:`~tapgate.errors.NotAnApprover`; a refused attempt is audited.
+        """
+        now = self.clock.now()
+        request = await self.store.get_request(request_id)
+        if authorize and by not in request.approvers:
+            await self.store.record(
+                "refused",
+                request_id=request_id,
+                actor=by,
+                now=now,
+                detail={"wanted": verdict, "why": "not an approver"},
+            )
+            raise NotAnApprover(request_id, by)
+        grant = self._grant_for(request, by, scope, grant_ttl) if verdict == "approve" else None
+        transition = await self.store.transition(
+            request_id,
+            to="approved" if verdict == "approve" else "denied",
+            by=by,
+            reason=reason,
+            scope=scope if verdict == "approve" else "once",
+            grant=grant,
+            now=now,
+            detail={**(detail or {}), **({} if authorize else {"break_glass": True})},
+        )
+        return self._apply(request_id, transition)
+
+    def _grant_for(
+        self, request: Request, by: str, scope: Scope, ttl: float | None
+    ) -> Grant | None:
+        if scope == "once" or not request.grantable:
+            return None
+        if scope == "session" and not request.session:
+            return None  # nothing to key a session grant on; the approval counts once
+        now = self.clock.now()
+        grant_scope: GrantScope = scope
+        return Grant(
+            id=new_id(),
+            scope=grant_scope,
+            agent=request.agent,
+            session=request.session if scope == "session" else None,
+            tool=request.tool,
+            fingerprint=request.fingerprint,
+            created_at=now,
+            created_by=by,
+            expires_at=now + timedelta(seconds=ttl) if ttl is not None else None,
+            request_id=request.id,
+        )
+
+    def _apply(self, request_id: str, transition: Transition) -> Request:
+        request = transition.request
+        if transition.outcome == "applied":
+            self._settle(request, _EVENT_FOR[request.status])
+            return request
+        if transition.outcome == "expired":
+            self._settle(request, "expired")
+            raise RequestExpired(request_id)
+        if request.status == "expired":
+            raise RequestExpired(request_id)
+        raise AlreadyResolved(request_id, request.status, request.resolved_by)
+
+    # -- grants and housekeeping --------------------------------------------------------
+
+    async def grants(self, *, active_only: bool = True) -> list[Grant]:
+        """Grants, newest first."""
+        return await self.store.list_grants(active_at=self.clock.now() if active_only else None)
+
+    async def revoke_grant(self, grant_id: str, *, by: str) -> bool:
+        """Revoke a grant; future matching calls ask again."""
+        return await self.store.revoke_grant(grant_id, by=by, now=self.clock.now())
+
+    async def expire_overdue(self) -> list[Request]:
+        """Expire every overdue pending request (the heartbeat's job) and wake their waiters."""
+        expired = await self.store.expire_overdue(self.clock.now())
+        for request in expired:
+            self._settle(request, "expired")
+        return expired
+
+    async def reconcile(self) -> int:
+        """Wake waiters whose request another process decided; returns how many woke."""
+        ids = list(self._waiters)
+        woken = 0
+        for request in await self.store.get_requests(ids):
+            if not request.is_pending:
+                woken += self._wake(request)
+        return woken
+
+    async def _reconcile_forever(self) -> None:
+        while True:
+            await self.clock.sleep(self.reconcile_interval)
+            try:
+                await self.reconcile()
+            except Exception:  # the sweep is a safety net; it must outlive a bad moment
+                log.exception("reconciliation sweep failed")
+
+    def _settle(self, request: Request, kind: EventKind) -> None:
+        self._wake(request)
+        self._publish(kind, request)
+
+    def _wake(self, request: Request) -> int:
+        waiters = self._waiters.pop(request.id, set())
+        for future in waiters:
+            if not future.done():
+                future.set_result(request)
+        return len(waiters)
+
+    def _publish(self, kind: EventKind, request: Request) -> None:
+        self.bus.publish(GateEvent(kind=kind, request=request, at=self.clock.now()))
+
+    def _new_request(self, call: ToolCall, verdict: PolicyVerdict, fingerprint: str) -> Request:
+        now = self.clock.now()
+        return Request(
+            id=new_id(),
+            agent=call.agent,
+            session=call.session,
+            tool=call.tool,
+            arguments=dict(call.arguments),
+            args_digest=args_digest(call.arguments),
+            fingerprint=fingerprint,
+            risk=verdict.risk,
+            rule=verdict.rule,
+            reason=verdict.reason,
+            approvers=self.directory.expand(verdict.approvers),
+            status="pending",
+            created_at=now,
+            expires_at=now + timedelta(seconds=verdict.timeout),
+            on_timeout=self.policy.spec.on_timeout,
+            grantable=verdict.grantable,
+        )
+
+
+def _policy_decision(verdict: PolicyVerdict) -> Decision:
+    allowed = verdict.action == "allow"
+    return Decision(
+        verdict="allow" if allowed else "deny",
+        status="allowed" if allowed else "denied",
+        source="policy",
+        decided_by=verdict.rule,
+        reason=verdict.reason,
+        rule=verdict.rule,
+    )
+
+
+def _grant_decision(grant: Grant, verdict: PolicyVerdict) -> Decision:
+    return Decision(
+        verdict="allow",
+        status="allowed",
+        source="grant",
+        decided_by=f"grant:{grant.id}",
+        reason=f"allowed by a {grant.scope} grant from {grant.created_by}",
+        rule=verdict.rule,
+    )

@@ -1,0 +1,192 @@
+"""The store: lifecycle compare-and-set, dedup, expiry, grants, audit, migrations."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+
+from tapgate.core.clock import ManualClock
+from tapgate.core.models import Delivery, Grant
+from tapgate.core.store import Store, normalize_url
+from tapgate.core.store.engine import current_revision, head_revision
+from tapgate.errors import RequestNotFound, StoreError
+from tests.factories import make_request
+
+ALICE = Delivery(approver="alice", channel="console", address="alice")
+
+
+async def test_create_reuses_identical_pending_request(store: Store, clock: ManualClock) -> None:
+    first = make_request(clock.now())
+    created = await store.create_request(first, [ALICE], clock.now())
+    again = await store.create_request(make_request(clock.now()), [ALICE], clock.now())
+    assert created.created and not again.created
+    assert again.request.id == first.id
+    other_session = make_request(clock.now(), session="s2")
+    assert (await store.create_request(other_session, [], clock.now())).created
+
+
+async def test_concurrent_identical_asks_create_one_request(store: Store, clock: ManualClock) -> None:
+    results = await asyncio.gather(
+        *(store.create_request(make_request(clock.now()), [ALICE], clock.now()) for _ in range(20))
+    )
+    assert sum(r.created for r in results) == 1
+    assert len({r.request.id for r in results}) == 1
+
+
+async def test_overdue_identical_request_is_expired_and_replaced(
+    store: Store, clock: ManualClock
+) -> None:
+    old = make_request(clock.now(), ttl=10)
+    await store.create_request(old, [], clock.now())
+    clock.advance(11)
+    created = await store.create_request(make_request(clock.now()), [], clock.now())
+    assert created.created
+    assert [r.id for r in created.expired] == [old.id]
+    assert (await store.get_request(old.id)).status == "expired"
+
+
+async def test_transition_is_compare_and_set(store: Store, clock: ManualClock) -> None:
+    req = make_request(clock.now())
+    await store.create_request(req, [], clock.now())
+    won = await store.transition(req.id, to="approved", by="alice", now=clock.now())
+    lost = await store.transition(req.id, to="denied", by="bob", now=clock.now())
+    assert won.outcome == "applied" and won.request.status == "approved"
+    assert lost.outcome == "refused" and lost.request.status == "approved"
+    assert lost.request.resolved_by == "alice"
+    events = [(e.event, e.actor) for e in await store.audit_log(request_id=req.id)]
+    assert events == [("requested", "agent-1"), ("approved", "alice"), ("refused", "bob")]
+
+
+async def test_resolve_after_deadline_expires_instead(store: Store, clock: ManualClock) -> None:
+    req = make_request(clock.now(), ttl=30)
+    await store.create_request(req, [ALICE], clock.now())
+    clock.advance(30)  # expires_at is exclusive: at the deadline it is over
+    result = await store.transition(req.id, to="approved", by="alice", now=clock.now())
+    assert result.outcome == "expired"
+    assert result.request.status == "expired"
+    assert result.request.resolved_by == "timeout"
+
+
+async def test_terminal_states_are_final(store: Store, clock: ManualClock) -> None:
+    req = make_request(clock.now())
+    await store.create_request(req, [], clock.now())
+    await store.transition(req.id, to="cancelled", by="agent-1", now=clock.now())
+    for to in ("approved", "denied", "cancelled"):
+        result = await store.transition(req.id, to=to, by="alice", now=clock.now())  # type: ignore[arg-type]
+        assert result.outcome == "refused"
+    clock.advance(3600)
+    assert await store.expire_overdue(clock.now()) == []
+    assert (await store.get_request(req.id)).status == "cancelled"
+
+
+async def test_unknown_request(store: Store, clock: ManualClock) -> None:
+    with pytest.raises(RequestNotFound):
+        await store.get_request("nope")
+    with pytest.raises(RequestNotFound):
+        await store.transition("nope", to="approved", by="alice", now=clock.now())
+
+
+async def test_expire_overdue_only_touches_overdue(store: Store, clock: ManualClock) -> None:
+    short = make_request(clock.now(), ttl=10, tool="a")
+    long = make_request(clock.now(), ttl=100, tool="b")
+    for r in (short, long):
+        await store.create_request(r, [ALICE], clock.now())
+    clock.advance(50)
+    assert [r.id for r in await store.expire_overdue(clock.now())] == [short.id]
+    assert (await store.get_request(long.id)).status == "pending"
+
+
+async def test_decision_cancels_unsent_outbox_rows(store: Store, clock: ManualClock) -> None:
+    req = make_request(clock.now())
+    await store.create_request(req, [ALICE, Delivery(approver="bob", channel="line",
+                                                    address="U1")], clock.now())
+    await store.transition(req.id, to="approved", by="alice", now=clock.now())
+    async with store.engine.connect() as conn:
+        statuses = (await conn.execute(text("SELECT status FROM outbox"))).scalars().all()
+    assert statuses == ["cancelled", "cancelled"]
+
+
+async def test_outbox_rows_commit_with_the_request(store: Store, clock: ManualClock) -> None:
+    req = make_request(clock.now())
+    await store.create_request(req, [ALICE, Delivery(approver="bob", channel="line",
+                                                    address="U1")], clock.now())
+    async with store.engine.connect() as conn:
+        rows = (await conn.execute(
+            text("SELECT approver, channel, address, status, retry_key FROM outbox ORDER BY id")
+        )).all()
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [
+        ("alice", "console", "alice", "pending"), ("bob", "line", "U1", "pending")]
+    assert len({r[4] for r in rows}) == 2  # one retry key per message
+
+
+async def test_grants_scoping_and_revocation(store: Store, clock: ManualClock) -> None:
+    now = clock.now()
+    session = Grant(id="g1", scope="session", agent="a", session="s1", tool="t",
+                    fingerprint="f", created_at=now, created_by="alice")
+    always = Grant(id="g2", scope="always", agent="a", session=None, tool="u",
+                   fingerprint="f", created_at=now, created_by="alice",
+                   expires_at=now + timedelta(seconds=60))
+    await store.add_grant(session)
+    await store.add_grant(always)
+
+    async def find(agent: str, session: str | None, tool: str) -> str | None:
+        g = await store.find_grant(agent=agent, session=session, tool=tool, fingerprint="f",
+                                   now=clock.now())
+        return g.id if g else None
+
+    assert await find("a", "s1", "t") == "g1"
+    assert await find("a", "s2", "t") is None  # other session
+    assert await find("b", "s1", "t") is None  # other agent
+    assert await find("a", None, "t") is None  # no session at all
+    assert await find("a", None, "u") == "g2"
+    clock.advance(61)
+    assert await find("a", None, "u") is None  # expired
+    assert await store.revoke_grant("g1", by="ops", now=clock.now())
+    assert not await store.revoke_grant("g1", by="ops", now=clock.now())
+    assert await find("a", "s1", "t") is None
+    assert [g.id for g in await store.list_grants(active_at=clock.now())] == []
+    assert {g.id for g in await store.list_grants()} == {"g1", "g2"}
+
+
+async def test_audit_log_is_append_only(store: Store, clock: ManualClock) -> None:
+    await store.record("note", request_id=None, actor="ops", now=clock.now())
+    for statement in ("UPDATE audit SET actor = 'mallory'", "DELETE FROM audit"):
+        with pytest.raises(DBAPIError, match="append-only"):
+            async with store.transaction() as conn:
+                await conn.execute(text(statement))
+    assert [e.actor for e in await store.audit_log()] == ["ops"]
+
+
+async def test_migrations_are_at_head_and_idempotent(db_url: str) -> None:
+    async with await Store.open(db_url) as first:
+        assert await first.is_current()
+        assert await current_revision(first.engine) == head_revision()
+    async with await Store.open(db_url) as second:  # upgrading again is a no-op
+        assert await second.is_current()
+
+
+async def test_unmigrated_database_is_not_current(db_url: str) -> None:
+    async with await Store.open(db_url, migrate=False) as store:
+        assert not await store.is_current()
+
+
+async def test_restart_sees_pending_requests(db_url: str, clock: ManualClock) -> None:
+    req = make_request(clock.now())
+    async with await Store.open(db_url) as store:
+        await store.create_request(req, [ALICE], clock.now())
+    async with await Store.open(db_url) as store:
+        again = await store.get_request(req.id)
+    assert again == req
+
+
+def test_normalize_url() -> None:
+    assert normalize_url("sqlite:///x.db") == "sqlite+aiosqlite:///x.db"
+    assert normalize_url("postgresql://u:p@h/db") == "postgresql+asyncpg://u:p@h/db"
+    with pytest.raises(StoreError, match="unsupported"):
+        normalize_url("mysql://h/db")
+    with pytest.raises(StoreError, match="invalid"):
+        normalize_url("::not a url::")
