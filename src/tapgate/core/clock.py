@@ -26,6 +26,13 @@ class Clock(Protocol):
         """Sleep ``seconds`` of this clock's time."""
         ...
 
+    async def sleep_until(self, when: datetime) -> None:
+        """Sleep until this clock reads ``when`` (at once if it already has).
+
+        An absolute deadline cannot drift when the sleeping task starts late.
+        """
+        ...
+
 
 class SystemClock:
     """The real clock."""
@@ -37,6 +44,10 @@ class SystemClock:
     async def sleep(self, seconds: float) -> None:
         """``asyncio.sleep``."""
         await asyncio.sleep(max(0.0, seconds))
+
+    async def sleep_until(self, when: datetime) -> None:
+        """Sleep until the wall clock reaches ``when``."""
+        await asyncio.sleep(max(0.0, (when - self.now()).total_seconds()))
 
 
 class ManualClock:
@@ -53,12 +64,15 @@ class ManualClock:
 
     async def sleep(self, seconds: float) -> None:
         """Wait until :meth:`advance` moves the clock ``seconds`` ahead."""
-        if seconds <= 0:
+        await self.sleep_until(self._now + timedelta(seconds=max(0.0, seconds)))
+
+    async def sleep_until(self, when: datetime) -> None:
+        """Wait until :meth:`advance` moves the clock to ``when``; at once if it is there."""
+        if when <= self._now:
             await asyncio.sleep(0)
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        deadline = self._now + timedelta(seconds=seconds)
-        heapq.heappush(self._sleepers, (deadline, next(self._seq), future))
+        heapq.heappush(self._sleepers, (when, next(self._seq), future))
         await future
 
     def advance(self, seconds: float) -> None:

@@ -17,6 +17,7 @@ import logging
 import secrets
 from collections import defaultdict
 from datetime import timedelta
+from functools import partial
 from typing import Any, Literal
 
 from tapgate.core.clock import Clock, SystemClock
@@ -35,8 +36,8 @@ from tapgate.core.models import (
     args_digest,
 )
 from tapgate.core.policy import Policy, PolicyVerdict
-from tapgate.core.store import Store, Transition
-from tapgate.errors import AlreadyResolved, NotAnApprover, RequestExpired
+from tapgate.core.store import GrantKey, Store, Transition
+from tapgate.errors import AlreadyResolved, NotAnApprover, RequestExpired, RequestNotFound
 
 __all__ = ["Gate", "new_id"]
 
@@ -122,19 +123,17 @@ class Gate:
         if verdict.action != "ask":
             return Ticket(decision=_policy_decision(verdict))
         fingerprint = self.policy.fingerprint(call)
+        key = None
         if verdict.grantable:
-            grant = await self.store.find_grant(
-                agent=call.agent,
-                session=call.session,
-                tool=call.tool,
-                fingerprint=fingerprint,
-                now=self.clock.now(),
+            key = GrantKey(
+                agent=call.agent, session=call.session, tool=call.tool, fingerprint=fingerprint
             )
-            if grant is not None:
-                return Ticket(decision=_grant_decision(grant, verdict))
         request = self._new_request(call, verdict, fingerprint)
         deliveries = self.directory.deliveries(request.approvers)
-        created = await self.store.create_request(request, deliveries, self.clock.now())
+        created = await self.store.create_request(request, deliveries, self.clock.now(), key)
+        if created.grant is not None:
+            return Ticket(decision=_grant_decision(created.grant, verdict))
+        assert created.request is not None
         for expired in created.expired:
             self._settle(expired, "expired")
         if created.created:
@@ -169,21 +168,28 @@ class Gate:
     async def _park(
         self, request: Request, future: asyncio.Future[Request], timeout: float | None
     ) -> Decision | None:
-        until_expiry = (request.expires_at - self.clock.now()).total_seconds()
-        budget = until_expiry if timeout is None else min(timeout, until_expiry)
-        sleeper = asyncio.ensure_future(self.clock.sleep(max(budget, 0.0)))
-        try:
-            await asyncio.wait({future, sleeper}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            sleeper.cancel()
-        if future.done():
-            return future.result().decision()
-        if timeout is not None and budget < until_expiry:
-            return None
-        transition = await self.store.expire(request.id, self.clock.now())
-        if transition.outcome == "expired":
-            self._settle(transition.request, "expired")
-        return transition.request.decision()
+        wait_end = None
+        if timeout is not None:
+            wait_end = self.clock.now() + timedelta(seconds=max(timeout, 0.0))
+        while True:
+            deadline = request.expires_at if wait_end is None else min(request.expires_at, wait_end)
+            sleeper = asyncio.ensure_future(self.clock.sleep_until(deadline))
+            try:
+                await asyncio.wait({future, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                sleeper.cancel()
+            if future.done():
+                return future.result().decision()
+            if wait_end is not None and wait_end < request.expires_at:
+                return None
+            transition = await self.store.expire(request.id, self.clock.now())
+            if transition.request is None:
+                raise RequestNotFound(request.id)
+            if transition.outcome == "expired":
+                self._settle(transition.request, "expired")
+            if not transition.request.is_pending:
+                return transition.request.decision()
+            # A timer can fire a hair before the deadline by the clock: wait again.
 
     async def status(self, request_id: str) -> Request:
         """The request as the store has it now."""
@@ -194,7 +200,7 @@ class Gate:
         transition = await self.store.transition(
             request_id, to="cancelled", by=by, reason=reason, now=self.clock.now()
         )
-        return self._apply(request_id, transition)
+        return self._apply(request_id, transition, by)
 
     # -- approvers ------------------------------------------------------------------
 
@@ -217,29 +223,23 @@ class Gate:
         :class:`~tapgate.errors.AlreadyResolved`, :class:`~tapgate.errors.RequestExpired`
         or :class:`~tapgate.errors.NotAnApprover`; a refused attempt is audited.
         """
-        now = self.clock.now()
-        request = await self.store.get_request(request_id)
-        if authorize and by not in request.approvers:
-            await self.store.record(
-                "refused",
-                request_id=request_id,
-                actor=by,
-                now=now,
-                detail={"wanted": verdict, "why": "not an approver"},
-            )
-            raise NotAnApprover(request_id, by)
-        grant = self._grant_for(request, by, scope, grant_ttl) if verdict == "approve" else None
+        make_grant = (
+            partial(self._grant_for, by=by, scope=scope, ttl=grant_ttl)
+            if verdict == "approve" and scope != "once"
+            else None
+        )
         transition = await self.store.transition(
             request_id,
             to="approved" if verdict == "approve" else "denied",
             by=by,
             reason=reason,
             scope=scope if verdict == "approve" else "once",
-            grant=grant,
-            now=now,
+            grant=make_grant,
+            approver_check=authorize,
+            now=self.clock.now(),
             detail={**(detail or {}), **({} if authorize else {"break_glass": True})},
         )
-        return self._apply(request_id, transition)
+        return self._apply(request_id, transition, by)
 
     def _grant_for(
         self, request: Request, by: str, scope: Scope, ttl: float | None
@@ -263,11 +263,15 @@ class Gate:
             request_id=request.id,
         )
 
-    def _apply(self, request_id: str, transition: Transition) -> Request:
+    def _apply(self, request_id: str, transition: Transition, by: str) -> Request:
         request = transition.request
+        if request is None:
+            raise RequestNotFound(request_id)
         if transition.outcome == "applied":
             self._settle(request, _EVENT_FOR[request.status])
             return request
+        if transition.outcome == "unauthorized":
+            raise NotAnApprover(request_id, by)
         if transition.outcome == "expired":
             self._settle(request, "expired")
             raise RequestExpired(request_id)

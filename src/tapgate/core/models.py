@@ -162,7 +162,9 @@ class Request:
             default_reason = f"denied by {self.resolved_by}"
         elif self.status == "expired":
             verdict, source = self.on_timeout, "timeout"
-            default_reason = f"no approver answered before the request expired; on_timeout={verdict}"
+            default_reason = (
+                f"no approver answered before the request expired; on_timeout={verdict}"
+            )
         else:
             verdict, source = "deny", "cancel"
             default_reason = f"cancelled by {self.resolved_by}"

@@ -134,7 +134,9 @@ class Policy:
         self._global = _Scope(spec.rules)
         self._agents = {name: _Scope(rules) for name, rules in spec.agents.items()}
         self._tools_exact = {t.name: t for t in spec.tools if not _is_glob(t.name)}
-        self._tools_glob = [(t, _glob(t.name, t.source or t.name)) for t in spec.tools if _is_glob(t.name)]
+        self._tools_glob = [
+            (t, _glob(t.name, t.source or t.name)) for t in spec.tools if _is_glob(t.name)
+        ]
         self.tool_spec = lru_cache(maxsize=_CACHE_SIZE)(self._tool_spec)
 
     def _tool_spec(self, tool: str) -> ToolSpec | None:
@@ -235,5 +237,3 @@ class Policy:
 def _parse(command: str) -> shell.ShellParse:
     """Agents repeat their commands; parsing each distinct line once is enough."""
     return shell.parse(command)
-
-

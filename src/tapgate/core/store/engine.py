@@ -1,41 +1,71 @@
-"""Opening the database: URL normalisation, SQLite pragmas, Alembic migrations.
+"""Opening the database: URL normalisation, SQLite pragmas, running transactions, migrations.
 
-SQLite is the default and needs nothing installed: a file in WAL mode, one
-connection per process (SQLite serialises writers anyway; one connection turns
-"database is locked" into an orderly asyncio queue), ``BEGIN IMMEDIATE`` so a
-transaction takes the write lock up front instead of failing on upgrade, and a
-busy timeout for the CLI and server sharing a file.
+Every store operation is one synchronous SQLAlchemy Core function over a
+``Connection``, run in one transaction by a *runner*:
+
+- SQLite (the default, ``sqlite:///file.db``): the stdlib driver on one
+  dedicated thread, so a whole transaction costs one hop between the event loop
+  and the thread. aiosqlite (``sqlite+aiosqlite:///``, still supported) hops
+  several times per statement (docs/benchmarks.md has the figures). Jobs
+  queued while the thread is busy share one transaction and one commit
+  (group commit, see :class:`ThreadRunner`).
+  One connection and one thread per process also mean SQLite's single writer
+  is an orderly queue instead of "database is locked" errors.
+- PostgreSQL (``postgresql://``): asyncpg through SQLAlchemy's async engine and
+  ``AsyncConnection.run_sync``, so the same functions run natively async.
+
+SQLite runs in WAL mode with ``synchronous=NORMAL`` (durable across process
+crashes; the last transactions may be lost on power failure), ``BEGIN
+IMMEDIATE`` so a transaction takes the write lock up front, and a busy timeout
+for the CLI and the server sharing one file.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from tapgate.errors import StoreError
 
-__all__ = ["connect", "current_revision", "head_revision", "normalize_url", "upgrade"]
+__all__ = [
+    "AsyncRunner",
+    "Runner",
+    "ThreadRunner",
+    "connect",
+    "current_revision",
+    "head_revision",
+    "normalize_url",
+    "upgrade",
+]
 
+T = TypeVar("T")
 _MIGRATIONS = Path(__file__).parent / "migrations"
 
 
 def normalize_url(url: str) -> str:
-    """Map ``sqlite:///x.db`` / ``postgresql://…`` to their asyncio drivers."""
+    """Pick the driver: ``sqlite:///`` → stdlib sqlite3, ``postgresql://`` → asyncpg."""
     try:
         parsed = make_url(url)
     except Exception as exc:
         raise StoreError(f"invalid store URL: {exc}") from exc
     backend = parsed.get_backend_name()
     if backend == "sqlite":
-        parsed = parsed.set(drivername="sqlite+aiosqlite")
+        if parsed.get_driver_name() not in ("pysqlite", "aiosqlite"):
+            raise StoreError(f"unsupported SQLite driver {parsed.drivername!r}")
     elif backend == "postgresql":
         parsed = parsed.set(drivername="postgresql+asyncpg")
     else:
@@ -43,23 +73,162 @@ def normalize_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
-def connect(url: str, **engine_options: Any) -> AsyncEngine:
-    """An async engine for ``url`` with tapgate's per-backend settings."""
+class Runner(Protocol):
+    """Runs one function in one transaction, off or on the event loop as the driver needs."""
+
+    dialect: str
+
+    async def run(self, fn: Callable[[Connection], T]) -> T:
+        """Run ``fn(connection)`` in a transaction; commit if it returns, roll back if it raises."""
+        ...
+
+    async def read(self, fn: Callable[[Connection], T]) -> T:
+        """Run ``fn`` for reading (no write lock on SQLite)."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections and threads."""
+        ...
+
+
+@dataclass(slots=True)
+class _Job:
+    """One transaction function waiting for the database thread, and where to send its result."""
+
+    fn: Callable[[Connection], Any]
+    future: asyncio.Future[Any]
+    loop: asyncio.AbstractEventLoop
+
+    def deliver(self, value: Any, error: BaseException | None) -> None:
+        def settle() -> None:
+            if self.future.done():
+                return
+            if error is not None:
+                self.future.set_exception(error)
+            else:
+                self.future.set_result(value)
+
+        with contextlib.suppress(RuntimeError):  # the loop closed while we worked
+            self.loop.call_soon_threadsafe(settle)
+
+
+class ThreadRunner:
+    """A sync engine driven by one dedicated thread, with group commit.
+
+    The thread takes every job queued since its last round and runs them one
+    after another in one transaction with one commit, the costly part on
+    SQLite; no job learns its result before that commit succeeded. Jobs run
+    sequentially, so compare-and-set semantics are exactly those of separate
+    transactions. If any job in a batch raises, the batch is rolled back and
+    each job is run again in a transaction of its own, so one job's error
+    never undoes another's work (jobs are pure database functions, safe to
+    run again after a rollback).
+    """
+
+    MAX_BATCH = 64
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.dialect = engine.dialect.name
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._work, name="tapgate-db", daemon=True)
+        self._thread.start()
+
+    async def run(self, fn: Callable[[Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        if not self._thread.is_alive():
+            raise StoreError("the store is closed")
+        self._jobs.put(_Job(fn, future, loop))
+        return await future
+
+    read = run
+
+    async def close(self) -> None:
+        self._jobs.put(None)
+        await asyncio.to_thread(self._thread.join)
+
+    def _work(self) -> None:
+        running = True
+        while running:
+            job = self._jobs.get()
+            if job is None:
+                break
+            batch = [job]
+            while len(batch) < self.MAX_BATCH:
+                try:
+                    more = self._jobs.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    running = False
+                    break
+                batch.append(more)
+            self._run_batch(batch)
+        self.engine.dispose()
+
+    def _run_batch(self, batch: list[_Job]) -> None:
+        try:
+            with self.engine.begin() as conn:
+                values = [job.fn(conn) for job in batch]
+        except Exception as exc:
+            if len(batch) == 1:
+                batch[0].deliver(None, exc)
+                return
+            for job in batch:
+                self._run_batch([job])
+            return
+        for job, value in zip(batch, values, strict=True):
+            job.deliver(value, None)
+
+
+class AsyncRunner:
+    """An async engine (asyncpg, aiosqlite); sync functions run through ``run_sync``."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self.dialect = engine.dialect.name
+
+    async def run(self, fn: Callable[[Connection], T]) -> T:
+        async with self.engine.begin() as conn:
+            return await conn.run_sync(fn)
+
+    async def read(self, fn: Callable[[Connection], T]) -> T:
+        async with self.engine.connect() as conn:
+            conn.sync_connection.info["read_only"] = True  # type: ignore[union-attr]
+            try:
+                return await conn.run_sync(fn)
+            finally:
+                await conn.rollback()
+                conn.sync_connection.info.pop("read_only", None)  # type: ignore[union-attr]
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+
+def connect(url: str) -> Runner:
+    """A runner for ``url`` with tapgate's per-backend settings."""
     url = normalize_url(url)
-    if url.startswith("sqlite"):
-        database = make_url(url).database
-        if database and database != ":memory:":
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_async_engine(url, pool_size=1, max_overflow=0, **engine_options)
-        _sqlite_hooks(engine)
-        return engine
-    options: dict[str, Any] = {"pool_size": 10, "max_overflow": 10, "pool_pre_ping": True}
-    options.update(engine_options)
-    return create_async_engine(url, **options)
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "postgresql":
+        return AsyncRunner(
+            create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
+        )
+    if parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    if parsed.get_driver_name() == "aiosqlite":
+        async_engine = create_async_engine(url, pool_size=1, max_overflow=0)
+        _sqlite_hooks(async_engine.sync_engine)
+        return AsyncRunner(async_engine)
+    engine = create_engine(
+        url, pool_size=1, max_overflow=0, connect_args={"check_same_thread": False}
+    )
+    _sqlite_hooks(engine)
+    return ThreadRunner(engine)
 
 
-def _sqlite_hooks(engine: AsyncEngine) -> None:
-    @event.listens_for(engine.sync_engine, "connect")
+def _sqlite_hooks(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Take transaction control away from the driver; we emit BEGIN ourselves.
         dbapi_connection.isolation_level = None
@@ -73,9 +242,9 @@ def _sqlite_hooks(engine: AsyncEngine) -> None:
             cursor.execute(pragma)
         cursor.close()
 
-    @event.listens_for(engine.sync_engine, "begin")
+    @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        conn.exec_driver_sql("BEGIN" if conn.info.get("read_only") else "BEGIN IMMEDIATE")
 
 
 def _alembic_config(connection: Connection | None = None) -> AlembicConfig:
@@ -91,17 +260,11 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(_alembic_config()).get_current_head()
 
 
-async def current_revision(engine: AsyncEngine) -> str | None:
+def current_revision(connection: Connection) -> str | None:
     """The migration the database is at (``None`` for an empty database)."""
-    async with engine.connect() as conn:
-        return await conn.run_sync(lambda c: MigrationContext.configure(c).get_current_revision())
+    return MigrationContext.configure(connection).get_current_revision()
 
 
-async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
-    """Apply migrations up to ``revision`` in one transaction."""
-
-    def _run(connection: Connection) -> None:
-        command.upgrade(_alembic_config(connection), revision)
-
-    async with engine.begin() as conn:
-        await conn.run_sync(_run)
+def upgrade(connection: Connection, revision: str = "head") -> None:
+    """Apply migrations up to ``revision`` on ``connection`` (inside the caller's transaction)."""
+    command.upgrade(_alembic_config(connection), revision)

@@ -5,22 +5,23 @@ Every status change is a compare-and-set in SQL
 not the timing of coroutines or replicas, decides which of many taps wins; the
 change and its audit line commit in one transaction. A decision arriving after
 ``expires_at`` is refused even when no sweep has run yet: it expires the
-request itself.
+request itself. Outbox rows are left as they are when a request is decided:
+the dispatcher sends only rows whose request is still pending (one UPDATE less
+on the hot path). Each public method is one transaction (see
+:mod:`tapgate.core.store.engine` for how it is run).
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from sqlalchemy import and_, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from tapgate.core.models import AuditEntry, Delivery, Grant, Request, RequestStatus, Scope
 from tapgate.core.store import engine as _engine
@@ -31,26 +32,98 @@ from tapgate.core.store.rows import (
     request_from_row,
     request_to_row,
 )
-from tapgate.core.store.schema import audit, grants, outbox, requests
+from tapgate.core.store.schema import UTCDateTime, audit, grants, outbox, requests
 from tapgate.errors import RequestNotFound, StoreError
 
-__all__ = ["Created", "Store", "Transition"]
+__all__ = ["Created", "GrantKey", "Store", "Transition"]
 
-Outcome = Literal["applied", "expired", "refused"]
+T = TypeVar("T")
+
+# Statements are built once and executed with parameters: building
+# ``insert(t).values({...})`` per call costs more than running it on SQLite.
+_INSERT_REQUEST = insert(requests)
+_INSERT_OUTBOX = insert(outbox)
+_INSERT_GRANT = insert(grants)
+_INSERT_AUDIT = insert(audit)
+_SELECT_REQUEST = select(requests).where(requests.c.id == bindparam("b_id"))
+_SELECT_PENDING_SAME = select(requests).where(
+    requests.c.agent == bindparam("b_agent"),
+    requests.c.session == bindparam("b_session"),
+    requests.c.tool == bindparam("b_tool"),
+    requests.c.args_digest == bindparam("b_digest"),
+    requests.c.status == "pending",
+)
+_DECIDE = (
+    update(requests)
+    .where(
+        requests.c.id == bindparam("b_id"),
+        requests.c.status == "pending",
+        requests.c.expires_at > bindparam("b_now", type_=UTCDateTime),
+    )
+    .values(
+        status=bindparam("b_status"),
+        resolved_at=bindparam("b_now", type_=UTCDateTime),
+        resolved_by=bindparam("b_by"),
+        resolution_reason=bindparam("b_reason"),
+        scope=bindparam("b_scope"),
+    )
+    .returning(*requests.c)
+)
+# The tapper must be one of the request's approvers: checked in the same UPDATE.
+# ``approvers`` is a JSON list, so the quoted name is an exact element match.
+_DECIDE_AS_APPROVER = _DECIDE.where(
+    requests.c.approvers.contains(bindparam("b_needle"), escape="/")
+)
+_SELECT_GRANT = (
+    select(grants)
+    .where(
+        grants.c.agent == bindparam("b_agent"),
+        grants.c.tool == bindparam("b_tool"),
+        grants.c.fingerprint == bindparam("b_fingerprint"),
+        grants.c.revoked_at.is_(None),
+        or_(
+            grants.c.expires_at.is_(None),
+            grants.c.expires_at > bindparam("b_now", type_=UTCDateTime),
+        ),
+        or_(
+            grants.c.scope == "always",
+            and_(
+                grants.c.scope == "session",
+                grants.c.session == bindparam("b_session"),
+                grants.c.session != "",
+            ),
+        ),
+    )
+    .limit(1)
+)
+
+Outcome = Literal["applied", "expired", "refused", "unauthorized", "missing"]
 TargetStatus = Literal["approved", "denied", "cancelled"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Created:
-    """The result of asking: the request, whether it is new, and any it displaced.
+    """The result of asking: a covering grant, or the request and whether it is new.
 
-    ``expired`` lists an identical request found overdue and expired on the way,
-    so the caller can announce it.
+    ``grant`` is set (and ``request`` is ``None``) when an active grant covers
+    the call. ``expired`` lists an identical request found overdue and expired
+    on the way, so the caller can announce it.
     """
 
-    request: Request
+    request: Request | None
     created: bool
+    grant: Grant | None = None
     expired: tuple[Request, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GrantKey:
+    """What a grant must match to cover a call."""
+
+    agent: str
+    session: str | None
+    tool: str
+    fingerprint: str
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -59,33 +132,35 @@ class Transition:
 
     ``applied``: this call decided the request. ``expired``: the request was
     overdue and this call expired it instead. ``refused``: it was already final.
+    ``unauthorized``: ``by`` is not among the request's approvers.
+    ``missing``: there is no such request. Every outcome but ``missing`` is audited.
     """
 
-    request: Request
+    request: Request | None
     outcome: Outcome
 
 
 class Store:
     """Async access to tapgate's tables; one instance per process, shared by all tasks."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
-        self.engine = engine
+    def __init__(self, runner: _engine.Runner) -> None:
+        self.runner = runner
 
     @classmethod
     async def open(cls, url: str, *, migrate: bool = True) -> Store:
         """Connect to ``url`` (``sqlite:///…`` or ``postgresql://…``), migrating by default."""
-        engine = _engine.connect(url)
+        runner = _engine.connect(url)
         try:
             if migrate:
-                await _engine.upgrade(engine)
+                await runner.run(_engine.upgrade)
         except Exception:
-            await engine.dispose()
+            await runner.close()
             raise
-        return cls(engine)
+        return cls(runner)
 
     async def close(self) -> None:
         """Close every pooled connection."""
-        await self.engine.dispose()
+        await self.runner.close()
 
     async def __aenter__(self) -> Store:
         return self
@@ -96,103 +171,63 @@ class Store:
     @property
     def dialect(self) -> str:
         """``sqlite`` or ``postgresql``."""
-        return self.engine.dialect.name
+        return self.runner.dialect
 
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[AsyncConnection]:
-        """One transaction; committed on success, rolled back on error."""
-        async with self.engine.begin() as conn:
-            yield conn
+    async def run(self, fn: Callable[[Connection], T]) -> T:
+        """Run ``fn(connection)`` in one write transaction (for migrations, tools and tests)."""
+        return await self.runner.run(fn)
 
     async def is_current(self) -> bool:
         """Reachable and migrated to the head revision (for ``/readyz``)."""
         try:
-            return await _engine.current_revision(self.engine) == _engine.head_revision()
+            return await self.runner.read(_engine.current_revision) == _engine.head_revision()
         except Exception:
             return False
 
     # -- requests -----------------------------------------------------------------
 
     async def create_request(
-        self, request: Request, deliveries: Sequence[Delivery], now: datetime
+        self,
+        request: Request,
+        deliveries: Sequence[Delivery],
+        now: datetime,
+        grant_key: GrantKey | None = None,
     ) -> Created:
         """Insert a pending request with its outbox rows, or return the identical pending one.
 
         "Identical" is same agent, session, tool and argument digest; a unique
-        partial index makes the check race-free across tasks and replicas.
+        partial index makes the check race-free across tasks and replicas. With
+        ``grant_key``, an active grant is looked up first in the same
+        transaction (one round trip for the common "ask" path).
         """
         for _ in range(3):
             try:
-                return await self._create_once(request, deliveries, now)
+                return await self.runner.run(
+                    lambda c: _create(c, request, deliveries, now, grant_key)
+                )
             except IntegrityError:
                 continue  # a concurrent identical ask won the insert; reuse it
         raise StoreError("could not create or reuse a pending request")
 
-    async def _create_once(
-        self, request: Request, deliveries: Sequence[Delivery], now: datetime
-    ) -> Created:
-        async with self.transaction() as conn:
-            same = and_(
-                requests.c.agent == request.agent,
-                requests.c.session == (request.session or ""),
-                requests.c.tool == request.tool,
-                requests.c.args_digest == request.args_digest,
-                requests.c.status == "pending",
-            )
-            row = (await conn.execute(select(requests).where(same))).mappings().first()
-            expired: tuple[Request, ...] = ()
-            if row is not None:
-                existing = request_from_row(row)
-                if existing.expires_at > now:
-                    return Created(request=existing, created=False)
-                expired = tuple(await self._expire(conn, [existing.id], now))
-            await conn.execute(insert(requests).values(request_to_row(request)))
-            if deliveries:
-                await conn.execute(insert(outbox), _outbox_rows(request.id, deliveries, now))
-            await _audit(
-                conn,
-                now,
-                "requested",
-                request.id,
-                request.agent,
-                {
-                    "tool": request.tool,
-                    "rule": request.rule,
-                    "approvers": list(request.approvers),
-                    "expires_at": request.expires_at.isoformat(),
-                },
-            )
-            return Created(request=request, created=True, expired=expired)
-
     async def get_request(self, request_id: str) -> Request:
         """The request with this id; :class:`RequestNotFound` otherwise."""
-        async with self.engine.connect() as conn:
-            row = (
-                (await conn.execute(select(requests).where(requests.c.id == request_id)))
-                .mappings()
-                .first()
-            )
-        if row is None:
+        found = await self.runner.read(lambda c: _get(c, request_id))
+        if found is None:
             raise RequestNotFound(request_id)
-        return request_from_row(row)
+        return found
 
     async def get_requests(self, ids: Iterable[str]) -> list[Request]:
         """The requests among ``ids`` that exist (for the reconciliation sweep)."""
         wanted = list(ids)
         if not wanted:
             return []
-        async with self.engine.connect() as conn:
-            rows = (
-                await conn.execute(select(requests).where(requests.c.id.in_(wanted)))
-            ).mappings()
-            return [request_from_row(r) for r in rows]
+        query = select(requests).where(requests.c.id.in_(wanted))
+        return await self.runner.read(
+            lambda c: [request_from_row(r) for r in c.execute(query).mappings()]
+        )
 
     async def list_requests(
-        self,
-        *,
-        status: RequestStatus | None = None,
-        agent: str | None = None,
-        limit: int = 100,
+        self, *, status: RequestStatus | None = None, agent: str | None = None, limit: int = 100
     ) -> list[Request]:
         """Requests, newest first, optionally filtered by status and agent."""
         query = select(requests).order_by(requests.c.created_at.desc()).limit(limit)
@@ -200,8 +235,9 @@ class Store:
             query = query.where(requests.c.status == status)
         if agent is not None:
             query = query.where(requests.c.agent == agent)
-        async with self.engine.connect() as conn:
-            return [request_from_row(r) for r in (await conn.execute(query)).mappings()]
+        return await self.runner.read(
+            lambda c: [request_from_row(r) for r in c.execute(query).mappings()]
+        )
 
     async def transition(
         self,
@@ -212,124 +248,55 @@ class Store:
         now: datetime,
         reason: str | None = None,
         scope: Scope | None = None,
-        grant: Grant | None = None,
+        grant: Callable[[Request], Grant | None] | None = None,
+        approver_check: bool = False,
         detail: dict[str, Any] | None = None,
     ) -> Transition:
         """Compare-and-set a pending, unexpired request to ``to``; audit either way.
 
-        A grant made by this decision ("allow for session", "always") commits in
-        the same transaction, so it exists exactly when the approval does.
+        With ``approver_check``, ``by`` must be one of the request's approvers,
+        checked in the same transaction. ``grant`` builds the grant this decision
+        makes ("allow for session", "always") from the current request; it
+        commits with the decision, so it exists exactly when the approval does.
         """
-        values = {
-            "status": to,
-            "resolved_at": now,
-            "resolved_by": by,
-            "resolution_reason": reason,
-            "scope": scope,
-        }
-        async with self.transaction() as conn:
-            result = await conn.execute(
-                update(requests)
-                .where(
-                    requests.c.id == request_id,
-                    requests.c.status == "pending",
-                    requests.c.expires_at > now,
-                )
-                .values(values)
-                .returning(*requests.c)
-            )
-            row = result.mappings().first()
-            extra = {"reason": reason, "scope": scope, **(detail or {})}
-            if row is not None:
-                if grant is not None:
-                    await conn.execute(insert(grants).values(grant_to_row(grant)))
-                    extra["grant"] = grant.id
-                await _cancel_outbox(conn, [request_id], now)
-                await _audit(conn, now, to, request_id, by, extra)
-                return Transition(request=request_from_row(row), outcome="applied")
-            return await self._refuse(conn, request_id, to, by, now, extra)
-
-    async def _refuse(
-        self,
-        conn: AsyncConnection,
-        request_id: str,
-        to: str,
-        by: str,
-        now: datetime,
-        extra: dict[str, Any],
-    ) -> Transition:
-        row = (
-            (await conn.execute(select(requests).where(requests.c.id == request_id)))
-            .mappings()
-            .first()
+        change = _Change(
+            request_id=request_id,
+            to=to,
+            by=by,
+            now=now,
+            reason=reason,
+            scope=scope,
+            grant=grant,
+            approver_check=approver_check,
+            detail=detail or {},
         )
-        if row is None:
-            await _audit(
-                conn,
-                now,
-                "refused",
-                request_id,
-                by,
-                {**extra, "wanted": to, "why": "no such request"},
-            )
-            raise RequestNotFound(request_id)
-        current = request_from_row(row)
-        outcome: Outcome = "refused"
-        if current.status == "pending":  # only reachable when overdue
-            current = (await self._expire(conn, [request_id], now))[0]
-            outcome = "expired"
-        why = f"already {current.status}" + (
-            f" by {current.resolved_by}" if current.resolved_by and outcome == "refused" else ""
-        )
-        await _audit(conn, now, "refused", request_id, by, {**extra, "wanted": to, "why": why})
-        return Transition(request=current, outcome=outcome)
+        return await self.runner.run(change)
 
     async def expire(self, request_id: str, now: datetime) -> Transition:
         """Expire one request if it is pending and overdue (a waiter reaching its deadline)."""
-        async with self.transaction() as conn:
-            expired = await self._expire(conn, [request_id], now)
+
+        def run(conn: Connection) -> Transition:
+            expired = _expire(conn, [request_id], now)
             if expired:
                 return Transition(request=expired[0], outcome="expired")
-            row = (
-                (await conn.execute(select(requests).where(requests.c.id == request_id)))
-                .mappings()
-                .first()
-            )
-        if row is None:
-            raise RequestNotFound(request_id)
-        return Transition(request=request_from_row(row), outcome="refused")
+            current = _get(conn, request_id)
+            return Transition(request=current, outcome="refused" if current else "missing")
+
+        return await self.runner.run(run)
 
     async def expire_overdue(self, now: datetime, limit: int = 500) -> list[Request]:
         """Expire pending requests whose deadline has passed; returns those this call expired."""
-        async with self.transaction() as conn:
-            ids = (
-                (
-                    await conn.execute(
-                        select(requests.c.id)
-                        .where(requests.c.status == "pending", requests.c.expires_at <= now)
-                        .limit(limit)
-                    )
-                )
-                .scalars()
-                .all()
-            )
-            return await self._expire(conn, list(ids), now) if ids else []
-
-    async def _expire(self, conn: AsyncConnection, ids: list[str], now: datetime) -> list[Request]:
-        result = await conn.execute(
-            update(requests)
-            .where(
-                requests.c.id.in_(ids), requests.c.status == "pending", requests.c.expires_at <= now
-            )
-            .values(status="expired", resolved_at=now, resolved_by="timeout")
-            .returning(*requests.c)
+        query = (
+            select(requests.c.id)
+            .where(requests.c.status == "pending", requests.c.expires_at <= now)
+            .limit(limit)
         )
-        expired = [request_from_row(r) for r in result.mappings()]
-        if expired:
-            await _cancel_outbox(conn, [r.id for r in expired], now)
-            for r in expired:
-                await _audit(conn, now, "expired", r.id, "timeout", {"on_timeout": r.on_timeout})
-        return expired
+
+        def run(conn: Connection) -> list[Request]:
+            ids = list(conn.execute(query).scalars())
+            return _expire(conn, ids, now) if ids else []
+
+        return await self.runner.run(run)
 
     # -- grants ---------------------------------------------------------------------
 
@@ -337,32 +304,15 @@ class Store:
         self, *, agent: str, session: str | None, tool: str, fingerprint: str, now: datetime
     ) -> Grant | None:
         """An active grant covering this call: durable, or for this very session."""
-        scope_match = grants.c.scope == "always"
-        if session:
-            scope_match = or_(
-                scope_match, and_(grants.c.scope == "session", grants.c.session == session)
-            )
-        query = (
-            select(grants)
-            .where(
-                grants.c.agent == agent,
-                grants.c.tool == tool,
-                grants.c.fingerprint == fingerprint,
-                grants.c.revoked_at.is_(None),
-                or_(grants.c.expires_at.is_(None), grants.c.expires_at > now),
-                scope_match,
-            )
-            .limit(1)
-        )
-        async with self.engine.connect() as conn:
-            row = (await conn.execute(query)).mappings().first()
-        return grant_from_row(row) if row is not None else None
+        key = GrantKey(agent=agent, session=session, tool=tool, fingerprint=fingerprint)
+        return await self.runner.read(lambda c: _find_grant(c, key, now))
 
     async def add_grant(self, grant: Grant) -> None:
         """Record a grant made outside a resolution (operator CLI, tests)."""
-        async with self.transaction() as conn:
-            await conn.execute(insert(grants).values(grant_to_row(grant)))
-            await _audit(
+
+        def run(conn: Connection) -> None:
+            conn.execute(_INSERT_GRANT, grant_to_row(grant))
+            _audit(
                 conn,
                 grant.created_at,
                 "grant",
@@ -371,24 +321,31 @@ class Store:
                 {"grant": grant.id, "scope": grant.scope, "tool": grant.tool},
             )
 
+        await self.runner.run(run)
+
     async def list_grants(self, *, active_at: datetime | None = None) -> list[Grant]:
         """Grants, newest first; only those active at ``active_at`` when given."""
         query = select(grants).order_by(grants.c.created_at.desc())
-        async with self.engine.connect() as conn:
-            found = [grant_from_row(r) for r in (await conn.execute(query)).mappings()]
+        found = await self.runner.read(
+            lambda c: [grant_from_row(r) for r in c.execute(query).mappings()]
+        )
         return [g for g in found if active_at is None or g.active(active_at)]
 
     async def revoke_grant(self, grant_id: str, *, by: str, now: datetime) -> bool:
         """Revoke an active grant; False when there was none to revoke."""
-        async with self.transaction() as conn:
-            result = await conn.execute(
-                update(grants)
-                .where(grants.c.id == grant_id, grants.c.revoked_at.is_(None))
-                .values(revoked_at=now, revoked_by=by)
-            )
-            if result.rowcount:
-                await _audit(conn, now, "grant_revoked", None, by, {"grant": grant_id})
-            return bool(result.rowcount)
+        statement = (
+            update(grants)
+            .where(grants.c.id == grant_id, grants.c.revoked_at.is_(None))
+            .values(revoked_at=now, revoked_by=by)
+        )
+
+        def run(conn: Connection) -> bool:
+            changed = bool(conn.execute(statement).rowcount)
+            if changed:
+                _audit(conn, now, "grant_revoked", None, by, {"grant": grant_id})
+            return changed
+
+        return await self.runner.run(run)
 
     # -- audit ----------------------------------------------------------------------
 
@@ -402,8 +359,7 @@ class Store:
         detail: dict[str, Any] | None = None,
     ) -> None:
         """Append an audit line on its own (a refused tap, a break-glass note)."""
-        async with self.transaction() as conn:
-            await _audit(conn, now, event, request_id, actor, detail or {})
+        await self.runner.run(lambda c: _audit(c, now, event, request_id, actor, detail or {}))
 
     async def audit_log(
         self,
@@ -420,8 +376,159 @@ class Store:
             query = query.where(audit.c.request_id == request_id)
         if limit is not None:
             query = query.limit(limit)
-        async with self.engine.connect() as conn:
-            return [audit_from_row(r) for r in (await conn.execute(query)).mappings()]
+        return await self.runner.read(
+            lambda c: [audit_from_row(r) for r in c.execute(query).mappings()]
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Change:
+    """One resolve or cancel, run as a single transaction."""
+
+    request_id: str
+    to: TargetStatus
+    by: str
+    now: datetime
+    reason: str | None
+    scope: Scope | None
+    grant: Callable[[Request], Grant | None] | None
+    approver_check: bool
+    detail: dict[str, Any]
+
+    def __call__(self, conn: Connection) -> Transition:
+        extra = {"reason": self.reason, "scope": self.scope, **self.detail}
+        params = {"b_id": self.request_id, "b_now": self.now, "b_status": self.to,
+                  "b_by": self.by, "b_reason": self.reason, "b_scope": self.scope}
+        statement = _DECIDE
+        if self.approver_check:
+            statement = _DECIDE_AS_APPROVER
+            params["b_needle"] = _like_escape(json.dumps(self.by))
+        row = conn.execute(statement, params).mappings().first()
+        if row is not None:
+            decided = request_from_row(row)
+            grant = self.grant(decided) if self.grant is not None else None
+            if grant is not None:
+                conn.execute(_INSERT_GRANT, grant_to_row(grant))
+                extra["grant"] = grant.id
+            _audit(conn, self.now, self.to, self.request_id, self.by, extra)
+            return Transition(request=decided, outcome="applied")
+        return self._not_applied(conn, extra)
+
+    def _not_applied(self, conn: Connection, extra: dict[str, Any]) -> Transition:
+        """Why the compare-and-set matched nothing: each reason is audited."""
+        current = _get(conn, self.request_id)
+        if current is None:
+            return Transition(request=None, outcome="missing")
+        if self.approver_check and self.by not in current.approvers:
+            self._refused(conn, extra, "not an approver")
+            return Transition(request=current, outcome="unauthorized")
+        if current.status == "pending":  # pending but not updated: overdue
+            expired = _expire(conn, [self.request_id], self.now)
+            self._refused(conn, extra, "expired")
+            return Transition(request=expired[0] if expired else current, outcome="expired")
+        by = f" by {current.resolved_by}" if current.resolved_by else ""
+        self._refused(conn, extra, f"already {current.status}{by}")
+        return Transition(request=current, outcome="refused")
+
+    def _refused(self, conn: Connection, extra: dict[str, Any], why: str) -> None:
+        _audit(
+            conn,
+            self.now,
+            "refused",
+            self.request_id,
+            self.by,
+            {**extra, "wanted": self.to, "why": why},
+        )
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("/", "//").replace("%", "/%").replace("_", "/_")
+
+
+def _get(conn: Connection, request_id: str) -> Request | None:
+    row = conn.execute(_SELECT_REQUEST, {"b_id": request_id}).mappings().first()
+    return request_from_row(row) if row is not None else None
+
+
+def _find_grant(conn: Connection, key: GrantKey, now: datetime) -> Grant | None:
+    row = (
+        conn.execute(
+            _SELECT_GRANT,
+            {
+                "b_agent": key.agent,
+                "b_tool": key.tool,
+                "b_fingerprint": key.fingerprint,
+                "b_now": now,
+                "b_session": key.session or "",
+            },
+        )
+        .mappings()
+        .first()
+    )
+    return grant_from_row(row) if row is not None else None
+
+
+def _create(
+    conn: Connection,
+    request: Request,
+    deliveries: Sequence[Delivery],
+    now: datetime,
+    grant_key: GrantKey | None,
+) -> Created:
+    if grant_key is not None:
+        grant = _find_grant(conn, grant_key, now)
+        if grant is not None:
+            return Created(request=None, created=False, grant=grant)
+    row = (
+        conn.execute(
+            _SELECT_PENDING_SAME,
+            {
+                "b_agent": request.agent,
+                "b_session": request.session or "",
+                "b_tool": request.tool,
+                "b_digest": request.args_digest,
+            },
+        )
+        .mappings()
+        .first()
+    )
+    expired: tuple[Request, ...] = ()
+    if row is not None:
+        existing = request_from_row(row)
+        if existing.expires_at > now:
+            return Created(request=existing, created=False)
+        expired = tuple(_expire(conn, [existing.id], now))
+    conn.execute(_INSERT_REQUEST, request_to_row(request))
+    if deliveries:
+        conn.execute(_INSERT_OUTBOX, _outbox_rows(request.id, deliveries, now))
+    _audit(
+        conn,
+        now,
+        "requested",
+        request.id,
+        request.agent,
+        {
+            "tool": request.tool,
+            "rule": request.rule,
+            "approvers": list(request.approvers),
+            "expires_at": request.expires_at.isoformat(),
+        },
+    )
+    return Created(request=request, created=True, expired=expired)
+
+
+def _expire(conn: Connection, ids: list[str], now: datetime) -> list[Request]:
+    result = conn.execute(
+        update(requests)
+        .where(requests.c.id.in_(ids), requests.c.status == "pending", requests.c.expires_at <= now)
+        .values(status="expired", resolved_at=now, resolved_by="timeout")
+        .returning(*requests.c)
+    )
+    expired = [request_from_row(r) for r in result.mappings()]
+    if expired:
+        for r in expired:
+            _audit(conn, now, "expired", r.id, "timeout", {"on_timeout": r.on_timeout})
+    return expired
 
 
 def _outbox_rows(
@@ -445,33 +552,21 @@ def _outbox_rows(
     ]
 
 
-async def _cancel_outbox(conn: AsyncConnection, request_ids: list[str], now: datetime) -> None:
-    """A decided request needs no more first messages (updates are queued separately)."""
-    await conn.execute(
-        update(outbox)
-        .where(
-            outbox.c.request_id.in_(request_ids),
-            outbox.c.status == "pending",
-            outbox.c.kind == "request",
-        )
-        .values(status="cancelled", updated_at=now, lease_until=None)
-    )
-
-
-async def _audit(
-    conn: AsyncConnection,
+def _audit(
+    conn: Connection,
     now: datetime,
     event: str,
     request_id: str | None,
     actor: str,
     detail: dict[str, Any],
 ) -> None:
-    await conn.execute(
-        insert(audit).values(
-            at=now,
-            event=event,
-            request_id=request_id,
-            actor=actor,
-            detail=json.dumps(detail, default=str, sort_keys=True),
-        )
+    conn.execute(
+        _INSERT_AUDIT,
+        {
+            "at": now,
+            "event": event,
+            "request_id": request_id,
+            "actor": actor,
+            "detail": json.dumps(detail, default=str, sort_keys=True),
+        },
     )

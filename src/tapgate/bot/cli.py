@@ -1,0 +1,142 @@
+"""The ``tapgate`` command line: check a config, migrate the database, explain a verdict.
+
+Every command reports bad input (a missing file, invalid YAML or JSON, a config
+mistake) as one clear line on stderr and exit status 2, never as a traceback:
+operators run these by hand and in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from tapgate.bot.config import Config, load_config, parse_config
+from tapgate.core.models import RISKS, ToolCall
+from tapgate.core.policy import Policy
+from tapgate.errors import TapgateError
+
+__all__ = ["main"]
+
+EXIT_USAGE = 2
+
+
+class _Usage(Exception):
+    """Bad input on the command line: printed as one line, exit status 2."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tapgate`` console script."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        result: int = args.func(args)
+    except (TapgateError, _Usage) as exc:
+        print(f"tapgate: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return result
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tapgate", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    check = sub.add_parser("check-config", help="validate a config file and summarise it")
+    _config_option(check)
+    check.set_defaults(func=_check_config)
+
+    db = sub.add_parser("db", help="database maintenance")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    upgrade = db_sub.add_parser("upgrade", help="apply the database migrations")
+    _config_option(upgrade)
+    upgrade.add_argument("--url", help="store URL (overrides the config's store.url)")
+    upgrade.set_defaults(func=_db_upgrade)
+
+    explain = sub.add_parser("explain", help="show the verdict for a tool call and why")
+    _config_option(explain)
+    explain.add_argument("--tool", required=True, help="tool name")
+    explain.add_argument("--args", default="{}", help="tool arguments as a JSON object")
+    explain.add_argument("--agent", default="default", help="agent name (for per-agent rules)")
+    explain.add_argument("--risk", choices=RISKS, help="the risk the tool declares")
+    explain.add_argument("--json", action="store_true", help="print a JSON object")
+    explain.set_defaults(func=_explain)
+    return parser
+
+
+def _config_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        default=os.environ.get("TAPGATE_CONFIG"),
+        help="YAML config file (default: $TAPGATE_CONFIG; none = built-in defaults)",
+    )
+
+
+def _load(path: str | None) -> Config:
+    return load_config(path) if path else parse_config({})
+
+
+def _check_config(args: argparse.Namespace) -> int:
+    config = _load(args.config)
+    spec = config.policy_spec()
+    rules = len(spec.rules) + sum(len(r) for r in spec.agents.values())
+    print(f"config OK: {args.config or '(built-in defaults)'}")
+    print(f"  store: {config.store.url}")
+    print(f"  agents: {len(config.agents)}, approvers: {len(config.approvers)}, "
+          f"channels: {', '.join(config.enabled_channels()) or 'none'}")
+    print(f"  tools: {len(spec.tools)}, rules: {rules}, default timeout: {spec.default_timeout:g}s, "
+          f"on_timeout: {spec.on_timeout}")
+    return 0
+
+
+def _db_upgrade(args: argparse.Namespace) -> int:
+    from tapgate.core.store import Store
+    from tapgate.core.store.engine import current_revision
+
+    url = args.url or _load(args.config).store_url
+
+    async def run() -> str | None:
+        store = await Store.open(url)
+        try:
+            return await current_revision(store.engine)
+        finally:
+            await store.close()
+
+    revision = asyncio.run(run())
+    print(f"database at revision {revision}")
+    return 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    config = _load(args.config)
+    try:
+        arguments = json.loads(args.args)
+    except json.JSONDecodeError as exc:
+        raise _Usage(f"--args is not valid JSON: {exc}") from None
+    if not isinstance(arguments, dict):
+        raise _Usage("--args must be a JSON object, e.g. '{\"command\": \"ls\"}'")
+    policy = Policy(config.policy_spec())
+    call = ToolCall(tool=args.tool, arguments=arguments, agent=args.agent, risk=args.risk)
+    verdict = policy.evaluate(call)
+    out: dict[str, Any] = {
+        "decision": verdict.action,
+        "rule": verdict.rule,
+        "reason": verdict.reason,
+        "risk": verdict.risk,
+    }
+    if verdict.action == "ask":
+        out["approvers"] = list(config.directory().expand(verdict.approvers))
+        out["timeout"] = verdict.timeout
+        out["grantable"] = verdict.grantable
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(f"{verdict.action.upper()}  ({verdict.rule})")
+        print(f"  {verdict.reason}")
+        if verdict.action == "ask":
+            print(f"  approvers: {', '.join(out['approvers']) or '(none)'}; "
+                  f"timeout {verdict.timeout:g}s")
+    return 0

@@ -1,0 +1,213 @@
+"""LINE Flex Message rendering of approval messages, and the postback format.
+
+Owns LINE's limits and the ``data`` string a button sends back. LINE shows
+Flex text as plain text (no markup, no mentions), so nothing is escaped; the
+view is already masked and every control character made visible.
+
+Limits (LINE's documented maximum → what we use, and why). LINE counts text in
+UTF-16 code units, so every cap below is measured that way:
+
+- ``altText`` 1500 (400 in older docs) → 400: it is the push notification line;
+- bubble JSON 30 KB → arguments ≤ 2000 units and 40 lines, other arguments ≤ 500,
+  facts ≤ 100 each, reason ≤ 200: even if every unit is sent as a ``\\uXXXX``
+  escape (6 bytes) the whole message stays under ~26 KB;
+- postback ``data`` 300 → ``v=1&a=<action>&r=<id>`` with an id of ≤ 64 URL-safe
+  characters (≤ 95 in all);  action ``label`` 20 → "Allow for session" (17);
+  ``displayText`` 300 → ≤ 40.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from tapgate.notifiers.presentation import ApprovalView, clip, fit_text
+
+__all__ = [
+    "LineAction",
+    "parse_postback_data",
+    "postback_data",
+    "render_line",
+    "utf16_len",
+]
+
+LineAction = Literal["approve", "deny", "approve_session"]
+"""What a postback button asks for."""
+
+ALT_TEXT_MAX = 400
+ARGS_TEXT_MAX = 2000
+ARGS_MAX_LINES = 40
+EXTRA_TEXT_MAX = 500
+EXTRA_MAX_LINES = 12
+FACT_MAX = 100
+REASON_MAX = 200
+POSTBACK_DATA_MAX = 300
+POSTBACK_VERSION = "1"
+_ACTIONS: dict[str, LineAction] = {
+    "approve": "approve",
+    "deny": "deny",
+    "approve_session": "approve_session",
+}
+_REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_MUTED = "#8C8C8C"
+_RED = "#D93025"
+_RISK_COLORS = {"read_only": "#1DB446", "write": "#E37400", "destructive": _RED}
+
+
+def utf16_len(text: str) -> int:
+    """Length as LINE counts it: UTF-16 code units (an emoji is two)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def postback_data(action: LineAction, request_id: str) -> str:
+    """The ``data`` of a postback button: ``v=1&a=approve&r=<request id>``.
+
+    Versioned so that a button tapped months later, after the format changed,
+    is recognised as old instead of misread. Raises ``ValueError`` for an
+    unknown action or an id that is not 1-64 URL-safe characters.
+    """
+    if action not in _ACTIONS or not _REQUEST_ID.fullmatch(request_id):
+        raise ValueError(f"cannot build postback data for {action!r}, {request_id!r}")
+    return f"v={POSTBACK_VERSION}&a={action}&r={request_id}"
+
+
+def parse_postback_data(data: object) -> tuple[LineAction, str] | None:
+    """``(action, request_id)`` from a postback's ``data``, or ``None``.
+
+    The data arrives from the network (a signed webhook, but LINE relays
+    whatever a button carried), so anything but an exact current-version
+    triple is refused rather than guessed at. Never raises.
+    """
+    if not isinstance(data, str) or len(data) > POSTBACK_DATA_MAX:
+        return None
+    fields: dict[str, str] = {}
+    for part in data.split("&"):
+        key, sep, value = part.partition("=")
+        if not sep or key in fields:
+            return None
+        fields[key] = value
+    if fields.keys() != {"v", "a", "r"} or fields["v"] != POSTBACK_VERSION:
+        return None
+    action, request_id = _ACTIONS.get(fields["a"]), fields["r"]
+    if action is None or not _REQUEST_ID.fullmatch(request_id):
+        return None
+    return action, request_id
+
+
+def render_line(view: ApprovalView) -> dict[str, Any]:
+    """The Flex message (a dict in LINE's JSON shape) asking for a decision."""
+    alt = f"Approval needed: {view.tool} by {view.agent} ({view.risk}), request {view.short_id}"
+    bubble = {
+        "type": "bubble",
+        "header": _box(
+            [
+                _text("Approval needed", size="sm", color=_MUTED),
+                _text(_fact(view.tool), size="lg", weight="bold", wrap=True),
+            ]
+        ),
+        "body": _box([*_facts(view), *_arguments(view)], spacing="sm"),
+        "footer": _box(_buttons(view), spacing="sm"),
+    }
+    return {
+        "type": "flex",
+        "altText": clip(alt, ALT_TEXT_MAX, measure=utf16_len),
+        "contents": bubble,
+    }
+
+
+def _fact(text: str, max_len: int = FACT_MAX) -> str:
+    # LINE rejects an empty text component.
+    return clip(text, max_len, measure=utf16_len) or "—"
+
+
+def _text(text: str, **style: Any) -> dict[str, Any]:
+    return {"type": "text", "text": text, **style}
+
+
+def _box(contents: list[dict[str, Any]], **style: Any) -> dict[str, Any]:
+    return {"type": "box", "layout": "vertical", "contents": contents, **style}
+
+
+def _row(label: str, value: str, **style: Any) -> dict[str, Any]:
+    return {
+        "type": "box",
+        "layout": "baseline",
+        "spacing": "sm",
+        "contents": [
+            _text(label, size="sm", color=_MUTED, flex=2),
+            _text(value, size="sm", wrap=True, flex=5, **style),
+        ],
+    }
+
+
+def _facts(view: ApprovalView) -> list[dict[str, Any]]:
+    rows = [_row("Agent", _fact(view.agent))]
+    if view.session is not None:
+        rows.append(_row("Session", _fact(view.session)))
+    rows += [
+        _row("Risk", view.risk, color=_RISK_COLORS.get(view.risk, _MUTED), weight="bold"),
+        _row("Rule", _fact(view.rule)),
+    ]
+    if view.reason:
+        rows.append(_row("Reason", _fact(view.reason, REASON_MAX)))
+    expires = view.expires_text + (f" ({view.time_left})" if view.time_left else "")
+    rows += [_row("Expires", expires), _row("Request", view.short_id)]
+    if view.approvers:
+        rows.append(_row("Approvers", _fact(", ".join(view.approvers))))
+    return rows
+
+
+def _arguments(view: ApprovalView) -> list[dict[str, Any]]:
+    title = view.label if view.path is None else f"{view.label}: {view.path}"
+    body = fit_text(
+        view.body.removesuffix("\n"),
+        max_len=ARGS_TEXT_MAX,
+        max_lines=ARGS_MAX_LINES,
+        measure=utf16_len,
+    )
+    parts = [
+        {"type": "separator", "margin": "md"},
+        _text(_fact(title, REASON_MAX), size="sm", weight="bold", wrap=True, margin="md"),
+        _text(body or "—", size="sm", wrap=True),
+    ]
+    if view.extra is not None:
+        extra = fit_text(
+            view.extra, max_len=EXTRA_TEXT_MAX, max_lines=EXTRA_MAX_LINES, measure=utf16_len
+        )
+        parts += [
+            _text("Other arguments", size="sm", weight="bold", margin="md"),
+            _text(extra, size="xs", wrap=True, color=_MUTED),
+        ]
+    return parts
+
+
+def _buttons(view: ApprovalView) -> list[dict[str, Any]]:
+    buttons = [
+        _button("Approve", "approve", view, f"Approve {view.short_id}", style="primary"),
+        _button("Deny", "deny", view, f"Deny {view.short_id}", style="primary", color=_RED),
+    ]
+    if view.can_allow_session:
+        shown = f"Allow {view.short_id} for this session"
+        buttons.append(_button("Allow for session", "approve_session", view, shown))
+    return buttons
+
+
+def _button(
+    label: str,
+    action: LineAction,
+    view: ApprovalView,
+    shown: str,
+    *,
+    style: str = "secondary",
+    color: str | None = None,
+) -> dict[str, Any]:
+    button: dict[str, Any] = {"type": "button", "style": style, "height": "sm"}
+    if color is not None:
+        button["color"] = color
+    button["action"] = {
+        "type": "postback",
+        "label": label,
+        "data": postback_data(action, view.request_id),
+        "displayText": shown,
+    }
+    return button

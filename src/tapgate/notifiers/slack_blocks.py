@@ -1,0 +1,228 @@
+"""Slack Block Kit rendering of approval messages.
+
+Owns Slack's escaping and Slack's limits. Everything from the request is
+untrusted (DESIGN.md decision 8): ``&``, ``<`` and ``>`` are escaped in all of
+it, code blocks included, so ``<!channel>``, ``<@U123>`` and
+``<https://evil|click>`` arrive as text; runs of backticks get a zero-width
+space between them so an argument can never close its code block; short facts
+sit in inline code or ``plain_text`` so ``*bold*`` stays literal.
+
+Limits (Slack's documented maximum → what we use, and why):
+
+- section text 3000 → arguments ≤ 3000 after escaping, ≤ 50 lines, because a
+  longer message is collapsed behind "See more" and approvers stop reading;
+- header plain_text 150 → 150;  field text 2000 → facts ≤ 120 characters;
+- confirm dialog text 300 → 300;  button value 2000 → the request id (≤ 64);
+- message ``text`` 40,000 (truncated beyond) → ≤ 3000, it is only the
+  notification / fallback summary;  blocks per message 50 → at most 7.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from tapgate.core.models import Scope
+from tapgate.notifiers.masking import clean
+from tapgate.notifiers.presentation import (
+    ApprovalView,
+    ResolvedStatus,
+    clip,
+    fit_text,
+    outcome_text,
+    resolved_title,
+)
+
+__all__ = [
+    "ACTION_APPROVE",
+    "ACTION_APPROVE_SESSION",
+    "ACTION_DENY",
+    "escape",
+    "render_slack",
+    "render_slack_resolved",
+]
+
+ACTION_APPROVE = "tapgate_approve"
+"""``action_id`` of the Approve button; the button's ``value`` is the request id."""
+ACTION_DENY = "tapgate_deny"
+"""``action_id`` of the Deny button."""
+ACTION_APPROVE_SESSION = "tapgate_approve_session"
+"""``action_id`` of the Allow-for-session button (behind a confirm dialog)."""
+
+SECTION_TEXT_MAX = 3000
+HEADER_TEXT_MAX = 150
+FALLBACK_TEXT_MAX = 3000
+CONFIRM_TEXT_MAX = 300
+FACT_MAX = 120
+ARGS_MAX_LINES = 50
+EXTRA_TEXT_MAX = 1200
+EXTRA_MAX_LINES = 20
+_RISK_ICONS = {"read_only": "🟢", "write": "🟠", "destructive": "🔴"}
+_BACKTICK_RUN = re.compile(r"`(?=`)")
+_LOOKALIKE_BACKTICK = "\u02cb"  # MODIFIER LETTER GRAVE ACCENT: looks like ` but ends nothing
+
+
+def escape(text: str) -> str:
+    """Escape Slack's three control characters; ``&`` first, or it escapes the others."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def render_slack(view: ApprovalView) -> dict[str, Any]:
+    """The ``chat.postMessage`` payload (``text`` + ``blocks``) asking for a decision.
+
+    Each button's ``value`` and the actions block's ``block_id`` carry the full
+    request id, so an interaction names its request without any server state.
+    """
+    blocks = [
+        _header(f"Approval needed: {view.tool}"),
+        *_summary(view, live=True),
+        *_arguments(view),
+        _actions(view),
+    ]
+    return {"text": _fallback(view, "Approval needed"), "blocks": blocks}
+
+
+def render_slack_resolved(
+    view: ApprovalView,
+    *,
+    status: ResolvedStatus,
+    by: str | None,
+    at: datetime,
+    reason: str | None = None,
+    scope: Scope | None = None,
+) -> dict[str, Any]:
+    """The ``chat.update`` payload once ``view``'s request is decided.
+
+    The same summary with the buttons replaced by who decided and when, so a
+    stale message can no longer be tapped and the channel history explains
+    itself. ``reason`` (an approver's or the agent's words) is masked and escaped.
+    """
+    line = outcome_text(status, by=clean(by) if by else None, at=at, scope=scope)
+    elements = [{"type": "plain_text", "text": _escaped_clip(line, 300)}]
+    if reason:
+        elements.append(
+            {"type": "plain_text", "text": _escaped_clip(f"Reason: {clean(reason)}", 500)}
+        )
+    outcome = {"type": "context", "block_id": f"tapgate_resolved:{view.request_id}"}
+    blocks = [
+        _header(f"{resolved_title(status)}: {view.tool}"),
+        *_summary(view, live=False),
+        *_arguments(view),
+        {**outcome, "elements": elements},
+    ]
+    return {"text": _fallback(view, line), "blocks": blocks}
+
+
+def _header(text: str) -> dict[str, Any]:
+    return {
+        "type": "header",
+        "text": {"type": "plain_text", "text": _escaped_clip(text, HEADER_TEXT_MAX)},
+    }
+
+
+def _escaped_clip(text: str, max_len: int) -> str:
+    return escape(clip(text, max_len, measure=lambda t: len(escape(t))))
+
+
+def _inline(value: str) -> str:
+    """A fact as inline code: inert mrkdwn; a backtick would end it, so it is swapped."""
+    text = clip(value, FACT_MAX).replace("`", _LOOKALIKE_BACKTICK)
+    return f"`{escape(text)}`" if text.strip() else "—"
+
+
+def _summary(view: ApprovalView, *, live: bool) -> list[dict[str, Any]]:
+    """Facts as fields; ``live`` adds the time left, which is stale once decided."""
+    expires = view.expires_text
+    if live and view.time_left:
+        expires += f" ({view.time_left})"
+    fields = [f"*Agent*\n{_inline(view.agent)}"]
+    if view.session is not None:
+        fields.append(f"*Session*\n{_inline(view.session)}")
+    fields += [
+        f"*Risk*\n{_RISK_ICONS.get(view.risk, '')} {_inline(view.risk)}",
+        f"*Expires*\n{escape(expires)}",
+        f"*Request*\n{_inline(view.short_id)}",
+    ]
+    if view.approvers:
+        fields.append(f"*Approvers*\n{escape(clip(', '.join(view.approvers), FACT_MAX))}")
+    why = [{"type": "mrkdwn", "text": f"Asked by rule {_inline(view.rule)}"}]
+    if view.reason:
+        why.append({"type": "plain_text", "text": _escaped_clip(view.reason, 500)})
+    return [
+        {"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields]},
+        {"type": "context", "elements": why},
+    ]
+
+
+def _code(text: str) -> str:
+    body = _BACKTICK_RUN.sub("`\u200b", escape(text.removesuffix("\n")))
+    return f"```\n{body or ' '}\n```"
+
+
+def _arguments(view: ApprovalView) -> list[dict[str, Any]]:
+    title = f"*{view.label}*"
+    if view.path is not None:
+        title += f" {_inline(view.path)}"
+    body = fit_text(
+        view.body,
+        max_len=SECTION_TEXT_MAX,
+        max_lines=ARGS_MAX_LINES,
+        encode=lambda t: f"{title}\n{_code(t)}",
+    )
+    sections = [{"type": "section", "text": {"type": "mrkdwn", "text": body}}]
+    if view.extra is not None:
+        extra = fit_text(
+            view.extra,
+            max_len=EXTRA_TEXT_MAX,
+            max_lines=EXTRA_MAX_LINES,
+            encode=lambda t: f"*Other arguments*\n{_code(t)}",
+        )
+        sections.append({"type": "section", "text": {"type": "mrkdwn", "text": extra}})
+    return sections
+
+
+def _actions(view: ApprovalView) -> dict[str, Any]:
+    buttons = [
+        _button("Approve", ACTION_APPROVE, view.request_id, style="primary"),
+        _button("Deny", ACTION_DENY, view.request_id, style="danger"),
+    ]
+    if view.can_allow_session:
+        session = clip(view.session or "", 60)
+        text = (
+            f"Approve this request and every later call of {clip(view.tool, 60)} "
+            f"from {clip(view.agent, 60)} in session {session} that matches it."
+        )
+        confirm = {
+            "title": {"type": "plain_text", "text": "Allow for this session?"},
+            "text": {"type": "plain_text", "text": _escaped_clip(text, CONFIRM_TEXT_MAX)},
+            "confirm": {"type": "plain_text", "text": "Allow for session"},
+            "deny": {"type": "plain_text", "text": "Cancel"},
+        }
+        button = _button("Allow for session", ACTION_APPROVE_SESSION, view.request_id)
+        buttons.append({**button, "confirm": confirm})
+    return {"type": "actions", "block_id": f"tapgate:{view.request_id}", "elements": buttons}
+
+
+def _button(
+    label: str, action_id: str, request_id: str, *, style: str | None = None
+) -> dict[str, Any]:
+    button: dict[str, Any] = {
+        "type": "button",
+        "action_id": action_id,
+        "text": {"type": "plain_text", "text": label},
+        "value": request_id,
+    }
+    if style is not None:
+        button["style"] = style
+    return button
+
+
+def _fallback(view: ApprovalView, headline: str) -> str:
+    """The notification text: a plain summary, never the arguments."""
+    text = (
+        f"{headline}: {clip(view.tool, FACT_MAX)} requested by {clip(view.agent, FACT_MAX)} "
+        f"(risk {view.risk}, rule {clip(view.rule, FACT_MAX)}), request {view.short_id}, "
+        f"expires {view.expires_text}"
+    )
+    return _escaped_clip(text, FALLBACK_TEXT_MAX)

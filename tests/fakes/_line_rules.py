@@ -1,0 +1,114 @@
+"""Request-body checks of the fake LINE Messaging API.
+
+The real API rejects a bad body with 400 and a list of ``details``; a notifier
+that builds a buttons template with 61 characters of text next to a title
+fails in production, so the fake enforces the limits that approval messages
+run into (message count, text lengths, template actions, postback data).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Detail = dict[str, str]
+
+MESSAGE_TYPES = frozenset(
+    {
+        "text",
+        "textV2",
+        "sticker",
+        "image",
+        "video",
+        "audio",
+        "location",
+        "imagemap",
+        "template",
+        "flex",
+    }
+)
+_TEXT_MAX = 5000
+_ALT_TEXT_MAX = 1500
+_BUTTONS_TEXT_MAX = 160
+_BUTTONS_TEXT_MAX_WITH_TITLE_OR_IMAGE = 60
+_CONFIRM_TEXT_MAX = 240
+_LABEL_MAX = 20
+_POSTBACK_DATA_MAX = 300
+
+
+def check_messages(messages: Any) -> list[Detail]:
+    """Problems with the ``messages`` array (empty when it is acceptable)."""
+    if messages is None:
+        return [_detail("must be specified", "messages")]
+    if not isinstance(messages, list):
+        return [_detail("must be an array", "messages")]
+    if not 1 <= len(messages) <= 5:
+        return [_detail("Size must be between 1 and 5", "messages")]
+    details: list[Detail] = []
+    for index, message in enumerate(messages):
+        details.extend(_check_message(message, f"messages[{index}]"))
+    return details
+
+
+def _check_message(message: Any, where: str) -> list[Detail]:
+    if not isinstance(message, dict):
+        return [_detail("must be an object", where)]
+    kind = message.get("type")
+    if kind not in MESSAGE_TYPES:
+        return [_detail("Invalid message type", f"{where}.type")]
+    if kind == "text":
+        return _check_text(message.get("text"), _TEXT_MAX, f"{where}.text")
+    if kind in {"template", "flex"}:
+        details = _check_text(message.get("altText"), _ALT_TEXT_MAX, f"{where}.altText")
+        if kind == "flex":
+            if not isinstance(message.get("contents"), dict):
+                details.append(_detail("must be specified", f"{where}.contents"))
+            return details
+        return details + _check_template(message.get("template"), f"{where}.template")
+    return []
+
+
+def _check_template(template: Any, where: str) -> list[Detail]:
+    if not isinstance(template, dict):
+        return [_detail("must be specified", where)]
+    kind = template.get("type")
+    actions = template.get("actions")
+    if kind == "buttons":
+        has_header = bool(template.get("title") or template.get("thumbnailImageUrl"))
+        limit = _BUTTONS_TEXT_MAX_WITH_TITLE_OR_IMAGE if has_header else _BUTTONS_TEXT_MAX
+        details = _check_text(template.get("text"), limit, f"{where}.text")
+        return details + _check_actions(actions, 1, 4, f"{where}.actions")
+    if kind == "confirm":
+        details = _check_text(template.get("text"), _CONFIRM_TEXT_MAX, f"{where}.text")
+        return details + _check_actions(actions, 2, 2, f"{where}.actions")
+    if kind in {"carousel", "image_carousel"}:
+        return []
+    return [_detail("Invalid template type", f"{where}.type")]
+
+
+def _check_actions(actions: Any, low: int, high: int, where: str) -> list[Detail]:
+    if not isinstance(actions, list) or not low <= len(actions) <= high:
+        return [_detail(f"Size must be between {low} and {high}", where)]
+    details: list[Detail] = []
+    for index, action in enumerate(actions):
+        at = f"{where}[{index}]"
+        if not isinstance(action, dict) or not isinstance(action.get("type"), str):
+            details.append(_detail("must be specified", f"{at}.type"))
+            continue
+        label = action.get("label")
+        if isinstance(label, str) and len(label) > _LABEL_MAX:
+            details.append(_detail(f"Length must be between 0 and {_LABEL_MAX}", f"{at}.label"))
+        if action["type"] == "postback":
+            details.extend(_check_text(action.get("data"), _POSTBACK_DATA_MAX, f"{at}.data"))
+    return details
+
+
+def _check_text(value: Any, limit: int, where: str) -> list[Detail]:
+    if not isinstance(value, str) or not value:
+        return [_detail("must be specified", where)]
+    if len(value) > limit:
+        return [_detail(f"Length must be between 0 and {limit}", where)]
+    return []
+
+
+def _detail(message: str, prop: str) -> Detail:
+    return {"message": message, "property": prop}

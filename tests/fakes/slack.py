@@ -1,0 +1,387 @@
+"""A fake Slack Web API served by a real local aiohttp app.
+
+Point the real SDK at it with ``AsyncWebClient(token=..., base_url=fake.url)``
+(``fake.url`` ends in ``/api/``; slack_sdk appends the method name). Like
+slack.com it answers API errors with HTTP 200 and ``{"ok": false}``, takes
+arguments from the query string, a form body or a JSON body, resolves a user
+id given as ``channel`` to that user's ``D…`` conversation, and makes
+``chat.update`` insist on that ``D…`` id and an existing ``ts``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from tests.fakes._server import Action, Clock, FakeServer, RecordedRequest
+
+DEFAULT_BOT_TOKEN = "xoxb-test-bot-token"
+TEAM_ID = "T0FAKETEAM"
+BOT_USER_ID = "U0FAKEBOT"
+BOT_ID = "B0FAKEBOT"
+
+# Form-encoded callers send these as JSON strings.
+_JSON_FIELDS = ("blocks", "attachments", "view", "metadata")
+_FIRST_TS_MICROS = 1_700_000_000_000_100
+_TS_STEP_MICROS = 100
+_MAX_BLOCKS = 50
+
+Method = Callable[[dict[str, Any], float], dict[str, Any]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MessageVersion:
+    """The content of a message at one point in time."""
+
+    text: str | None
+    blocks: list[Any] | None
+    time: float
+
+
+@dataclass(kw_only=True)
+class SlackMessage:
+    """The current state of a posted message plus every earlier version."""
+
+    channel: str
+    ts: str
+    thread_ts: str | None
+    versions: list[MessageVersion] = field(default_factory=list)
+
+    @property
+    def text(self) -> str | None:
+        return self.versions[-1].text
+
+    @property
+    def blocks(self) -> list[Any] | None:
+        return self.versions[-1].blocks
+
+    @property
+    def history(self) -> list[MessageVersion]:
+        """Versions replaced by ``chat.update``, oldest first."""
+        return self.versions[:-1]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlackPost:
+    """A successful ``chat.postMessage``; ``requested_channel`` is what the caller sent."""
+
+    channel: str
+    requested_channel: str
+    ts: str
+    text: str | None
+    blocks: list[Any] | None
+    thread_ts: str | None
+    args: dict[str, Any]
+    time: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlackUpdate:
+    """A successful ``chat.update``."""
+
+    channel: str
+    ts: str
+    text: str | None
+    blocks: list[Any] | None
+    args: dict[str, Any]
+    time: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlackEphemeral:
+    """A successful ``chat.postEphemeral``."""
+
+    channel: str
+    user: str
+    message_ts: str
+    text: str | None
+    blocks: list[Any] | None
+    args: dict[str, Any]
+    time: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlackView:
+    """A successful ``views.open``."""
+
+    trigger_id: str
+    view_id: str
+    view: dict[str, Any]
+    time: float
+
+
+class SlackError(Exception):
+    """Internal: ends an action with ``{"ok": false, "error": error}``."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+def dm_channel_for(user_id: str) -> str:
+    """The stable ``D…`` conversation id the fake gives ``user_id``'s DM.
+
+    Hashed rather than ``"D" + user_id[1:]`` so code cannot pass the tests by
+    rewriting ids instead of using what Slack returns.
+    """
+    return "D" + hashlib.sha256(user_id.encode()).hexdigest()[:10].upper()
+
+
+class FakeSlack(FakeServer):
+    """Fake ``slack.com/api/``; endpoint names are the Web API method names."""
+
+    endpoints = (
+        "auth.test",
+        "chat.postMessage",
+        "chat.update",
+        "chat.postEphemeral",
+        "conversations.open",
+        "views.open",
+    )
+    _url_suffix = "/api/"
+
+    def __init__(
+        self, *, bot_token: str = DEFAULT_BOT_TOKEN, clock: Clock = time.monotonic
+    ) -> None:
+        super().__init__(clock=clock)
+        self.bot_token = bot_token
+        self.messages: dict[tuple[str, str], SlackMessage] = {}
+        self.posts: list[SlackPost] = []
+        self.updates: list[SlackUpdate] = []
+        self.ephemerals: list[SlackEphemeral] = []
+        self.views: list[SlackView] = []
+        self._channels: set[str] = set()
+        self._used_trigger_ids: set[str] = set()
+        self._next_ts = _FIRST_TS_MICROS
+        methods: dict[str, Method] = {
+            "auth.test": self._auth_test,
+            "chat.postMessage": self._post_message,
+            "chat.update": self._update,
+            "chat.postEphemeral": self._post_ephemeral,
+            "conversations.open": self._conversations_open,
+            "views.open": self._views_open,
+        }
+        for name, method in methods.items():
+            self._app.router.add_route("*", f"/api/{name}", self._endpoint(name, self._rpc(method)))
+        self._app.router.add_route("*", "/{tail:.*}", self._endpoint("unknown", self._unknown))
+
+    def dm_channel(self, user_id: str) -> str:
+        """The ``D…`` id this fake uses for ``user_id``'s DM."""
+        return dm_channel_for(user_id)
+
+    def post_times(self, channel: str) -> list[float]:
+        """Clock readings of successful posts to ``channel`` (a user id means its DM)."""
+        resolved = self._resolve(channel) or channel
+        return [p.time for p in self.posts if p.channel == resolved]
+
+    # methods: each takes the merged arguments and returns the ok payload
+
+    def _auth_test(self, args: dict[str, Any], now: float) -> dict[str, Any]:
+        return {
+            "url": "https://tapgate-fake.slack.com/",
+            "team": "Tapgate Fake",
+            "user": "tapgate",
+            "team_id": TEAM_ID,
+            "user_id": BOT_USER_ID,
+            "bot_id": BOT_ID,
+            "is_enterprise_install": False,
+        }
+
+    def _conversations_open(self, args: dict[str, Any], now: float) -> dict[str, Any]:
+        if args.get("channel"):
+            channel = str(args["channel"])
+            if channel not in self._channels:
+                raise SlackError("channel_not_found")
+            return {"channel": {"id": channel}, "no_op": True, "already_open": True}
+        users = [u.strip() for u in str(args.get("users") or "").split(",") if u.strip()]
+        if not users:
+            raise SlackError("users_list_not_supplied")
+        if any(not u.startswith(("U", "W")) for u in users):
+            raise SlackError("user_not_found")
+        channel = dm_channel_for(users[0]) if len(users) == 1 else _mpim_for(users)
+        already = channel in self._channels
+        self._channels.add(channel)
+        return {"channel": {"id": channel}, "no_op": already, "already_open": already}
+
+    def _post_message(self, args: dict[str, Any], now: float) -> dict[str, Any]:
+        channel = self._channel_arg(args, open_dm=True)
+        text, blocks = _content(args)
+        ts = self._new_ts()
+        thread_ts = args.get("thread_ts") or None
+        self.messages[(channel, ts)] = SlackMessage(
+            channel=channel,
+            ts=ts,
+            thread_ts=thread_ts,
+            versions=[MessageVersion(text=text, blocks=blocks, time=now)],
+        )
+        self.posts.append(
+            SlackPost(
+                channel=channel,
+                requested_channel=str(args["channel"]),
+                ts=ts,
+                text=text,
+                blocks=blocks,
+                thread_ts=thread_ts,
+                args=args,
+                time=now,
+            )
+        )
+        return {"channel": channel, "ts": ts, "message": self._message_json(text, blocks, ts)}
+
+    def _update(self, args: dict[str, Any], now: float) -> dict[str, Any]:
+        channel = str(args.get("channel") or "")
+        if channel not in self._channels:
+            raise SlackError("channel_not_found")
+        ts = str(args.get("ts") or "")
+        message = self.messages.get((channel, ts))
+        if message is None:
+            raise SlackError("message_not_found")
+        text, blocks = _content(args, require=False)
+        text = text if "text" in args else message.text
+        blocks = blocks if "blocks" in args else message.blocks
+        message.versions.append(MessageVersion(text=text, blocks=blocks, time=now))
+        self.updates.append(
+            SlackUpdate(channel=channel, ts=ts, text=text, blocks=blocks, args=args, time=now)
+        )
+        return {
+            "channel": channel,
+            "ts": ts,
+            "text": text or "",
+            "message": self._message_json(text, blocks, ts),
+        }
+
+    def _post_ephemeral(self, args: dict[str, Any], now: float) -> dict[str, Any]:
+        channel = self._channel_arg(args, open_dm=False)
+        user = str(args.get("user") or "")
+        if not user.startswith(("U", "W")):
+            raise SlackError("user_not_in_channel")
+        text, blocks = _content(args)
+        message_ts = self._new_ts()
+        self.ephemerals.append(
+            SlackEphemeral(
+                channel=channel,
+                user=user,
+                message_ts=message_ts,
+                text=text,
+                blocks=blocks,
+                args=args,
+                time=now,
+            )
+        )
+        return {"message_ts": message_ts}
+
+    def _views_open(self, args: dict[str, Any], now: float) -> dict[str, Any]:
+        trigger_id = str(args.get("trigger_id") or "")
+        view = args.get("view")
+        if not trigger_id or not isinstance(view, dict):
+            raise SlackError("invalid_arguments")
+        if trigger_id in self._used_trigger_ids:
+            raise SlackError("exchanged_trigger_id")
+        self._used_trigger_ids.add(trigger_id)
+        view_id = f"V{len(self.views) + 1:010d}"
+        self.views.append(SlackView(trigger_id=trigger_id, view_id=view_id, view=view, time=now))
+        return {"view": {**view, "id": view_id, "team_id": TEAM_ID, "app_id": "A0FAKEAPP"}}
+
+    # plumbing
+
+    def _rpc(self, method: Method) -> Action:
+        async def action(req: RecordedRequest) -> web.Response:
+            try:
+                self._authorize(req)
+                args = _decode_args(req)
+                payload = method(args, req.time)
+            except SlackError as error:
+                return self._json({"ok": False, "error": error.error})
+            return self._json({"ok": True, **payload})
+
+        return action
+
+    async def _unknown(self, req: RecordedRequest) -> web.Response:
+        return self._json({"ok": False, "error": "unknown_method"}, 404)
+
+    def _authorize(self, req: RecordedRequest) -> None:
+        scheme, _, token = req.headers.get("authorization", "").partition(" ")
+        if scheme != "Bearer" or not token:
+            token = str(req.args.get("token") or "")
+        if not token:
+            raise SlackError("not_authed")
+        if token != self.bot_token:
+            raise SlackError("invalid_auth")
+
+    def _channel_arg(self, args: dict[str, Any], *, open_dm: bool) -> str:
+        requested = str(args.get("channel") or "")
+        channel = self._resolve(requested)
+        if channel is None:
+            raise SlackError("channel_not_found")
+        if open_dm or not requested.startswith(("U", "W")):
+            self._channels.add(channel)
+            return channel
+        raise SlackError("channel_not_found")
+
+    def _resolve(self, channel: str) -> str | None:
+        """What ``channel`` names: users map to their DM; unknown D/G ids to nothing."""
+        if channel.startswith(("U", "W")):
+            return dm_channel_for(channel)
+        if channel.startswith("C") or channel in self._channels:
+            return channel
+        return None
+
+    def _new_ts(self) -> str:
+        micros, self._next_ts = self._next_ts, self._next_ts + _TS_STEP_MICROS
+        return f"{micros // 1_000_000}.{micros % 1_000_000:06d}"
+
+    def _message_json(self, text: str | None, blocks: list[Any] | None, ts: str) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "type": "message",
+            "user": BOT_USER_ID,
+            "bot_id": BOT_ID,
+            "team": TEAM_ID,
+            "text": text or "",
+            "ts": ts,
+        }
+        if blocks is not None:
+            message["blocks"] = blocks
+        return message
+
+    def _fault_body(self, code: int) -> Any:
+        if code == 429:
+            return {"ok": False, "error": "ratelimited"}
+        return {"ok": False, "error": "fatal_error"}
+
+    def _extra_headers(self) -> dict[str, str]:
+        return {"x-slack-req-id": uuid.uuid4().hex}
+
+
+def _decode_args(req: RecordedRequest) -> dict[str, Any]:
+    if req.body_kind == "invalid_json":
+        raise SlackError("invalid_json")
+    args = req.args
+    for name in _JSON_FIELDS:
+        if isinstance(args.get(name), str):
+            try:
+                args[name] = json.loads(args[name])
+            except ValueError:
+                raise SlackError(f"invalid_{name}") from None
+    return args
+
+
+def _content(args: dict[str, Any], *, require: bool = True) -> tuple[str | None, list[Any] | None]:
+    text = args.get("text")
+    blocks = args.get("blocks")
+    if blocks is not None and (not isinstance(blocks, list) or len(blocks) > _MAX_BLOCKS):
+        raise SlackError("invalid_blocks")
+    if require and not text and not blocks and not args.get("attachments"):
+        raise SlackError("no_text")
+    return (str(text) if text is not None else None), blocks
+
+
+def _mpim_for(users: list[str]) -> str:
+    key = ",".join(sorted(users))
+    return "G" + hashlib.sha256(key.encode()).hexdigest()[:10].upper()

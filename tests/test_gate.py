@@ -1,0 +1,293 @@
+"""The gate: immediate verdicts, durable asks, exactly-once resolution, expiry, grants."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from tapgate.core.clock import ManualClock
+from tapgate.core.directory import Approver, Directory
+from tapgate.core.gate import Gate
+from tapgate.core.models import GateEvent, ToolCall
+from tapgate.core.policy import Policy
+from tapgate.core.rules import PolicySpec, Rule, ToolSpec
+from tapgate.core.store import Store
+from tapgate.errors import AlreadyResolved, NotAnApprover, RequestExpired
+
+SPEC = PolicySpec(
+    tools=(
+        ToolSpec(name="read_file", risk="read_only"),
+        ToolSpec(name="drop_db", risk="destructive"),
+        ToolSpec(name="Bash", risk="write", shell="command"),
+    ),
+    rules=(
+        Rule(tool="deploy", action="ask", approvers=("oncall",), timeout=60,
+             source="policy.rules[0]"),
+        Rule(tool="Bash", action="allow", args={"command": "ls*"}, source="policy.rules[1]"),
+    ),
+    default_timeout=120,
+)
+DIRECTORY = Directory(
+    [
+        Approver(name="alice", addresses=(("slack", "UA"),), groups=("oncall",)),
+        Approver(name="bob", addresses=(("slack", "UB"),), groups=("oncall",)),
+        Approver(name="carol", addresses=(("slack", "UC"),)),
+    ],
+    channels=("console", "slack"),
+)
+DEPLOY = ToolCall(tool="deploy", arguments={"env": "prod"}, agent="ci", session="s1")
+
+
+def make_gate(store: Store, clock: ManualClock, spec: PolicySpec = SPEC) -> Gate:
+    return Gate(store=store, policy=Policy(spec), directory=DIRECTORY, clock=clock,
+                reconcile_interval=5)
+
+
+@pytest.fixture
+async def gate(store: Store, clock: ManualClock) -> AsyncIterator[Gate]:
+    async with make_gate(store, clock) as g:
+        yield g
+
+
+async def until(predicate: Callable[[], bool]) -> None:
+    """Let other tasks (and the database thread) run until ``predicate`` holds, for up to 5 s.
+
+    Only I/O is waited for here; no outcome depends on how long this takes.
+    """
+    for _ in range(1000):
+        if predicate():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("condition never became true")
+
+
+async def test_policy_allow_and_deny_return_at_once(gate: Gate, store: Store) -> None:
+    allowed = await gate.check(ToolCall(tool="read_file", arguments={"path": "/x"}))
+    denied = await gate.check(ToolCall(tool="drop_db"))
+    assert allowed.allowed and allowed.source == "policy" and allowed.status == "allowed"
+    assert allowed.rule == "policy.risk_defaults.read_only"
+    assert not denied.allowed and denied.status == "denied"
+    assert "destructive" in denied.reason
+    assert await store.list_requests() == []
+
+
+async def test_ask_waits_for_an_approver(gate: Gate, store: Store) -> None:
+    events: list[GateEvent] = []
+    gate.bus.subscribe(events.append)
+    checking = asyncio.create_task(gate.check(DEPLOY))
+    await until(lambda: bool(gate._waiters))
+    [pending] = await store.list_requests(status="pending")
+    assert pending.approvers == ("alice", "bob")
+    assert not checking.done()
+    await gate.resolve(pending.id, "approve", by="alice")
+    decision = await checking
+    assert decision.allowed and decision.status == "approved"
+    assert decision.source == "approver" and decision.decided_by == "alice"
+    assert decision.request_id == pending.id and decision.rule == "policy.rules[0]"
+    assert [e.kind for e in events] == ["requested", "resolved"]
+
+
+async def test_denial_reason_reaches_the_agent(gate: Gate) -> None:
+    ticket = await gate.submit(DEPLOY)
+    assert ticket.request_id is not None
+    await gate.resolve(ticket.request_id, "deny", by="bob", reason="not on a Friday")
+    decision = await gate.wait(ticket.request_id)
+    assert decision is not None and not decision.allowed
+    assert decision.status == "denied" and decision.reason == "not on a Friday"
+
+
+async def test_hundred_concurrent_resolvers_one_winner(gate: Gate, store: Store) -> None:
+    ticket = await gate.submit(DEPLOY)
+    rid = ticket.request_id
+    assert rid is not None
+    results = await asyncio.gather(
+        *(gate.resolve(rid, "approve" if i % 2 else "deny", by=("alice", "bob")[i % 2])
+          for i in range(100)),
+        return_exceptions=True,
+    )
+    winners = [r for r in results if not isinstance(r, BaseException)]
+    losers = [r for r in results if isinstance(r, BaseException)]
+    assert len(winners) == 1
+    assert len(losers) == 99 and all(isinstance(e, AlreadyResolved) for e in losers)
+    audit = await store.audit_log(request_id=rid)
+    assert sum(e.event in ("approved", "denied") for e in audit) == 1
+    assert sum(e.event == "refused" for e in audit) == 99
+
+
+async def test_expiry_with_injected_clock(gate: Gate, clock: ManualClock) -> None:
+    checking = asyncio.create_task(gate.check(DEPLOY))
+    await until(lambda: clock.sleepers >= 2)  # the waiter and the sweep are parked
+    clock.advance(59)
+    await asyncio.sleep(0)
+    assert not checking.done()
+    clock.advance(1)
+    decision = await checking
+    assert decision.status == "expired" and not decision.allowed
+    assert decision.source == "timeout"
+
+
+async def test_on_timeout_allow(store: Store, clock: ManualClock) -> None:
+    spec = PolicySpec(rules=SPEC.rules, on_timeout="allow")
+    async with make_gate(store, clock, spec) as gate:
+        checking = asyncio.create_task(gate.check(DEPLOY))
+        await until(lambda: bool(gate._waiters))
+        clock.advance(60)
+        decision = await checking
+    assert decision.status == "expired" and decision.allowed
+
+
+async def test_late_tap_is_refused_before_any_sweep(gate: Gate, clock: ManualClock) -> None:
+    ticket = await gate.submit(DEPLOY)
+    assert ticket.request_id is not None
+    clock.advance(61)
+    with pytest.raises(RequestExpired):
+        await gate.resolve(ticket.request_id, "approve", by="alice")
+    assert (await gate.status(ticket.request_id)).status == "expired"
+
+
+async def test_non_approver_changes_nothing(gate: Gate, store: Store) -> None:
+    ticket = await gate.submit(DEPLOY)
+    rid = ticket.request_id
+    assert rid is not None
+    with pytest.raises(NotAnApprover):
+        await gate.resolve(rid, "approve", by="carol")  # an approver, but not of this request
+    with pytest.raises(NotAnApprover):
+        await gate.resolve(rid, "approve", by="ci")  # the agent itself
+    assert (await gate.status(rid)).status == "pending"
+    refused = [e for e in await store.audit_log(request_id=rid) if e.event == "refused"]
+    assert [e.actor for e in refused] == ["carol", "ci"]
+
+
+async def test_break_glass_is_audited(gate: Gate, store: Store) -> None:
+    ticket = await gate.submit(DEPLOY)
+    assert ticket.request_id is not None
+    await gate.resolve(ticket.request_id, "approve", by="ops", authorize=False)
+    [entry] = [e for e in await store.audit_log() if e.event == "approved"]
+    assert entry.actor == "ops" and entry.detail["break_glass"] is True
+
+
+async def test_identical_pending_request_is_reused(gate: Gate) -> None:
+    first = await gate.submit(DEPLOY)
+    second = await gate.submit(DEPLOY)
+    other = await gate.submit(ToolCall(tool="deploy", arguments={"env": "staging"}, agent="ci"))
+    assert first.request_id == second.request_id and second.reused
+    assert other.request_id != first.request_id
+
+
+async def test_wait_timeout_returns_none_while_pending(gate: Gate, clock: ManualClock) -> None:
+    ticket = await gate.submit(DEPLOY)
+    assert ticket.request_id is not None
+    waiting = asyncio.create_task(gate.wait(ticket.request_id, timeout=5))
+    await until(lambda: bool(gate._waiters))
+    clock.advance(5)
+    assert await waiting is None
+    assert (await gate.status(ticket.request_id)).status == "pending"
+
+
+async def test_restart_finds_pending_request_and_waiter_attaches(
+    db_url: str, clock: ManualClock
+) -> None:
+    async with await Store.open(db_url) as store1, make_gate(store1, clock) as gate1:
+        ticket = await gate1.submit(DEPLOY)
+    rid = ticket.request_id
+    assert rid is not None
+    async with await Store.open(db_url) as store2, make_gate(store2, clock) as gate2:
+        assert (await gate2.status(rid)).status == "pending"
+        waiting = asyncio.create_task(gate2.wait(rid))
+        await until(lambda: bool(gate2._waiters))
+        await gate2.resolve(rid, "approve", by="bob")
+        decision = await waiting
+    assert decision is not None and decision.status == "approved"
+
+
+async def test_decision_from_another_process_wakes_waiter_via_sweep(
+    db_url: str, clock: ManualClock
+) -> None:
+    async with (
+        await Store.open(db_url) as store_a,
+        await Store.open(db_url) as store_b,
+        make_gate(store_a, clock) as gate_a,
+        make_gate(store_b, clock) as gate_b,
+    ):
+        ticket = await gate_a.submit(DEPLOY)
+        assert ticket.request_id is not None
+        waiting = asyncio.create_task(gate_a.wait(ticket.request_id))
+        await until(lambda: bool(gate_a._waiters))
+        await gate_b.resolve(ticket.request_id, "deny", by="alice")
+        await asyncio.sleep(0)
+        assert not waiting.done()  # gate A has not heard yet
+        assert await gate_a.reconcile() == 1
+        decision = await waiting
+    assert decision is not None and decision.status == "denied"
+
+
+async def test_cancel(gate: Gate) -> None:
+    ticket = await gate.submit(DEPLOY)
+    assert ticket.request_id is not None
+    await gate.cancel(ticket.request_id, by="ci", reason="no longer needed")
+    decision = await gate.wait(ticket.request_id)
+    assert decision is not None and decision.status == "cancelled" and not decision.allowed
+    with pytest.raises(AlreadyResolved):
+        await gate.resolve(ticket.request_id, "approve", by="alice")
+
+
+async def test_session_grant_stays_in_its_session(gate: Gate) -> None:
+    ticket = await gate.submit(DEPLOY)
+    assert ticket.request_id is not None
+    await gate.resolve(ticket.request_id, "approve", by="alice", scope="session")
+    same = await gate.submit(DEPLOY)
+    assert same.decision is not None and same.decision.source == "grant"
+    assert same.decision.allowed
+    other_session = await gate.submit(ToolCall(tool="deploy", arguments={"env": "prod"},
+                                               agent="ci", session="s2"))
+    other_agent = await gate.submit(ToolCall(tool="deploy", arguments={"env": "prod"},
+                                             agent="other", session="s1"))
+    other_args = await gate.submit(ToolCall(tool="deploy", arguments={"env": "dev"},
+                                            agent="ci", session="s1"))
+    assert other_session.decision is None
+    assert other_agent.decision is None
+    assert other_args.decision is None
+
+
+async def test_always_grant_is_durable_and_revocable(gate: Gate) -> None:
+    ticket = await gate.submit(DEPLOY)
+    assert ticket.request_id is not None
+    await gate.resolve(ticket.request_id, "approve", by="alice", scope="always")
+    later = await gate.submit(ToolCall(tool="deploy", arguments={"env": "prod"}, agent="ci",
+                                       session="another"))
+    assert later.decision is not None and later.decision.source == "grant"
+    [grant] = await gate.grants()
+    assert grant.scope == "always" and grant.created_by == "alice"
+    assert await gate.revoke_grant(grant.id, by="ops")
+    assert (await gate.submit(DEPLOY)).decision is None
+
+
+async def test_grant_can_expire(gate: Gate, clock: ManualClock) -> None:
+    ticket = await gate.submit(DEPLOY)
+    assert ticket.request_id is not None
+    await gate.resolve(ticket.request_id, "approve", by="alice", scope="session", grant_ttl=30)
+    assert (await gate.submit(DEPLOY)).decision is not None
+    clock.advance(31)
+    assert (await gate.submit(DEPLOY)).decision is None
+
+
+async def test_shell_hazard_is_never_granted(gate: Gate) -> None:
+    call = ToolCall(tool="Bash", arguments={"command": "ls $(cat list)"}, agent="ci",
+                    session="s1")
+    ticket = await gate.submit(call)
+    assert ticket.request is not None and not ticket.request.grantable
+    await gate.resolve(ticket.request.id, "approve", by="alice", scope="always")
+    assert await gate.grants() == []
+    assert (await gate.submit(call)).decision is None
+
+
+async def test_expire_overdue_wakes_waiters(gate: Gate, clock: ManualClock) -> None:
+    ticket = await gate.submit(DEPLOY)
+    assert ticket.request_id is not None
+    clock.advance(61)
+    [expired] = await gate.expire_overdue()
+    assert expired.id == ticket.request_id
+    decision = await gate.wait(ticket.request_id)
+    assert decision is not None and decision.status == "expired"
