@@ -178,3 +178,40 @@ def test_normalize_url() -> None:
         normalize_url("mysql://h/db")
     with pytest.raises(StoreError, match="invalid"):
         normalize_url("::not a url::")
+
+
+async def test_one_failing_job_does_not_undo_its_batch(store: Store, clock: ManualClock) -> None:
+    def boom(_conn: object) -> None:
+        raise ValueError("boom")
+
+    async def note(actor: str) -> None:
+        await store.record("note", request_id=None, actor=actor, now=clock.now())
+
+    results = await asyncio.gather(note("a"), store.run(boom), note("b"), return_exceptions=True)
+    assert isinstance(results[1], ValueError)
+    assert sorted(e.actor for e in await store.audit_log()) == ["a", "b"]
+
+
+async def test_approver_check_is_an_exact_name_match(store: Store, clock: ManualClock) -> None:
+    req = make_request(clock.now(), approvers=("alice", "b%b"))
+    await store.create_request(req, [], clock.now())
+    for impostor in ("al_ce", "a%", "ali", "b_b"):
+        result = await store.transition(req.id, to="approved", by=impostor, now=clock.now(),
+                                        approver_check=True)
+        assert result.outcome == "unauthorized", impostor
+    result = await store.transition(req.id, to="approved", by="b%b", now=clock.now(),
+                                    approver_check=True)
+    assert result.outcome == "applied"
+
+
+async def test_transitions_are_audited_by_the_database(store: Store, clock: ManualClock) -> None:
+    req = make_request(clock.now(), ttl=5)
+    await store.create_request(req, [], clock.now())
+    # Even a hand-written UPDATE leaves its audit line.
+    await store.run(lambda c: c.execute(
+        text("UPDATE requests SET status = 'cancelled', resolved_by = 'dba', "
+             "resolved_at = created_at WHERE id = :id"), {"id": req.id}))
+    events = [(e.event, e.actor) for e in await store.audit_log(request_id=req.id)]
+    assert events == [("requested", "agent-1"), ("cancelled", "dba")]
+    [created] = [e for e in await store.audit_log(request_id=req.id) if e.event == "requested"]
+    assert created.detail["tool"] == "deploy" and created.detail["approvers"] == ["alice", "bob"]

@@ -99,17 +99,25 @@ class _Job:
     future: asyncio.Future[Any]
     loop: asyncio.AbstractEventLoop
 
-    def deliver(self, value: Any, error: BaseException | None) -> None:
-        def settle() -> None:
-            if self.future.done():
-                return
-            if error is not None:
-                self.future.set_exception(error)
-            else:
-                self.future.set_result(value)
 
+def _settle(outcomes: list[tuple[_Job, Any, BaseException | None]]) -> None:
+    for job, value, error in outcomes:
+        if job.future.done():
+            continue
+        if error is not None:
+            job.future.set_exception(error)
+        else:
+            job.future.set_result(value)
+
+
+def _deliver(outcomes: list[tuple[_Job, Any, BaseException | None]]) -> None:
+    """Hand results back with one wake-up per event loop, not one per job."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Job, Any, BaseException | None]]] = {}
+    for outcome in outcomes:
+        by_loop.setdefault(outcome[0].loop, []).append(outcome)
+    for loop, items in by_loop.items():
         with contextlib.suppress(RuntimeError):  # the loop closed while we worked
-            self.loop.call_soon_threadsafe(settle)
+            loop.call_soon_threadsafe(_settle, items)
 
 
 class ThreadRunner:
@@ -168,18 +176,17 @@ class ThreadRunner:
         self.engine.dispose()
 
     def _run_batch(self, batch: list[_Job]) -> None:
+        _deliver(self._outcomes(batch))
+
+    def _outcomes(self, batch: list[_Job]) -> list[tuple[_Job, Any, BaseException | None]]:
         try:
             with self.engine.begin() as conn:
                 values = [job.fn(conn) for job in batch]
         except Exception as exc:
             if len(batch) == 1:
-                batch[0].deliver(None, exc)
-                return
-            for job in batch:
-                self._run_batch([job])
-            return
-        for job, value in zip(batch, values, strict=True):
-            job.deliver(value, None)
+                return [(batch[0], None, exc)]
+            return [outcome for job in batch for outcome in self._outcomes([job])]
+        return [(job, value, None) for job, value in zip(batch, values, strict=True)]
 
 
 class AsyncRunner:

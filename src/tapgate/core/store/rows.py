@@ -43,6 +43,7 @@ def request_to_row(request: Request) -> dict[str, Any]:
         "resolved_at": request.resolved_at,
         "resolved_by": request.resolved_by,
         "resolution_reason": request.resolution_reason,
+        "resolution_detail": None,
         "scope": request.scope,
     }
 

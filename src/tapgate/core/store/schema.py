@@ -92,6 +92,7 @@ requests = Table(
     Column("resolved_at", UTCDateTime),
     Column("resolved_by", String(200)),
     Column("resolution_reason", Text),
+    Column("resolution_detail", Text),
     Column("scope", String(16)),
     CheckConstraint(f"status IN {REQUEST_STATUSES}", name="status"),
     Index("ix_requests_status_expires_at", "status", "expires_at"),
@@ -126,6 +127,10 @@ outbox = Table(
     Column("last_error", Text),
     Column("receipt", Text),
     Column("retry_key", String(36), nullable=False),
+    # The request status last shown on the platform (chat.update after a decision).
+    Column("updated_status", String(16)),
+    Column("update_attempts", Integer, nullable=False, server_default="0"),
+    Column("update_error", Text),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     CheckConstraint("status IN ('pending', 'sent', 'failed', 'cancelled')", name="status"),

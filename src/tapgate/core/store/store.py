@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-from sqlalchemy import Connection, and_, bindparam, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, insert, literal, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from tapgate.core.models import AuditEntry, Delivery, Grant, Request, RequestStatus, Scope
@@ -41,7 +42,15 @@ T = TypeVar("T")
 
 # Statements are built once and executed with parameters: building
 # ``insert(t).values({...})`` per call costs more than running it on SQLite.
-_INSERT_REQUEST = insert(requests)
+# An identical pending request is reused: the partial unique index decides.
+_PENDING_CALL: dict[str, Any] = {
+    "index_elements": ["agent", "session", "tool", "args_digest"],
+    "index_where": requests.c.status == "pending",
+}
+_INSERT_REQUEST = {
+    "sqlite": sqlite.insert(requests).on_conflict_do_nothing(**_PENDING_CALL),
+    "postgresql": postgresql.insert(requests).on_conflict_do_nothing(**_PENDING_CALL),
+}
 _INSERT_OUTBOX = insert(outbox)
 _INSERT_GRANT = insert(grants)
 _INSERT_AUDIT = insert(audit)
@@ -65,6 +74,7 @@ _DECIDE = (
         resolved_at=bindparam("b_now", type_=UTCDateTime),
         resolved_by=bindparam("b_by"),
         resolution_reason=bindparam("b_reason"),
+        resolution_detail=bindparam("b_detail"),
         scope=bindparam("b_scope"),
     )
     .returning(*requests.c)
@@ -397,8 +407,15 @@ class _Change:
 
     def __call__(self, conn: Connection) -> Transition:
         extra = {"reason": self.reason, "scope": self.scope, **self.detail}
-        params = {"b_id": self.request_id, "b_now": self.now, "b_status": self.to,
-                  "b_by": self.by, "b_reason": self.reason, "b_scope": self.scope}
+        params = {
+            "b_id": self.request_id,
+            "b_now": self.now,
+            "b_status": self.to,
+            "b_by": self.by,
+            "b_reason": self.reason,
+            "b_scope": self.scope,
+            "b_detail": json.dumps(self.detail, sort_keys=True) if self.detail else None,
+        }
         statement = _DECIDE
         if self.approver_check:
             statement = _DECIDE_AS_APPROVER
@@ -407,10 +424,16 @@ class _Change:
         if row is not None:
             decided = request_from_row(row)
             grant = self.grant(decided) if self.grant is not None else None
-            if grant is not None:
+            if grant is not None:  # the decision itself is audited by a trigger
                 conn.execute(_INSERT_GRANT, grant_to_row(grant))
-                extra["grant"] = grant.id
-            _audit(conn, self.now, self.to, self.request_id, self.by, extra)
+                _audit(
+                    conn,
+                    self.now,
+                    "grant",
+                    self.request_id,
+                    self.by,
+                    {"grant": grant.id, "scope": grant.scope, "tool": grant.tool},
+                )
             return Transition(request=decided, outcome="applied")
         return self._not_applied(conn, extra)
 
@@ -439,6 +462,10 @@ class _Change:
             self.by,
             {**extra, "wanted": self.to, "why": why},
         )
+
+
+# {"on_timeout": "deny"} built in SQL, so a bulk expiry stays one statement.
+_ON_TIMEOUT_DETAIL = literal('{"on_timeout": "') + requests.c.on_timeout + literal('"}')
 
 
 def _like_escape(text: str) -> str:
@@ -479,56 +506,46 @@ def _create(
         grant = _find_grant(conn, grant_key, now)
         if grant is not None:
             return Created(request=None, created=False, grant=grant)
-    row = (
-        conn.execute(
-            _SELECT_PENDING_SAME,
-            {
-                "b_agent": request.agent,
-                "b_session": request.session or "",
-                "b_tool": request.tool,
-                "b_digest": request.args_digest,
-            },
-        )
-        .mappings()
-        .first()
-    )
+    row = request_to_row(request)
+    insert_request = _INSERT_REQUEST[conn.dialect.name]
     expired: tuple[Request, ...] = ()
-    if row is not None:
-        existing = request_from_row(row)
-        if existing.expires_at > now:
+    if conn.execute(insert_request, row).rowcount != 1:
+        existing = _pending_like(conn, request)
+        if existing is not None and existing.expires_at > now:
             return Created(request=existing, created=False)
-        expired = tuple(_expire(conn, [existing.id], now))
-    conn.execute(_INSERT_REQUEST, request_to_row(request))
-    if deliveries:
+        if existing is not None:
+            expired = tuple(_expire(conn, [existing.id], now))
+        if conn.execute(insert_request, row).rowcount != 1:
+            raise StoreError("could not create or reuse a pending request")
+    if deliveries:  # the "requested" audit line is written by a trigger
         conn.execute(_INSERT_OUTBOX, _outbox_rows(request.id, deliveries, now))
-    _audit(
-        conn,
-        now,
-        "requested",
-        request.id,
-        request.agent,
-        {
-            "tool": request.tool,
-            "rule": request.rule,
-            "approvers": list(request.approvers),
-            "expires_at": request.expires_at.isoformat(),
-        },
-    )
     return Created(request=request, created=True, expired=expired)
+
+
+def _pending_like(conn: Connection, request: Request) -> Request | None:
+    params = {
+        "b_agent": request.agent,
+        "b_session": request.session or "",
+        "b_tool": request.tool,
+        "b_digest": request.args_digest,
+    }
+    row = conn.execute(_SELECT_PENDING_SAME, params).mappings().first()
+    return request_from_row(row) if row is not None else None
 
 
 def _expire(conn: Connection, ids: list[str], now: datetime) -> list[Request]:
     result = conn.execute(
         update(requests)
         .where(requests.c.id.in_(ids), requests.c.status == "pending", requests.c.expires_at <= now)
-        .values(status="expired", resolved_at=now, resolved_by="timeout")
+        .values(
+            status="expired",
+            resolved_at=now,
+            resolved_by="timeout",
+            resolution_detail=_ON_TIMEOUT_DETAIL,
+        )
         .returning(*requests.c)
-    )
-    expired = [request_from_row(r) for r in result.mappings()]
-    if expired:
-        for r in expired:
-            _audit(conn, now, "expired", r.id, "timeout", {"on_timeout": r.on_timeout})
-    return expired
+    )  # the "expired" audit line is written by a trigger
+    return [request_from_row(r) for r in result.mappings()]
 
 
 def _outbox_rows(

@@ -44,6 +44,7 @@ def upgrade() -> None:
         sa.Column("resolved_at", UTCDateTime),
         sa.Column("resolved_by", sa.String(200)),
         sa.Column("resolution_reason", sa.Text),
+        sa.Column("resolution_detail", sa.Text),
         sa.Column("scope", sa.String(16)),
         sa.CheckConstraint(
             "status IN ('pending', 'approved', 'denied', 'expired', 'cancelled')",
@@ -75,6 +76,9 @@ def upgrade() -> None:
         sa.Column("last_error", sa.Text),
         sa.Column("receipt", sa.Text),
         sa.Column("retry_key", sa.String(36), nullable=False),
+        sa.Column("updated_status", sa.String(16)),
+        sa.Column("update_attempts", sa.Integer, nullable=False, server_default="0"),
+        sa.Column("update_error", sa.Text),
         sa.Column("created_at", UTCDateTime, nullable=False),
         sa.Column("updated_at", UTCDateTime, nullable=False),
         sa.CheckConstraint(
@@ -112,6 +116,62 @@ def upgrade() -> None:
     op.create_index("ix_audit_request_id", "audit", ["request_id"])
     op.create_index("ix_audit_at", "audit", ["at"])
     _append_only_audit()
+    _audit_transitions()
+
+
+_SQLITE_AUDIT_TRIGGERS = (
+    """CREATE TRIGGER requests_audit_insert AFTER INSERT ON requests
+    BEGIN
+        INSERT INTO audit (at, event, request_id, actor, detail)
+        VALUES (NEW.created_at, 'requested', NEW.id, NEW.agent, json_object(
+            'tool', NEW.tool, 'rule', NEW.rule, 'approvers', json(NEW.approvers),
+            'expires_at', NEW.expires_at));
+    END""",
+    """CREATE TRIGGER requests_audit_decision AFTER UPDATE OF status ON requests
+    WHEN OLD.status = 'pending' AND NEW.status <> 'pending'
+    BEGIN
+        INSERT INTO audit (at, event, request_id, actor, detail)
+        VALUES (NEW.resolved_at, NEW.status, NEW.id, NEW.resolved_by, json_patch(
+            json_object('reason', NEW.resolution_reason, 'scope', NEW.scope),
+            coalesce(NEW.resolution_detail, '{}')));
+    END""",
+)
+
+_PG_AUDIT_FUNCTION = """
+CREATE FUNCTION tapgate_audit_request() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO audit (at, event, request_id, actor, detail)
+        VALUES (NEW.created_at, 'requested', NEW.id, NEW.agent, json_build_object(
+            'tool', NEW.tool, 'rule', NEW.rule, 'approvers', NEW.approvers::json,
+            'expires_at', NEW.expires_at)::text);
+    ELSIF OLD.status = 'pending' AND NEW.status <> 'pending' THEN
+        INSERT INTO audit (at, event, request_id, actor, detail)
+        VALUES (NEW.resolved_at, NEW.status, NEW.id, NEW.resolved_by, (
+            jsonb_strip_nulls(jsonb_build_object(
+                'reason', NEW.resolution_reason, 'scope', NEW.scope))
+            || coalesce(NEW.resolution_detail::jsonb, '{}'::jsonb))::text);
+    END IF;
+    RETURN NEW;
+END $$
+"""
+
+
+def _audit_transitions() -> None:
+    """Every request creation and status change writes its audit line in the database.
+
+    No code path (nor a hand-written UPDATE) can change a request without
+    leaving evidence, and the hot path saves a statement per transition.
+    """
+    if op.get_context().dialect.name == "sqlite":
+        for statement in _SQLITE_AUDIT_TRIGGERS:
+            op.execute(statement)
+        return
+    op.execute(_PG_AUDIT_FUNCTION)
+    op.execute(
+        "CREATE TRIGGER requests_audit AFTER INSERT OR UPDATE OF status ON requests "
+        "FOR EACH ROW EXECUTE FUNCTION tapgate_audit_request()"
+    )
 
 
 def _append_only_audit() -> None:
@@ -135,6 +195,8 @@ def _append_only_audit() -> None:
 
 def downgrade() -> None:
     if op.get_context().dialect.name != "sqlite":
+        op.execute("DROP TRIGGER IF EXISTS requests_audit ON requests")
+        op.execute("DROP FUNCTION IF EXISTS tapgate_audit_request()")
         op.execute("DROP TRIGGER IF EXISTS audit_append_only ON audit")
         op.execute("DROP FUNCTION IF EXISTS tapgate_audit_append_only()")
     for table in ("audit", "grants", "outbox", "requests"):

@@ -1,0 +1,61 @@
+"""The seam between the outbox and a chat platform: the :class:`Notifier` protocol.
+
+A notifier sends one request's message to one approver on one channel and
+returns a :class:`Receipt` naming what it posted, updates what it posted when
+the request is decided, and closes its clients. It raises
+:class:`~tapgate.errors.DeliveryError` when it cannot deliver: ``retryable``
+says whether the dispatcher should try again later (its long-horizon retry
+survives restarts through the outbox's next-attempt time), and
+:class:`~tapgate.errors.PermanentDeliveryError` says it never should.
+Short retries (a 5xx, a rate limit) happen inside the notifier, through the
+one retry policy of its platform (:mod:`tapgate.notifiers.retry`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from tapgate.core.models import Delivery, Request
+
+__all__ = ["Notifier", "Receipt"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Receipt:
+    """What a notifier posted, so it can be found again.
+
+    ``ref`` is the platform's own reference: Slack ``{"channel": "D…", "ts": "…"}``
+    (the DM conversation id, which ``chat.update`` needs, not the user id),
+    LINE ``{"message_id": "…"}``. It is stored as JSON in the outbox row.
+    """
+
+    channel: str
+    address: str
+    ref: Mapping[str, str] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Notifier(Protocol):
+    """Delivers approval messages on one channel (``slack``, ``line``, ``console``…)."""
+
+    channel: str
+
+    async def send(self, request: Request, delivery: Delivery, *, key: str) -> Receipt:
+        """Post ``request`` to ``delivery.address``.
+
+        ``key`` is unique per outbox row and stable across attempts: LINE sends
+        it as ``X-Line-Retry-Key``; Slack tags the message with it so that a
+        post whose response was lost can be found instead of posted twice.
+        """
+        ...
+
+    async def update(self, request: Request, receipt: Receipt) -> None:
+        """Show the decided request in place of the buttons (a no-op where messages
+        cannot be edited, as on LINE)."""
+        ...
+
+    async def close(self) -> None:
+        """Release clients and sessions."""
+        ...
