@@ -16,9 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from _util import machine
 from sqlalchemy import Column, Integer, MetaData, String, Table, insert, update
 
+from _util import machine
 from tapgate.core.directory import Approver, Directory
 from tapgate.core.gate import Gate
 from tapgate.core.models import ToolCall
@@ -102,8 +102,9 @@ async def gate_cycles(url: str, n: int, repeat: int, agents: int = 1) -> float:
         if agents == 1:
             runs = [await cycles_per_second(gate, n) for _ in range(repeat)]
         else:
-            runs = [await concurrent_cycles_per_second(gate, agents, n // agents)
-                    for _ in range(repeat)]
+            runs = [
+                await concurrent_cycles_per_second(gate, agents, n // agents) for _ in range(repeat)
+            ]
     await store.close()
     return statistics.median(runs)
 
@@ -121,8 +122,10 @@ async def main() -> int:
         floor = await bare_cycles_per_second(f"sqlite:///{Path(tmp) / 'bare.db'}", 2000)
     overhead = ours - bare
     print(f"# gate ({machine()}, SQLite file in a temp dir)")
-    print(f"gate.check allowed call: {ours:.2f} us; bare await: {bare:.2f} us; "
-          f"overhead {overhead:.2f} us (target <= 20)")
+    print(
+        f"gate.check allowed call: {ours:.2f} us; bare await: {bare:.2f} us; "
+        f"overhead {overhead:.2f} us (target <= 20)"
+    )
     print(f"ask -> resolve cycles, 32 agents at once: {concurrent:.0f}/s (target >= 1000/s)")
     print(f"ask -> resolve cycles, one agent back to back: {rate:.0f}/s")
     print(f"  baseline, same gate over sqlite+aiosqlite: {aiosqlite_rate:.0f}/s")

@@ -13,7 +13,6 @@ import sys
 from typing import Any
 
 from _util import machine, per_call_us
-
 from tapgate.core.models import ToolCall
 from tapgate.core.policy import Policy
 from tapgate.core.rules import PolicySpec, Rule
@@ -32,8 +31,14 @@ def make_rules(n: int, rng: random.Random) -> tuple[Rule, ...]:
         elif kind < 8:
             rules.append(Rule(tool=f"svc{i}_*", action=action, source=f"r[{i}]"))
         else:
-            rules.append(Rule(tool=f"files_{i % 7}", action=action,
-                              args={"path": f"/srv/{i}/*"}, source=f"r[{i}]"))
+            rules.append(
+                Rule(
+                    tool=f"files_{i % 7}",
+                    action=action,
+                    args={"path": f"/srv/{i}/*"},
+                    source=f"r[{i}]",
+                )
+            )
     return tuple(rules)
 
 
@@ -41,12 +46,16 @@ def make_calls(n: int, rng: random.Random) -> list[ToolCall]:
     calls = []
     for _ in range(200):
         i = rng.randrange(n)
-        calls.append(rng.choice([
-            ToolCall(tool=f"tool_{i}", arguments={"x": i}),
-            ToolCall(tool=f"svc{i}_restart", arguments={"name": "web"}),
-            ToolCall(tool=f"files_{i % 7}", arguments={"path": f"/srv/{i}/a.txt"}),
-            ToolCall(tool="unknown_tool", arguments={}),
-        ]))
+        calls.append(
+            rng.choice(
+                [
+                    ToolCall(tool=f"tool_{i}", arguments={"x": i}),
+                    ToolCall(tool=f"svc{i}_restart", arguments={"name": "web"}),
+                    ToolCall(tool=f"files_{i % 7}", arguments={"path": f"/srv/{i}/a.txt"}),
+                    ToolCall(tool="unknown_tool", arguments={}),
+                ]
+            )
+        )
     return calls
 
 
@@ -56,8 +65,10 @@ def naive(rules: tuple[Rule, ...], call: ToolCall) -> tuple[str, str | None]:
     for rule in rules:
         if not fnmatch.fnmatchcase(call.tool, rule.tool):
             continue
-        if not all(k in call.arguments and fnmatch.fnmatchcase(str(call.arguments[k]), p)
-                   for k, p in rule.args.items()):
+        if not all(
+            k in call.arguments and fnmatch.fnmatchcase(str(call.arguments[k]), p)
+            for k, p in rule.args.items()
+        ):
             continue
         if best is None or RANK[rule.action] > RANK[best.action]:
             best = rule
@@ -86,8 +97,9 @@ def main() -> int:
     ok = True
     for n in (10, 100, 1000):
         r = bench(n)
-        print(f"{r['rules']:>6} {r['tapgate_us']:>11.2f} {r['naive_us']:>17.2f} "
-              f"{r['speedup']:>7.0f}x")
+        print(
+            f"{r['rules']:>6} {r['tapgate_us']:>11.2f} {r['naive_us']:>17.2f} {r['speedup']:>7.0f}x"
+        )
         if n == 1000:
             ok = r["tapgate_us"] <= 5.0 and r["speedup"] >= 50
     print("targets (<= 5 us and >= 50x at 1,000 rules):", "met" if ok else "MISSED")

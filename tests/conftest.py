@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ def _loopback(address: Any) -> bool:
 
 
 @pytest.fixture(autouse=True)
-def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests talk to loopback only: any other connection attempt fails loudly."""
     real_connect = socket.socket.connect
     real_connect_ex = socket.socket.connect_ex
@@ -44,7 +44,6 @@ def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
-    yield
 
 
 @pytest.fixture

@@ -23,8 +23,9 @@ SPEC = PolicySpec(
         ToolSpec(name="Bash", risk="write", shell="command"),
     ),
     rules=(
-        Rule(tool="deploy", action="ask", approvers=("oncall",), timeout=60,
-             source="policy.rules[0]"),
+        Rule(
+            tool="deploy", action="ask", approvers=("oncall",), timeout=60, source="policy.rules[0]"
+        ),
         Rule(tool="Bash", action="allow", args={"command": "ls*"}, source="policy.rules[1]"),
     ),
     default_timeout=120,
@@ -41,8 +42,9 @@ DEPLOY = ToolCall(tool="deploy", arguments={"env": "prod"}, agent="ci", session=
 
 
 def make_gate(store: Store, clock: ManualClock, spec: PolicySpec = SPEC) -> Gate:
-    return Gate(store=store, policy=Policy(spec), directory=DIRECTORY, clock=clock,
-                reconcile_interval=5)
+    return Gate(
+        store=store, policy=Policy(spec), directory=DIRECTORY, clock=clock, reconcile_interval=5
+    )
 
 
 @pytest.fixture
@@ -103,8 +105,10 @@ async def test_hundred_concurrent_resolvers_one_winner(gate: Gate, store: Store)
     rid = ticket.request_id
     assert rid is not None
     results = await asyncio.gather(
-        *(gate.resolve(rid, "approve" if i % 2 else "deny", by=("alice", "bob")[i % 2])
-          for i in range(100)),
+        *(
+            gate.resolve(rid, "approve" if i % 2 else "deny", by=("alice", "bob")[i % 2])
+            for i in range(100)
+        ),
         return_exceptions=True,
     )
     winners = [r for r in results if not isinstance(r, BaseException)]
@@ -240,12 +244,15 @@ async def test_session_grant_stays_in_its_session(gate: Gate) -> None:
     same = await gate.submit(DEPLOY)
     assert same.decision is not None and same.decision.source == "grant"
     assert same.decision.allowed
-    other_session = await gate.submit(ToolCall(tool="deploy", arguments={"env": "prod"},
-                                               agent="ci", session="s2"))
-    other_agent = await gate.submit(ToolCall(tool="deploy", arguments={"env": "prod"},
-                                             agent="other", session="s1"))
-    other_args = await gate.submit(ToolCall(tool="deploy", arguments={"env": "dev"},
-                                            agent="ci", session="s1"))
+    other_session = await gate.submit(
+        ToolCall(tool="deploy", arguments={"env": "prod"}, agent="ci", session="s2")
+    )
+    other_agent = await gate.submit(
+        ToolCall(tool="deploy", arguments={"env": "prod"}, agent="other", session="s1")
+    )
+    other_args = await gate.submit(
+        ToolCall(tool="deploy", arguments={"env": "dev"}, agent="ci", session="s1")
+    )
     assert other_session.decision is None
     assert other_agent.decision is None
     assert other_args.decision is None
@@ -255,8 +262,9 @@ async def test_always_grant_is_durable_and_revocable(gate: Gate) -> None:
     ticket = await gate.submit(DEPLOY)
     assert ticket.request_id is not None
     await gate.resolve(ticket.request_id, "approve", by="alice", scope="always")
-    later = await gate.submit(ToolCall(tool="deploy", arguments={"env": "prod"}, agent="ci",
-                                       session="another"))
+    later = await gate.submit(
+        ToolCall(tool="deploy", arguments={"env": "prod"}, agent="ci", session="another")
+    )
     assert later.decision is not None and later.decision.source == "grant"
     [grant] = await gate.grants()
     assert grant.scope == "always" and grant.created_by == "alice"
@@ -274,8 +282,7 @@ async def test_grant_can_expire(gate: Gate, clock: ManualClock) -> None:
 
 
 async def test_shell_hazard_is_never_granted(gate: Gate) -> None:
-    call = ToolCall(tool="Bash", arguments={"command": "ls $(cat list)"}, agent="ci",
-                    session="s1")
+    call = ToolCall(tool="Bash", arguments={"command": "ls $(cat list)"}, agent="ci", session="s1")
     ticket = await gate.submit(call)
     assert ticket.request is not None and not ticket.request.grantable
     await gate.resolve(ticket.request.id, "approve", by="alice", scope="always")

@@ -19,19 +19,24 @@ def rule(i: int, tool: str, action: Action, **kw: Any) -> Rule:
     return Rule(tool=tool, action=action, source=f"policy.rules[{i}]", **kw)
 
 
-def decide(policy: Policy, tool: str, agent: str = "a", risk: Risk | None = None,
-           **args: Any) -> tuple[str, str]:
+def decide(
+    policy: Policy, tool: str, agent: str = "a", risk: Risk | None = None, **args: Any
+) -> tuple[str, str]:
     v = policy.evaluate(ToolCall(tool=tool, arguments=args, agent=agent, risk=risk))
     return v.action, v.rule
 
 
-PRECEDENCE = Policy(PolicySpec(rules=(
-    rule(0, "files_*", "allow"),
-    rule(1, "files_write", "ask"),
-    rule(2, "files_*", "deny", args={"path": "/etc/*"}),
-    rule(3, "files_delete", "allow"),
-    rule(4, "files_delete", "deny"),
-)))
+PRECEDENCE = Policy(
+    PolicySpec(
+        rules=(
+            rule(0, "files_*", "allow"),
+            rule(1, "files_write", "ask"),
+            rule(2, "files_*", "deny", args={"path": "/etc/*"}),
+            rule(3, "files_delete", "allow"),
+            rule(4, "files_delete", "deny"),
+        )
+    )
+)
 
 
 @pytest.mark.parametrize(
@@ -51,13 +56,17 @@ def test_most_restrictive_rule_wins_within_a_scope(
     assert decide(PRECEDENCE, tool, **args) == expected
 
 
-SCOPED = Policy(PolicySpec(
-    rules=(rule(0, "deploy", "deny"), rule(1, "deploy_*", "ask")),
-    agents={
-        "releaser": (Rule(tool="deploy", action="ask", source="policy.agents.releaser.rules[0]"),),
-        "bot": (Rule(tool="read", action="allow", source="policy.agents.bot.rules[0]"),),
-    },
-))
+SCOPED = Policy(
+    PolicySpec(
+        rules=(rule(0, "deploy", "deny"), rule(1, "deploy_*", "ask")),
+        agents={
+            "releaser": (
+                Rule(tool="deploy", action="ask", source="policy.agents.releaser.rules[0]"),
+            ),
+            "bot": (Rule(tool="read", action="allow", source="policy.agents.bot.rules[0]"),),
+        },
+    )
+)
 
 
 @pytest.mark.parametrize(
@@ -74,12 +83,16 @@ def test_agent_scope_before_global(agent: str, tool: str, expected: tuple[str, s
     assert decide(SCOPED, tool, agent=agent) == expected
 
 
-RISKY = Policy(PolicySpec(tools=(
-    ToolSpec(name="read", risk="read_only"),
-    ToolSpec(name="write", risk="write"),
-    ToolSpec(name="drop", risk="destructive"),
-    ToolSpec(name="mcp__prod__*", risk="destructive"),
-)))
+RISKY = Policy(
+    PolicySpec(
+        tools=(
+            ToolSpec(name="read", risk="read_only"),
+            ToolSpec(name="write", risk="write"),
+            ToolSpec(name="drop", risk="destructive"),
+            ToolSpec(name="mcp__prod__*", risk="destructive"),
+        )
+    )
+)
 
 
 @pytest.mark.parametrize(
@@ -99,17 +112,21 @@ def test_risk_defaults(tool: str, declared: Risk | None, expected: tuple[str, st
 
 
 def test_risk_defaults_are_configurable() -> None:
-    policy = Policy(PolicySpec(risk_actions={"read_only": "ask", "write": "deny",
-                                             "destructive": "deny"}))
+    policy = Policy(
+        PolicySpec(risk_actions={"read_only": "ask", "write": "deny", "destructive": "deny"})
+    )
     assert decide(policy, "anything") == ("deny", "policy.risk_defaults.write")
     assert decide(policy, "x", risk="read_only")[0] == "ask"
 
 
 def test_verdict_carries_approvers_timeout_and_reason() -> None:
-    policy = Policy(PolicySpec(
-        rules=(rule(0, "deploy", "ask", approvers=("oncall",), timeout=30, reason="prod!"),),
-        default_timeout=99, default_approvers=("admins",),
-    ))
+    policy = Policy(
+        PolicySpec(
+            rules=(rule(0, "deploy", "ask", approvers=("oncall",), timeout=30, reason="prod!"),),
+            default_timeout=99,
+            default_approvers=("admins",),
+        )
+    )
     v = policy.evaluate(ToolCall(tool="deploy"))
     assert (v.approvers, v.timeout, v.reason) == (("oncall",), 30, "prod!")
     d = policy.evaluate(ToolCall(tool="other"))
@@ -118,11 +135,15 @@ def test_verdict_carries_approvers_timeout_and_reason() -> None:
 
 
 def test_argument_globs_match_json_for_non_strings() -> None:
-    policy = Policy(PolicySpec(rules=(
-        rule(0, "pay", "deny", args={"amount": "[1-9][0-9][0-9][0-9]*"}),
-        rule(1, "pay", "allow"),
-        rule(2, "flag", "allow", args={"on": "true"}),
-    )))
+    policy = Policy(
+        PolicySpec(
+            rules=(
+                rule(0, "pay", "deny", args={"amount": "[1-9][0-9][0-9][0-9]*"}),
+                rule(1, "pay", "allow"),
+                rule(2, "flag", "allow", args={"on": "true"}),
+            )
+        )
+    )
     assert decide(policy, "pay", amount=5000)[0] == "deny"
     assert decide(policy, "pay", amount=50)[0] == "allow"
     assert decide(policy, "flag", on=True)[0] == "allow"
@@ -147,17 +168,19 @@ def test_many_tool_names_beyond_the_cache() -> None:
         assert decide(policy, f"t_{i}")[0] == expected
 
 
-SHELL = Policy(PolicySpec(
-    tools=(ToolSpec(name="Bash", risk="write", shell="command"),),
-    rules=(
-        rule(0, "Bash", "allow", args={"command": "git status*"}),
-        rule(1, "Bash", "allow", args={"command": "ls*"}),
-        rule(2, "Bash", "allow", args={"command": "echo *"}),
-        rule(3, "Bash", "allow", args={"command": "cat *"}),
-        rule(4, "Bash", "deny", args={"command": "rm -rf *"}),
-        rule(5, "Bash", "deny", args={"command": "git push --force*"}),
-    ),
-))
+SHELL = Policy(
+    PolicySpec(
+        tools=(ToolSpec(name="Bash", risk="write", shell="command"),),
+        rules=(
+            rule(0, "Bash", "allow", args={"command": "git status*"}),
+            rule(1, "Bash", "allow", args={"command": "ls*"}),
+            rule(2, "Bash", "allow", args={"command": "echo *"}),
+            rule(3, "Bash", "allow", args={"command": "cat *"}),
+            rule(4, "Bash", "deny", args={"command": "rm -rf *"}),
+            rule(5, "Bash", "deny", args={"command": "git push --force*"}),
+        ),
+    )
+)
 
 
 @pytest.mark.parametrize(
@@ -182,6 +205,8 @@ SHELL = Policy(PolicySpec(
         ("FOO=1 rm -rf /", "deny"),
         ("bash -c 'rm -rf /'", "deny"),
         ("git push --force origin main", "deny"),
+        ("/bin/rm -rf /", "deny"),  # a path does not dodge a rule on the command name
+        ("./ls", "ask"),
         ("", "ask"),
     ],
 )

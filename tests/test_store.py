@@ -29,7 +29,9 @@ async def test_create_reuses_identical_pending_request(store: Store, clock: Manu
     assert (await store.create_request(other_session, [], clock.now())).created
 
 
-async def test_concurrent_identical_asks_create_one_request(store: Store, clock: ManualClock) -> None:
+async def test_concurrent_identical_asks_create_one_request(
+    store: Store, clock: ManualClock
+) -> None:
     results = await asyncio.gather(
         *(store.create_request(make_request(clock.now()), [ALICE], clock.now()) for _ in range(20))
     )
@@ -102,28 +104,48 @@ async def test_expire_overdue_only_touches_overdue(store: Store, clock: ManualCl
 
 async def test_outbox_rows_commit_with_the_request(store: Store, clock: ManualClock) -> None:
     req = make_request(clock.now())
-    await store.create_request(req, [ALICE, Delivery(approver="bob", channel="line",
-                                                    address="U1")], clock.now())
+    await store.create_request(
+        req, [ALICE, Delivery(approver="bob", channel="line", address="U1")], clock.now()
+    )
     query = text("SELECT approver, channel, address, status, retry_key FROM outbox ORDER BY id")
     rows = await store.run(lambda c: c.execute(query).all())
     assert [(r[0], r[1], r[2], r[3]) for r in rows] == [
-        ("alice", "console", "alice", "pending"), ("bob", "line", "U1", "pending")]
+        ("alice", "console", "alice", "pending"),
+        ("bob", "line", "U1", "pending"),
+    ]
     assert len({r[4] for r in rows}) == 2  # one retry key per message
 
 
 async def test_grants_scoping_and_revocation(store: Store, clock: ManualClock) -> None:
     now = clock.now()
-    session = Grant(id="g1", scope="session", agent="a", session="s1", tool="t",
-                    fingerprint="f", created_at=now, created_by="alice")
-    always = Grant(id="g2", scope="always", agent="a", session=None, tool="u",
-                   fingerprint="f", created_at=now, created_by="alice",
-                   expires_at=now + timedelta(seconds=60))
+    session = Grant(
+        id="g1",
+        scope="session",
+        agent="a",
+        session="s1",
+        tool="t",
+        fingerprint="f",
+        created_at=now,
+        created_by="alice",
+    )
+    always = Grant(
+        id="g2",
+        scope="always",
+        agent="a",
+        session=None,
+        tool="u",
+        fingerprint="f",
+        created_at=now,
+        created_by="alice",
+        expires_at=now + timedelta(seconds=60),
+    )
     await store.add_grant(session)
     await store.add_grant(always)
 
     async def find(agent: str, session: str | None, tool: str) -> str | None:
-        g = await store.find_grant(agent=agent, session=session, tool=tool, fingerprint="f",
-                                   now=clock.now())
+        g = await store.find_grant(
+            agent=agent, session=session, tool=tool, fingerprint="f", now=clock.now()
+        )
         return g.id if g else None
 
     assert await find("a", "s1", "t") == "g1"
@@ -196,11 +218,13 @@ async def test_approver_check_is_an_exact_name_match(store: Store, clock: Manual
     req = make_request(clock.now(), approvers=("alice", "b%b"))
     await store.create_request(req, [], clock.now())
     for impostor in ("al_ce", "a%", "ali", "b_b"):
-        result = await store.transition(req.id, to="approved", by=impostor, now=clock.now(),
-                                        approver_check=True)
+        result = await store.transition(
+            req.id, to="approved", by=impostor, now=clock.now(), approver_check=True
+        )
         assert result.outcome == "unauthorized", impostor
-    result = await store.transition(req.id, to="approved", by="b%b", now=clock.now(),
-                                    approver_check=True)
+    result = await store.transition(
+        req.id, to="approved", by="b%b", now=clock.now(), approver_check=True
+    )
     assert result.outcome == "applied"
 
 
@@ -208,9 +232,15 @@ async def test_transitions_are_audited_by_the_database(store: Store, clock: Manu
     req = make_request(clock.now(), ttl=5)
     await store.create_request(req, [], clock.now())
     # Even a hand-written UPDATE leaves its audit line.
-    await store.run(lambda c: c.execute(
-        text("UPDATE requests SET status = 'cancelled', resolved_by = 'dba', "
-             "resolved_at = created_at WHERE id = :id"), {"id": req.id}))
+    await store.run(
+        lambda c: c.execute(
+            text(
+                "UPDATE requests SET status = 'cancelled', resolved_by = 'dba', "
+                "resolved_at = created_at WHERE id = :id"
+            ),
+            {"id": req.id},
+        )
+    )
     events = [(e.event, e.actor) for e in await store.audit_log(request_id=req.id)]
     assert events == [("requested", "agent-1"), ("cancelled", "dba")]
     [created] = [e for e in await store.audit_log(request_id=req.id) if e.event == "requested"]

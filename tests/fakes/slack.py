@@ -6,6 +6,11 @@ slack.com it answers API errors with HTTP 200 and ``{"ok": false}``, takes
 arguments from the query string, a form body or a JSON body, resolves a user
 id given as ``channel`` to that user's ``D…`` conversation, and makes
 ``chat.update`` insist on that ``D…`` id and an existing ``ts``.
+
+Message timestamps follow the wall clock (``wall_clock``, strictly increasing)
+as Slack's do, so ``conversations.history(oldest=...)`` computed from the
+caller's clock finds what was posted; message ``metadata`` is stored and
+returned by ``conversations.history`` when ``include_all_metadata`` is set.
 """
 
 from __future__ import annotations
@@ -29,9 +34,10 @@ BOT_ID = "B0FAKEBOT"
 
 # Form-encoded callers send these as JSON strings.
 _JSON_FIELDS = ("blocks", "attachments", "view", "metadata")
-_FIRST_TS_MICROS = 1_700_000_000_000_100
 _TS_STEP_MICROS = 100
 _MAX_BLOCKS = 50
+_HISTORY_DEFAULT_LIMIT = 100
+_HISTORY_MAX_LIMIT = 999
 
 Method = Callable[[dict[str, Any], float], dict[str, Any]]
 
@@ -53,6 +59,7 @@ class SlackMessage:
     ts: str
     thread_ts: str | None
     versions: list[MessageVersion] = field(default_factory=list)
+    metadata: dict[str, Any] | None = None
 
     @property
     def text(self) -> str | None:
@@ -80,6 +87,7 @@ class SlackPost:
     thread_ts: str | None
     args: dict[str, Any]
     time: float
+    metadata: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,14 +151,20 @@ class FakeSlack(FakeServer):
         "chat.update",
         "chat.postEphemeral",
         "conversations.open",
+        "conversations.history",
         "views.open",
     )
     _url_suffix = "/api/"
 
     def __init__(
-        self, *, bot_token: str = DEFAULT_BOT_TOKEN, clock: Clock = time.monotonic
+        self,
+        *,
+        bot_token: str = DEFAULT_BOT_TOKEN,
+        clock: Clock = time.monotonic,
+        wall_clock: Clock = time.time,
     ) -> None:
         super().__init__(clock=clock)
+        self.wall_clock = wall_clock
         self.bot_token = bot_token
         self.messages: dict[tuple[str, str], SlackMessage] = {}
         self.posts: list[SlackPost] = []
@@ -159,13 +173,14 @@ class FakeSlack(FakeServer):
         self.views: list[SlackView] = []
         self._channels: set[str] = set()
         self._used_trigger_ids: set[str] = set()
-        self._next_ts = _FIRST_TS_MICROS
+        self._next_ts = 0
         methods: dict[str, Method] = {
             "auth.test": self._auth_test,
             "chat.postMessage": self._post_message,
             "chat.update": self._update,
             "chat.postEphemeral": self._post_ephemeral,
             "conversations.open": self._conversations_open,
+            "conversations.history": self._conversations_history,
             "views.open": self._views_open,
         }
         for name, method in methods.items():
@@ -213,6 +228,7 @@ class FakeSlack(FakeServer):
     def _post_message(self, args: dict[str, Any], now: float) -> dict[str, Any]:
         channel = self._channel_arg(args, open_dm=True)
         text, blocks = _content(args)
+        metadata = _metadata(args)
         ts = self._new_ts()
         thread_ts = args.get("thread_ts") or None
         self.messages[(channel, ts)] = SlackMessage(
@@ -220,6 +236,7 @@ class FakeSlack(FakeServer):
             ts=ts,
             thread_ts=thread_ts,
             versions=[MessageVersion(text=text, blocks=blocks, time=now)],
+            metadata=metadata,
         )
         self.posts.append(
             SlackPost(
@@ -231,6 +248,7 @@ class FakeSlack(FakeServer):
                 thread_ts=thread_ts,
                 args=args,
                 time=now,
+                metadata=metadata,
             )
         )
         return {"channel": channel, "ts": ts, "message": self._message_json(text, blocks, ts)}
@@ -256,6 +274,33 @@ class FakeSlack(FakeServer):
             "text": text or "",
             "message": self._message_json(text, blocks, ts),
         }
+
+    def _conversations_history(self, args: dict[str, Any], now: float) -> dict[str, Any]:
+        """Top-level messages newest first, ``oldest`` < ts < ``latest`` (exclusive)."""
+        channel = str(args.get("channel") or "")
+        if channel not in self._channels:
+            raise SlackError("channel_not_found")
+        oldest = _float_arg(args, "oldest", 0.0)
+        latest = _float_arg(args, "latest", float("inf"))
+        limit = int(_float_arg(args, "limit", _HISTORY_DEFAULT_LIMIT))
+        limit = max(1, min(limit, _HISTORY_MAX_LIMIT))
+        with_metadata = str(args.get("include_all_metadata") or "").lower() in ("1", "true")
+        found = sorted(
+            (
+                m
+                for m in self.messages.values()
+                if m.channel == channel and m.thread_ts is None and oldest < float(m.ts) < latest
+            ),
+            key=lambda m: float(m.ts),
+            reverse=True,
+        )
+        page = []
+        for message in found[:limit]:
+            entry = self._message_json(message.text, message.blocks, message.ts)
+            if with_metadata and message.metadata is not None:
+                entry["metadata"] = message.metadata
+            page.append(entry)
+        return {"messages": page, "has_more": len(found) > limit, "pin_count": 0}
 
     def _post_ephemeral(self, args: dict[str, Any], now: float) -> dict[str, Any]:
         channel = self._channel_arg(args, open_dm=False)
@@ -334,7 +379,8 @@ class FakeSlack(FakeServer):
         return None
 
     def _new_ts(self) -> str:
-        micros, self._next_ts = self._next_ts, self._next_ts + _TS_STEP_MICROS
+        micros = max(int(self.wall_clock() * 1_000_000), self._next_ts)
+        self._next_ts = micros + _TS_STEP_MICROS
         return f"{micros // 1_000_000}.{micros % 1_000_000:06d}"
 
     def _message_json(self, text: str | None, blocks: list[Any] | None, ts: str) -> dict[str, Any]:
@@ -380,6 +426,27 @@ def _content(args: dict[str, Any], *, require: bool = True) -> tuple[str | None,
     if require and not text and not blocks and not args.get("attachments"):
         raise SlackError("no_text")
     return (str(text) if text is not None else None), blocks
+
+
+def _metadata(args: dict[str, Any]) -> dict[str, Any] | None:
+    metadata = args.get("metadata")
+    if metadata is None:
+        return None
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("event_type"), str):
+        raise SlackError("invalid_metadata_format")
+    if not isinstance(metadata.get("event_payload", {}), dict):
+        raise SlackError("invalid_metadata_format")
+    return metadata
+
+
+def _float_arg(args: dict[str, Any], name: str, default: float) -> float:
+    value = args.get(name)
+    if value in (None, ""):
+        return default
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise SlackError("invalid_arguments") from None
 
 
 def _mpim_for(users: list[str]) -> str:

@@ -15,6 +15,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy.engine import make_url
+
 from tapgate.bot.config import Config, load_config, parse_config
 from tapgate.core.models import RISKS, ToolCall
 from tapgate.core.policy import Policy
@@ -25,7 +27,7 @@ __all__ = ["main"]
 EXIT_USAGE = 2
 
 
-class _Usage(Exception):
+class _UsageError(Exception):
     """Bad input on the command line: printed as one line, exit status 2."""
 
 
@@ -35,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         result: int = args.func(args)
-    except (TapgateError, _Usage) as exc:
+    except (TapgateError, _UsageError) as exc:
         print(f"tapgate: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     return result
@@ -84,11 +86,15 @@ def _check_config(args: argparse.Namespace) -> int:
     spec = config.policy_spec()
     rules = len(spec.rules) + sum(len(r) for r in spec.agents.values())
     print(f"config OK: {args.config or '(built-in defaults)'}")
-    print(f"  store: {config.store.url}")
-    print(f"  agents: {len(config.agents)}, approvers: {len(config.approvers)}, "
-          f"channels: {', '.join(config.enabled_channels()) or 'none'}")
-    print(f"  tools: {len(spec.tools)}, rules: {rules}, default timeout: {spec.default_timeout:g}s, "
-          f"on_timeout: {spec.on_timeout}")
+    print(f"  store: {make_url(config.store_url).render_as_string(hide_password=True)}")
+    print(
+        f"  agents: {len(config.agents)}, approvers: {len(config.approvers)}, "
+        f"channels: {', '.join(config.enabled_channels) or 'none'}"
+    )
+    print(
+        f"  tools: {len(spec.tools)}, rules: {rules}, "
+        f"default timeout: {spec.default_timeout:g}s, on_timeout: {spec.on_timeout}"
+    )
     return 0
 
 
@@ -101,7 +107,7 @@ def _db_upgrade(args: argparse.Namespace) -> int:
     async def run() -> str | None:
         store = await Store.open(url)
         try:
-            return await current_revision(store.engine)
+            return await store.run(current_revision)
         finally:
             await store.close()
 
@@ -115,9 +121,9 @@ def _explain(args: argparse.Namespace) -> int:
     try:
         arguments = json.loads(args.args)
     except json.JSONDecodeError as exc:
-        raise _Usage(f"--args is not valid JSON: {exc}") from None
+        raise _UsageError(f"--args is not valid JSON: {exc}") from None
     if not isinstance(arguments, dict):
-        raise _Usage("--args must be a JSON object, e.g. '{\"command\": \"ls\"}'")
+        raise _UsageError('--args must be a JSON object, e.g. \'{"command": "ls"}\'')
     policy = Policy(config.policy_spec())
     call = ToolCall(tool=args.tool, arguments=arguments, agent=args.agent, risk=args.risk)
     verdict = policy.evaluate(call)
@@ -137,6 +143,8 @@ def _explain(args: argparse.Namespace) -> int:
         print(f"{verdict.action.upper()}  ({verdict.rule})")
         print(f"  {verdict.reason}")
         if verdict.action == "ask":
-            print(f"  approvers: {', '.join(out['approvers']) or '(none)'}; "
-                  f"timeout {verdict.timeout:g}s")
+            print(
+                f"  approvers: {', '.join(out['approvers']) or '(none)'}; "
+                f"timeout {verdict.timeout:g}s"
+            )
     return 0

@@ -173,9 +173,10 @@ class Gate:
             wait_end = self.clock.now() + timedelta(seconds=max(timeout, 0.0))
         while True:
             deadline = request.expires_at if wait_end is None else min(request.expires_at, wait_end)
-            sleeper = asyncio.ensure_future(self.clock.sleep_until(deadline))
+            sleeper: asyncio.Future[None] = asyncio.ensure_future(self.clock.sleep_until(deadline))
+            racers: set[asyncio.Future[Any]] = {future, sleeper}
             try:
-                await asyncio.wait({future, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait(racers, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 sleeper.cancel()
             if future.done():

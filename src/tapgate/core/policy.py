@@ -191,7 +191,7 @@ class Policy:
         """Judge each simple command; the most restrictive part decides, hazards cap at ask."""
         assert spec.shell is not None
         parsed = _parse(command)
-        texts = [c.text for c in parsed.commands] or [command.strip()]
+        texts = [t for c in parsed.commands for t in _spellings(c)] or [command.strip()]
         worst: tuple[PolicyVerdict, str] | None = None
         for text in texts:
             args = {**call.arguments, spec.shell: text}
@@ -231,6 +231,19 @@ class Policy:
                 )
                 return "shell:" + "\n".join(prefixes)
         return "args:" + args_digest(call.arguments)
+
+
+def _spellings(command: shell.SimpleCommand) -> tuple[str, ...]:
+    """The texts a command is judged as: ``/bin/rm -rf /`` is also ``rm -rf /``.
+
+    A rule written for ``rm *`` must not be dodged by spelling out the path;
+    judging both and keeping the most restrictive verdict closes that gap.
+    """
+    name = command.words[0] if command.words else ""
+    if "/" not in name or name.endswith("/"):
+        return (command.text,)
+    base = " ".join((name.rsplit("/", 1)[1], *command.words[1:]))
+    return (command.text, base)
 
 
 @lru_cache(maxsize=_CACHE_SIZE)

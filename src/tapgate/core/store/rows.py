@@ -48,7 +48,7 @@ def request_to_row(request: Request) -> dict[str, Any]:
     }
 
 
-def request_from_row(row: Mapping[str, Any]) -> Request:
+def request_from_row(row: Mapping[Any, Any]) -> Request:
     """A :class:`Request` from a ``requests`` row."""
     return Request(
         id=row["id"],
@@ -92,7 +92,7 @@ def grant_to_row(grant: Grant) -> dict[str, Any]:
     }
 
 
-def grant_from_row(row: Mapping[str, Any]) -> Grant:
+def grant_from_row(row: Mapping[Any, Any]) -> Grant:
     """A :class:`Grant` from a ``grants`` row."""
     return Grant(
         id=row["id"],
@@ -110,7 +110,7 @@ def grant_from_row(row: Mapping[str, Any]) -> Grant:
     )
 
 
-def audit_from_row(row: Mapping[str, Any]) -> AuditEntry:
+def audit_from_row(row: Mapping[Any, Any]) -> AuditEntry:
     """An :class:`AuditEntry` from an ``audit`` row."""
     return AuditEntry(
         id=row["id"],

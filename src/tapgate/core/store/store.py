@@ -569,7 +569,7 @@ def _outbox_rows(
     ]
 
 
-def _audit(
+def _audit(  # noqa: PLR0917 - the six columns of an audit line, always in this order
     conn: Connection,
     now: datetime,
     event: str,

@@ -1,0 +1,106 @@
+"""Console delivery: approval requests as plain text on a terminal.
+
+Owns the text form of a request for setups without a chat platform (a laptop,
+a CI dry run): the same masked facts the chat messages show, then the exact
+``tapgate resolve`` commands that decide it, so the approver can copy a line
+instead of composing one. All agent text comes through the presentation
+model, which masks secrets and turns control characters (terminal escape
+sequences included) into visible ``⟨U+001B⟩`` marks.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Mapping
+from typing import TextIO
+
+from tapgate.core.models import Delivery, Request
+from tapgate.notifiers.base import Receipt
+from tapgate.notifiers.masking import clean
+from tapgate.notifiers.presentation import (
+    ApprovalView,
+    clip,
+    outcome_text,
+    present,
+    truncate_lines,
+)
+
+__all__ = ["ConsoleNotifier", "render_console"]
+
+_BODY_MAX_CHARS = 8000
+_BODY_MAX_LINES = 120
+_REASON_MAX = 500
+_INDENT = "    "
+
+
+class ConsoleNotifier:
+    """Writes each approval request, and each outcome, to a text stream.
+
+    ``stream`` defaults to standard output at the time of writing (so that a
+    redirected or captured ``sys.stdout`` is honoured).
+    """
+
+    channel = "console"
+
+    def __init__(
+        self, stream: TextIO | None = None, *, tool_shell_args: Mapping[str, str] | None = None
+    ) -> None:
+        self._stream = stream
+        self._tool_shell_args = dict(tool_shell_args or {})
+
+    async def send(self, request: Request, delivery: Delivery, *, key: str) -> Receipt:
+        """Print ``request`` with the commands ``delivery.approver`` can run to decide it."""
+        view = present(request, tool_shell_arg=self._tool_shell_args.get(request.tool))
+        self._write(render_console(view, approver=delivery.approver))
+        return Receipt(channel=self.channel, address=delivery.address, ref={})
+
+    async def update(self, request: Request, receipt: Receipt) -> None:
+        """Print one line with the outcome; a pending request prints nothing."""
+        status = request.status
+        if status == "pending":
+            return
+        by = clean(request.resolved_by) if request.resolved_by else None
+        line = outcome_text(
+            status, by=by, at=request.resolved_at or request.expires_at, scope=request.scope
+        )
+        if request.resolution_reason:
+            line += f" ({clip(clean(request.resolution_reason), _REASON_MAX)})"
+        self._write(f"[tapgate] request {request.id}: {line}\n")
+
+    async def close(self) -> None:
+        """Nothing to release; the stream belongs to the caller."""
+
+    def _write(self, text: str) -> None:
+        stream = self._stream or sys.stdout
+        stream.write(text)
+        stream.flush()
+
+
+def render_console(view: ApprovalView, *, approver: str) -> str:
+    """The plain-text message: facts, arguments, then the resolve commands."""
+    rid, who = shlex.quote(view.request_id), shlex.quote(approver)
+    lines = [
+        f"[tapgate] Approval needed: {view.tool} (request {view.request_id})",
+        f"  agent:     {view.agent}" + (f"  session: {view.session}" if view.session else ""),
+        f"  risk:      {view.risk}",
+        f"  rule:      {view.rule}" + (f" ({view.reason})" if view.reason else ""),
+        f"  expires:   {view.expires_text}" + (f" ({view.time_left})" if view.time_left else ""),
+        f"  approvers: {', '.join(view.approvers) or '-'}",
+        f"  {view.label}" + (f": {view.path}" if view.path else "") + ":",
+        _indented(truncate_lines(view.body, _BODY_MAX_CHARS, _BODY_MAX_LINES)),
+    ]
+    if view.extra is not None:
+        extra = truncate_lines(view.extra, _BODY_MAX_CHARS, _BODY_MAX_LINES)
+        lines += ["  Other arguments:", _indented(extra)]
+    lines += [
+        f"  approve:   tapgate resolve {rid} approve --as {who}",
+        f'  deny:      tapgate resolve {rid} deny --as {who} --reason "..."',
+    ]
+    if view.can_allow_session:
+        lines.append(f"  session:   tapgate resolve {rid} approve --as {who} --scope session")
+    return "\n".join(lines) + "\n"
+
+
+def _indented(text: str) -> str:
+    return "\n".join(_INDENT + line for line in (text.removesuffix("\n") or "-").split("\n"))

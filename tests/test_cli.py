@@ -1,0 +1,122 @@
+"""The ``tapgate`` command line: config checks, migrations, explain, and bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+from tapgate.bot.cli import main
+from tapgate.core.store import Store
+
+ROOT = Path(__file__).parent.parent
+LOCAL = str(ROOT / "examples" / "local.yaml")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_console_script_is_installed() -> None:
+    [script] = [e for e in entry_points(group="console_scripts") if e.name == "tapgate"]
+    assert script.value == "tapgate.bot.cli:main"
+
+
+def test_explain_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys,
+        "explain",
+        "--config",
+        LOCAL,
+        "--tool",
+        "Bash",
+        "--args",
+        '{"command": "git status && rm -rf /"}',
+        "--json",
+    )
+    assert code == 0
+    result = json.loads(out)
+    assert result["decision"] == "deny"
+    assert result["rule"] == "policy.rules[3]"
+    assert "rm -rf /" in result["reason"]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "decision", "rule"),
+    [
+        ("Bash", {"command": "git status"}, "allow", "policy.rules[0]"),
+        ("Read", {"file_path": "/etc/hosts"}, "allow", "policy.risk_defaults.read_only"),
+        ("deploy_web", {}, "ask", "policy.rules[4]"),
+        ("drop_database", {}, "deny", "policy.risk_defaults.destructive"),
+        ("never_heard_of", {}, "ask", "policy.risk_defaults.write"),
+        ("Bash", {"command": "ls $(ls)"}, "ask", "builtin.shell_hazards"),
+    ],
+)
+def test_explain_decisions(
+    capsys: pytest.CaptureFixture[str], tool: str, args: dict[str, str], decision: str, rule: str
+) -> None:
+    code, out, _ = run(
+        capsys, "explain", "--config", LOCAL, "--tool", tool, "--args", json.dumps(args), "--json"
+    )
+    assert code == 0
+    assert (json.loads(out)["decision"], json.loads(out)["rule"]) == (decision, rule)
+
+
+def test_explain_ask_names_approvers(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "explain", "--config", LOCAL, "--tool", "deploy_web")
+    assert code == 0
+    assert out.startswith("ASK  (policy.rules[4])")
+    assert "approvers: me" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["explain", "--config", LOCAL, "--tool", "x", "--args", "{not json"], "not valid JSON"),
+        (["explain", "--config", LOCAL, "--tool", "x", "--args", "[1]"], "must be a JSON object"),
+        (["explain", "--config", "/nonexistent/tapgate.yaml", "--tool", "x"], "/nonexistent"),
+        (["check-config", "--config", "/nonexistent/tapgate.yaml"], "/nonexistent"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+
+
+def test_config_error_names_the_yaml_path(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("policy:\n  rules:\n    - {tool: 5, action: allow}\n")
+    code, _, err = run(capsys, "check-config", "--config", str(bad))
+    assert code == 2
+    assert "policy.rules[0].tool" in err
+
+
+def test_check_config(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "check-config", "--config", LOCAL)
+    assert code == 0
+    assert "config OK" in out
+    assert "channels: console" in out
+
+
+async def test_db_upgrade(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    # main() runs its own event loop: call it from a worker thread of this test's loop.
+    code = await asyncio.to_thread(main, ["db", "upgrade", "--url", url])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    assert "database at revision 0001" in out
+    async with await Store.open(url, migrate=False) as store:
+        assert await store.is_current()

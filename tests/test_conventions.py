@@ -1,0 +1,165 @@
+"""The public interface and the layering of DESIGN.md, pinned.
+
+A change to what a package exports, or an import that points up a layer,
+fails here first, so it is made on purpose and reviewed as such.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+import sys
+from pathlib import Path
+
+import pytest
+
+import tapgate
+
+SRC = Path(tapgate.__file__).parent
+
+EXPORTS: dict[str, set[str]] = {
+    "tapgate": {
+        "AlreadyResolved",
+        "Approver",
+        "ConfigError",
+        "Decision",
+        "DeliveryError",
+        "Directory",
+        "Gate",
+        "NotAnApprover",
+        "PermanentDeliveryError",
+        "Policy",
+        "PolicyError",
+        "PolicySpec",
+        "Request",
+        "RequestExpired",
+        "RequestNotFound",
+        "ResolveError",
+        "Rule",
+        "Store",
+        "StoreError",
+        "TapgateError",
+        "Ticket",
+        "ToolCall",
+        "ToolSpec",
+        "__version__",
+    },
+    "tapgate.core": {
+        "DEFAULT_RISK_ACTIONS",
+        "HAZARD_RULE",
+        "RISKS",
+        "Action",
+        "Approver",
+        "AuditEntry",
+        "Clock",
+        "Decision",
+        "DecisionSource",
+        "DecisionStatus",
+        "Delivery",
+        "Directory",
+        "EventBus",
+        "EventKind",
+        "Gate",
+        "GateEvent",
+        "Grant",
+        "GrantScope",
+        "ManualClock",
+        "Policy",
+        "PolicySpec",
+        "PolicyVerdict",
+        "Request",
+        "RequestStatus",
+        "Risk",
+        "Rule",
+        "Scope",
+        "Store",
+        "SystemClock",
+        "Ticket",
+        "ToolCall",
+        "ToolSpec",
+        "Verdict",
+        "args_digest",
+        "canonical_json",
+        "new_id",
+    },
+    "tapgate.core.store": {"Created", "GrantKey", "Store", "Transition", "normalize_url"},
+    "tapgate.bot": {"Config", "load_config", "main", "parse_config"},
+    "tapgate.webhooks": set(),
+}
+
+# What each layer may import from tapgate itself, and which outside packages
+# it must not import (core stays free of web frameworks, chat SDKs and YAML).
+ALLOWED_INTERNAL = {
+    "core": {"tapgate.core", "tapgate.errors"},
+    "notifiers": {"tapgate.core", "tapgate.errors", "tapgate.notifiers"},
+    "webhooks": {"tapgate.core", "tapgate.errors", "tapgate.webhooks"},
+    "bot": {"tapgate"},
+}
+FORBIDDEN_EXTERNAL = {
+    "core": {"aiohttp", "linebot", "slack_sdk", "slack_bolt", "yaml", "httpx", "tenacity"},
+    "notifiers": {"yaml"},
+    "webhooks": {"yaml"},
+    "bot": set(),
+}
+
+
+def _modules() -> list[str]:
+    found = ["tapgate"]
+    for info in pkgutil.walk_packages([str(SRC)], prefix="tapgate."):
+        if ".migrations" not in info.name:
+            found.append(info.name)
+    return sorted(found)
+
+
+def _imports(module: str) -> set[str]:
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin is not None
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize(("package", "expected"), sorted(EXPORTS.items()))
+def test_package_exports_are_pinned(package: str, expected: set[str]) -> None:
+    module = importlib.import_module(package)
+    assert set(module.__all__) == expected
+    for name in module.__all__:
+        assert hasattr(module, name), f"{package}.__all__ names missing {name}"
+
+
+@pytest.mark.parametrize(
+    "module", [m for m in _modules() if not m.rsplit(".", 1)[-1].startswith("_")]
+)
+def test_every_public_module_declares_all(module: str) -> None:
+    assert hasattr(importlib.import_module(module), "__all__"), module
+
+
+@pytest.mark.parametrize("module", [m for m in _modules() if m.count(".") >= 1])
+def test_layering(module: str) -> None:
+    layer = module.split(".")[1]
+    if layer not in ALLOWED_INTERNAL:
+        assert layer == "errors"
+        assert not any(i.startswith("tapgate") for i in _imports(module))
+        return
+    for name in _imports(module):
+        top = name.split(".")[0]
+        if top == "tapgate":
+            assert any(name == a or name.startswith(a + ".") for a in ALLOWED_INTERNAL[layer]), (
+                f"{module} imports {name}: {layer} may import only {ALLOWED_INTERNAL[layer]}"
+            )
+        elif top not in sys.stdlib_module_names:
+            assert top not in FORBIDDEN_EXTERNAL[layer], f"{module} must not import {name}"
+
+
+def test_webhooks_and_notifiers_never_import_each_other() -> None:
+    for module in _modules():
+        if module.startswith("tapgate.webhooks"):
+            assert not any(i.startswith("tapgate.notifiers") for i in _imports(module))
+        if module.startswith("tapgate.notifiers"):
+            assert not any(i.startswith("tapgate.webhooks") for i in _imports(module))
