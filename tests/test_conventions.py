@@ -83,7 +83,15 @@ EXPORTS: dict[str, set[str]] = {
         "canonical_json",
         "new_id",
     },
-    "tapgate.core.store": {"Created", "GrantKey", "Store", "Transition", "normalize_url"},
+    "tapgate.core.store": {
+        "Created",
+        "GrantKey",
+        "Outbox",
+        "OutboxItem",
+        "Store",
+        "Transition",
+        "normalize_url",
+    },
     "tapgate.bot": {"Config", "load_config", "main", "parse_config"},
     "tapgate.webhooks": set(),
 }

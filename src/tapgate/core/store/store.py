@@ -26,6 +26,7 @@ from sqlalchemy.exc import IntegrityError
 
 from tapgate.core.models import AuditEntry, Delivery, Grant, Request, RequestStatus, Scope
 from tapgate.core.store import engine as _engine
+from tapgate.core.store.outbox import Outbox
 from tapgate.core.store.rows import (
     audit_from_row,
     grant_from_row,
@@ -155,6 +156,7 @@ class Store:
 
     def __init__(self, runner: _engine.Runner) -> None:
         self.runner = runner
+        self.outbox = Outbox(runner)
 
     @classmethod
     async def open(cls, url: str, *, migrate: bool = True) -> Store:

@@ -1,0 +1,260 @@
+"""The notification outbox: durable, leased delivery work.
+
+Rows are written with their request (see :mod:`tapgate.core.store.store`).
+A dispatcher *claims* due rows: the claim sets a lease (``lease_until``,
+``lease_owner``) in the same transaction that selects them, with
+``FOR UPDATE SKIP LOCKED`` on PostgreSQL, so two dispatchers never hold the
+same row. Finishing a row (sent, retry later, failed) checks the lease owner,
+so a dispatcher whose lease ran out cannot overwrite the work of the one that
+took over. A crash between claim and finish only delays the row until its
+lease ends. Rows of a request decided before they were sent are cancelled at
+claim time instead of on the decision's hot path.
+
+After a decision, each sent message whose platform can edit messages is
+brought up to date once (``updated_status``), so Slack buttons turn into
+"Approved by alice".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, and_, bindparam, or_, select, update
+
+from tapgate.core.models import Delivery, Request
+from tapgate.core.store import engine as _engine
+from tapgate.core.store.rows import request_from_row
+from tapgate.core.store.schema import UTCDateTime, outbox, requests
+
+__all__ = ["MAX_UPDATE_ATTEMPTS", "Outbox", "OutboxItem"]
+
+MAX_UPDATE_ATTEMPTS = 10
+"""Tries to bring one sent message up to date before leaving it as it is."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OutboxItem:
+    """One message to send (or bring up to date), with its request as it is now."""
+
+    id: int
+    request: Request
+    delivery: Delivery
+    status: str
+    attempts: int
+    retry_key: str
+    receipt: Mapping[str, Any] | None
+    last_error: str | None
+    updated_status: str | None
+
+
+_DUE = and_(
+    outbox.c.status == "pending",
+    outbox.c.next_attempt_at <= bindparam("b_now", type_=UTCDateTime),
+    or_(
+        outbox.c.lease_until.is_(None),
+        outbox.c.lease_until <= bindparam("b_now", type_=UTCDateTime),
+    ),
+)
+_MINE = and_(outbox.c.id == bindparam("b_id"), outbox.c.lease_owner == bindparam("b_owner"))
+
+
+def _item(row: Mapping[Any, Any], request: Request) -> OutboxItem:
+    receipt = row["receipt"]
+    return OutboxItem(
+        id=row["id"],
+        request=request,
+        delivery=Delivery(approver=row["approver"], channel=row["channel"], address=row["address"]),
+        status=row["status"],
+        attempts=row["attempts"],
+        retry_key=row["retry_key"],
+        receipt=json.loads(receipt) if receipt else None,
+        last_error=row["last_error"],
+        updated_status=row["updated_status"],
+    )
+
+
+class Outbox:
+    """Claiming and finishing outbox rows; shares the store's runner."""
+
+    def __init__(self, runner: _engine.Runner) -> None:
+        self.runner = runner
+
+    async def claim(
+        self,
+        now: datetime,
+        *,
+        owner: str,
+        lease: float = 60.0,
+        limit: int = 50,
+        channels: Iterable[str] | None = None,
+    ) -> list[OutboxItem]:
+        """Lease up to ``limit`` due rows of pending requests, oldest first.
+
+        Each claim counts as an attempt. Due rows whose request was decided
+        meanwhile are cancelled in the same transaction.
+        """
+        wanted = list(channels) if channels is not None else None
+        return await self.runner.run(
+            lambda c: _claim(c, now, owner, now + timedelta(seconds=lease), limit, wanted)
+        )
+
+    async def mark_sent(
+        self, item_id: int, *, owner: str, receipt: Mapping[str, Any], now: datetime
+    ) -> bool:
+        """Record a delivery; False if the lease was lost (another dispatcher took over)."""
+        return await self._finish(
+            item_id,
+            owner,
+            now,
+            status="sent",
+            receipt=json.dumps(dict(receipt), sort_keys=True),
+            last_error=None,
+        )
+
+    async def mark_retry(
+        self, item_id: int, *, owner: str, error: str, at: datetime, now: datetime
+    ) -> bool:
+        """Give the row back for another attempt at ``at`` (survives restarts)."""
+        return await self._finish(
+            item_id, owner, now, status="pending", next_attempt_at=at, last_error=error
+        )
+
+    async def release(self, item_id: int, *, owner: str, at: datetime, now: datetime) -> bool:
+        """Give a claimed row back untried, due again at ``at`` (the claim is not an attempt)."""
+        return await self._finish(
+            item_id, owner, now, next_attempt_at=at, attempts=outbox.c.attempts - 1
+        )
+
+    async def mark_failed(self, item_id: int, *, owner: str, error: str, now: datetime) -> bool:
+        """Give up on the row for good (a permanent platform error)."""
+        return await self._finish(item_id, owner, now, status="failed", last_error=error)
+
+    async def _finish(self, item_id: int, owner: str, now: datetime, **values: Any) -> bool:
+        statement = (
+            update(outbox)
+            .where(_MINE)
+            .values(lease_until=None, lease_owner=None, updated_at=now, **values)
+        )
+        return await self.runner.run(
+            lambda c: c.execute(statement, {"b_id": item_id, "b_owner": owner}).rowcount == 1
+        )
+
+    async def next_due(self) -> datetime | None:
+        """When the earliest pending row becomes due (for the dispatcher's sleep)."""
+        query = select(outbox.c.next_attempt_at).where(outbox.c.status == "pending")
+        query = query.order_by(outbox.c.next_attempt_at).limit(1)
+        return await self.runner.read(lambda c: c.execute(query).scalar())
+
+    async def stale(self, *, channels: Iterable[str], limit: int = 50) -> list[OutboxItem]:
+        """Sent messages whose request was decided since they were last shown."""
+        wanted = list(channels)
+        query = (
+            select(outbox, requests)
+            .join(requests, requests.c.id == outbox.c.request_id)
+            .where(
+                outbox.c.status == "sent",
+                outbox.c.channel.in_(wanted),
+                requests.c.status != "pending",
+                or_(
+                    outbox.c.updated_status.is_(None), outbox.c.updated_status != requests.c.status
+                ),
+            )
+            .order_by(outbox.c.id)
+            .limit(limit)
+        )
+        return await self.runner.read(lambda c: _items(c, query))
+
+    async def mark_updated(
+        self, item_id: int, *, status: str, now: datetime, error: str | None = None
+    ) -> None:
+        """Record that the message now shows ``status`` (or gave up trying, with ``error``)."""
+        statement = (
+            update(outbox)
+            .where(outbox.c.id == item_id)
+            .values(
+                updated_status=status,
+                update_error=error,
+                updated_at=now,
+                update_attempts=outbox.c.update_attempts + 1,
+            )
+        )
+        await self.runner.run(lambda c: c.execute(statement))
+
+    async def mark_update_failed(self, item_id: int, *, error: str, now: datetime) -> None:
+        """Count a failed update; after ``MAX_UPDATE_ATTEMPTS`` the message is left as it is."""
+        statement = (
+            update(outbox)
+            .where(outbox.c.id == item_id)
+            .values(
+                update_error=error, updated_at=now, update_attempts=outbox.c.update_attempts + 1
+            )
+        )
+        await self.runner.run(lambda c: c.execute(statement))
+
+    async def for_request(self, request_id: str) -> list[OutboxItem]:
+        """Every outbox row of a request (for operators and tests)."""
+        query = (
+            select(outbox, requests)
+            .join(requests, requests.c.id == outbox.c.request_id)
+            .where(outbox.c.request_id == request_id)
+            .order_by(outbox.c.id)
+        )
+        return await self.runner.read(lambda c: _items(c, query))
+
+
+def _items(conn: Connection, query: Any) -> list[OutboxItem]:
+    out = []
+    for row in conn.execute(query).mappings():
+        request = request_from_row({c.name: row[c] for c in requests.c})
+        out.append(_item({c.name: row[c] for c in outbox.c}, request))
+    return out
+
+
+def _claim(  # noqa: PLR0917 - called once, from a lambda, with the claim's six facts
+    conn: Connection,
+    now: datetime,
+    owner: str,
+    lease_until: datetime,
+    limit: int,
+    channels: list[str] | None,
+) -> list[OutboxItem]:
+    due = (
+        select(outbox.c.id, requests.c.status)
+        .join(requests, requests.c.id == outbox.c.request_id)
+        .where(_DUE)
+    )
+    if channels is not None:
+        due = due.where(outbox.c.channel.in_(channels))
+    due = due.order_by(outbox.c.next_attempt_at, outbox.c.id).limit(limit)
+    if conn.dialect.name == "postgresql":
+        due = due.with_for_update(skip_locked=True, of=outbox)
+    rows = conn.execute(due, {"b_now": now}).all()
+    live = [r.id for r in rows if r.status == "pending"]
+    dead = [r.id for r in rows if r.status != "pending"]
+    if dead:
+        conn.execute(
+            update(outbox).where(outbox.c.id.in_(dead)).values(status="cancelled", updated_at=now)
+        )
+    if not live:
+        return []
+    conn.execute(
+        update(outbox)
+        .where(outbox.c.id.in_(live))
+        .values(
+            lease_until=lease_until,
+            lease_owner=owner,
+            updated_at=now,
+            attempts=outbox.c.attempts + 1,
+        )
+    )
+    query = (
+        select(outbox, requests)
+        .join(requests, requests.c.id == outbox.c.request_id)
+        .where(outbox.c.id.in_(live))
+        .order_by(outbox.c.next_attempt_at, outbox.c.id)
+    )
+    return _items(conn, query)

@@ -1,0 +1,271 @@
+"""The outbox dispatcher: the owned background task that delivers approval messages.
+
+It claims due outbox rows under a lease, sends each through the notifier of
+its channel with bounded concurrency and per-destination pacing, and records
+the outcome on the row: sent (with the platform's receipt), retry later (at a
+time that survives restarts, :func:`~tapgate.notifiers.retry.outbox_backoff`),
+or failed for good. After a request is decided it brings every sent message
+of that request up to date (Slack's buttons become "Approved by alice").
+
+It wakes on gate events (a new request, a decision), on the earliest
+next-attempt time in the outbox, and otherwise every ``idle`` seconds as a
+safety net; it never polls per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timedelta
+
+from tapgate.core.clock import Clock, SystemClock
+from tapgate.core.events import EventBus
+from tapgate.core.models import GateEvent
+from tapgate.core.store import OutboxItem, Store
+from tapgate.errors import DeliveryError
+from tapgate.notifiers.base import Notifier, Receipt
+from tapgate.notifiers.retry import outbox_backoff
+
+__all__ = ["Dispatcher"]
+
+log = logging.getLogger(__name__)
+
+_WAKE_ON = frozenset({"requested", "resolved", "expired", "cancelled"})
+
+
+class Dispatcher:
+    """Delivers the outbox through a set of notifiers, one per channel.
+
+    ``pace`` maps a channel to the least number of seconds between two
+    messages to one destination (Slack allows about one message per second
+    per conversation). The dispatcher owns its notifiers and closes them.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        notifiers: Iterable[Notifier],
+        *,
+        clock: Clock | None = None,
+        bus: EventBus | None = None,
+        concurrency: int = 8,
+        lease: float = 60.0,
+        batch: int = 50,
+        idle: float = 5.0,
+        pace: Mapping[str, float] | None = None,
+        backoff: Callable[..., float] = outbox_backoff,
+        owner: str | None = None,
+    ) -> None:
+        self.store = store
+        self.notifiers = {n.channel: n for n in notifiers}
+        self.clock: Clock = clock or SystemClock()
+        self.bus = bus
+        self.lease = lease
+        self.batch = batch
+        self.idle = idle
+        self.pace = dict(pace or {})
+        self.backoff = backoff
+        self.owner = owner or f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._slots = asyncio.Semaphore(concurrency)
+        self._wake = asyncio.Event()
+        self._next_send: dict[tuple[str, str], datetime] = {}
+        self._pace_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._unsubscribe: Callable[[], None] | None = None
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the delivery loop (idempotent) and listen for gate events."""
+        if self._task is not None:
+            return
+        if self.bus is not None:
+            self._unsubscribe = self.bus.subscribe(self._on_event)
+        self._task = asyncio.create_task(self._loop(), name="tapgate-dispatcher")
+
+    async def close(self, grace: float = 10.0) -> None:
+        """Stop taking work, give the pass in flight ``grace`` seconds, close the notifiers.
+
+        A send cut off by the grace period is not lost: its row's lease runs
+        out and the next dispatcher (or this one after a restart) retries it.
+        """
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self._task is not None:
+            self._stopping = True
+            self.wake()
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), grace)
+            except TimeoutError:
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._task
+            self._task = None
+        for notifier in self.notifiers.values():
+            await notifier.close()
+
+    async def __aenter__(self) -> Dispatcher:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def wake(self) -> None:
+        """Look for work now (new rows or a decision)."""
+        self._wake.set()
+
+    def _on_event(self, event: GateEvent) -> None:
+        if event.kind in _WAKE_ON:
+            self.wake()
+
+    # -- work -------------------------------------------------------------------------
+
+    async def run_once(self) -> int:
+        """Deliver one batch of due rows and update one batch of decided messages."""
+        items = await self.store.outbox.claim(
+            self.clock.now(),
+            owner=self.owner,
+            lease=self.lease,
+            limit=self.batch,
+            channels=self.notifiers,
+        )
+        stale = await self.store.outbox.stale(channels=self.notifiers, limit=self.batch)
+        await asyncio.gather(*(self._deliver(i) for i in items), *(self._update(i) for i in stale))
+        return len(items) + len(stale)
+
+    async def _loop(self) -> None:
+        while not self._stopping:
+            self._wake.clear()
+            try:
+                if await self.run_once() or self._stopping:
+                    continue
+                await self._sleep()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bad moment (database restart) must not end delivery
+                log.exception("outbox dispatcher pass failed")
+                await self._sleep()
+
+    async def _sleep(self) -> None:
+        until = self.clock.now() + timedelta(seconds=self.idle)
+        due = await self.store.outbox.next_due()
+        if due is not None:
+            until = min(until, max(due, self.clock.now()))
+        waiters = [
+            asyncio.ensure_future(self._wake.wait()),
+            asyncio.ensure_future(self.clock.sleep_until(until)),
+        ]
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+
+    async def _deliver(self, item: OutboxItem) -> None:
+        notifier = self.notifiers[item.delivery.channel]
+        if not await self._paced(notifier, item):
+            return
+        try:
+            async with self._slots:
+                receipt = await notifier.send(item.request, item.delivery, key=item.retry_key)
+        except DeliveryError as exc:
+            await self._failed(item, exc)
+            return
+        except Exception as exc:  # an unexpected notifier bug: retry later, loudly
+            log.exception("notifier %s failed on outbox row %s", notifier.channel, item.id)
+            await self._failed(item, DeliveryError(f"{type(exc).__name__}: {exc}"))
+            return
+        stored = {"channel": receipt.channel, "address": receipt.address, "ref": dict(receipt.ref)}
+        if (
+            await self.store.outbox.mark_sent(
+                item.id, owner=self.owner, receipt=stored, now=self.clock.now()
+            )
+            and self.bus is not None
+        ):
+            self.bus.publish(
+                GateEvent(
+                    kind="notified",
+                    request=item.request,
+                    at=self.clock.now(),
+                    detail={"channel": item.delivery.channel, "approver": item.delivery.approver},
+                )
+            )
+
+    async def _failed(self, item: OutboxItem, exc: DeliveryError) -> None:
+        now = self.clock.now()
+        error = str(exc) or type(exc).__name__
+        if not exc.retryable:
+            log.error(
+                "giving up on %s message to %s for request %s: %s",
+                item.delivery.channel,
+                item.delivery.approver,
+                item.request.id,
+                error,
+            )
+            await self.store.outbox.mark_failed(item.id, owner=self.owner, error=error, now=now)
+            return
+        delay = self.backoff(item.attempts, retry_after=exc.retry_after)
+        log.warning(
+            "%s message to %s failed (attempt %d), retrying in %.0fs: %s",
+            item.delivery.channel,
+            item.delivery.approver,
+            item.attempts,
+            delay,
+            error,
+        )
+        await self.store.outbox.mark_retry(
+            item.id, owner=self.owner, error=error, now=now, at=now + timedelta(seconds=delay)
+        )
+
+    async def _paced(self, notifier: Notifier, item: OutboxItem) -> bool:
+        """Space messages to one destination by the channel's pace.
+
+        A row that would wait longer than half its lease is given back, due
+        when its turn comes, so a lease never runs out while a row waits
+        (another replica could then claim and send it too).
+        """
+        interval = self.pace.get(notifier.channel)
+        if not interval:
+            return True
+        key = (notifier.channel, item.delivery.address)
+        lock = self._pace_locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            now = self.clock.now()
+            due = self._next_send.get(key, now)
+            if (due - now).total_seconds() > self.lease / 2:
+                await self.store.outbox.release(item.id, owner=self.owner, at=due, now=now)
+                return False
+            self._next_send[key] = max(due, now) + timedelta(seconds=interval)
+        if due > now:
+            await self.clock.sleep_until(due)
+        return True
+
+    async def _update(self, item: OutboxItem) -> None:
+        notifier = self.notifiers[item.delivery.channel]
+        ref = item.receipt or {}
+        receipt = Receipt(
+            channel=str(ref.get("channel", item.delivery.channel)),
+            address=str(ref.get("address", item.delivery.address)),
+            ref={k: str(v) for k, v in dict(ref.get("ref", {})).items()},
+        )
+        now = self.clock.now()
+        try:
+            async with self._slots:
+                await notifier.update(item.request, receipt)
+        except DeliveryError as exc:
+            log.warning(
+                "could not update %s message of request %s: %s",
+                notifier.channel,
+                item.request.id,
+                exc,
+            )
+            await self.store.outbox.mark_update_failed(item.id, error=str(exc), now=now)
+            return
+        await self.store.outbox.mark_updated(item.id, status=item.request.status, now=now)

@@ -1,0 +1,208 @@
+"""The outbox dispatcher: durable delivery, retries, permanent failures, updates, pacing."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tapgate.core.clock import ManualClock
+from tapgate.core.directory import Approver, Directory
+from tapgate.core.gate import Gate
+from tapgate.core.models import GateEvent, ToolCall
+from tapgate.core.policy import Policy
+from tapgate.core.rules import PolicySpec, Rule
+from tapgate.core.store import Store
+from tapgate.errors import DeliveryError, PermanentDeliveryError
+from tapgate.notifiers.dispatcher import Dispatcher
+from tapgate.notifiers.recording import RecordingNotifier
+
+POLICY = Policy(PolicySpec(rules=(Rule(tool="deploy", action="ask", source="policy.rules[0]"),)))
+DIRECTORY = Directory(
+    [
+        Approver(name="alice", addresses=(("slack", "UA"), ("line", "LA"))),
+        Approver(name="bob", addresses=(("slack", "UB"),)),
+    ],
+    channels=("slack", "line"),
+)
+
+
+def call(n: int = 0) -> ToolCall:
+    return ToolCall(tool="deploy", arguments={"build": n}, agent="ci")
+
+
+def fixed_backoff(attempts: int, *, retry_after: float | None = None) -> float:
+    return max(10.0 * attempts, retry_after or 0.0)
+
+
+@pytest.fixture
+def slack() -> RecordingNotifier:
+    return RecordingNotifier("slack")
+
+
+@pytest.fixture
+def line() -> RecordingNotifier:
+    return RecordingNotifier("line")
+
+
+@pytest.fixture
+async def gate(store: Store, clock: ManualClock) -> AsyncIterator[Gate]:
+    async with Gate(store=store, policy=POLICY, directory=DIRECTORY, clock=clock) as g:
+        yield g
+
+
+def dispatcher(store: Store, clock: ManualClock, *notifiers: RecordingNotifier,
+               **kw: object) -> Dispatcher:
+    return Dispatcher(store, notifiers, clock=clock, backoff=fixed_backoff, **kw)  # type: ignore[arg-type]
+
+
+async def test_one_message_per_approver_and_channel(
+    gate: Gate, store: Store, clock: ManualClock, slack: RecordingNotifier,
+    line: RecordingNotifier,
+) -> None:
+    events: list[GateEvent] = []
+    gate.bus.subscribe(events.append)
+    async with Dispatcher(store, [slack, line], clock=clock, bus=gate.bus):
+        ticket = await gate.submit(call())
+        await slack.wait_for_sends(2)
+        await line.wait_for_sends(1)
+    # Leaving the block let the pass in flight finish: every outcome is recorded.
+    assert sorted(s.delivery.address for s in slack.sends) == ["UA", "UB"]
+    assert [s.delivery.address for s in line.sends] == ["LA"]
+    assert all(s.request.id == ticket.request_id for s in slack.sends + line.sends)
+    rows = await store.outbox.for_request(ticket.request_id or "")
+    assert {r.status for r in rows} == {"sent"}
+    assert sum(e.kind == "notified" for e in events) == 3
+    assert slack.closed and line.closed  # the dispatcher owns its notifiers
+
+
+async def test_transient_failure_is_retried_later_and_delivered_once(
+    gate: Gate, store: Store, clock: ManualClock, slack: RecordingNotifier
+) -> None:
+    slack.fail_next(DeliveryError("503 from Slack", status=503),
+                    DeliveryError("rate limited", status=429, retry_after=45))
+    d = dispatcher(store, clock, slack)
+    ticket = await gate.submit(ToolCall(tool="deploy", arguments={}, agent="solo"))
+    assert await d.run_once() == 2  # alice + bob on slack (no line notifier here)
+    assert slack.sends == []  # both attempts failed
+    assert await d.run_once() == 0  # nothing is due yet
+    clock.advance(10)
+    assert await d.run_once() == 1  # the 503 row: backoff 10 s after attempt 1
+    clock.advance(35)
+    assert await d.run_once() == 1  # the 429 row honoured Retry-After (45 s)
+    assert sorted(s.delivery.address for s in slack.sends) == ["UA", "UB"]
+    rows = [r for r in await store.outbox.for_request(ticket.request_id or "")
+            if r.delivery.channel == "slack"]
+    assert sorted(r.attempts for r in rows) == [2, 2]
+    await d.close()
+
+
+async def test_permanent_failure_is_recorded_and_other_channels_still_deliver(
+    gate: Gate, store: Store, clock: ManualClock, slack: RecordingNotifier,
+    line: RecordingNotifier, caplog: pytest.LogCaptureFixture,
+) -> None:
+    line.fail_next(PermanentDeliveryError("You have reached your monthly limit.", status=429))
+    d = dispatcher(store, clock, slack, line)
+    ticket = await gate.submit(call())
+    await d.run_once()
+    clock.advance(3600)
+    await d.run_once()
+    assert len(line.calls) == 1  # never retried
+    assert sorted(s.delivery.address for s in slack.sends) == ["UA", "UB"]
+    [failed] = [r for r in await store.outbox.for_request(ticket.request_id or "")
+                if r.delivery.channel == "line"]
+    assert (failed.status, failed.last_error) == ("failed", "You have reached your monthly limit.")
+    assert sum("giving up" in r.message for r in caplog.records) == 1
+    await d.close()
+
+
+async def test_committed_request_is_sent_after_a_crash(
+    db_url: str, clock: ManualClock, slack: RecordingNotifier
+) -> None:
+    # Process 1 commits the request and "dies" before any push.
+    async with await Store.open(db_url) as store1:
+        gate1 = Gate(store=store1, policy=POLICY, directory=DIRECTORY, clock=clock)
+        ticket = await gate1.submit(call())
+    # Process 2 starts on the same database and delivers.
+    async with await Store.open(db_url) as store2:
+        d = dispatcher(store2, clock, slack)
+        await d.run_once()
+        await d.close()
+    assert sorted(s.delivery.address for s in slack.sends) == ["UA", "UB"]
+    assert {s.request.id for s in slack.sends} == {ticket.request_id}
+
+
+async def test_a_dispatcher_that_dies_mid_send_is_taken_over_after_its_lease(
+    gate: Gate, store: Store, clock: ManualClock, slack: RecordingNotifier
+) -> None:
+    await gate.submit(call())
+    dead = await store.outbox.claim(clock.now(), owner="dead", lease=60, channels=["slack"])
+    assert len(dead) == 2
+    d = dispatcher(store, clock, slack)
+    assert await d.run_once() == 0  # still leased by the dead one
+    clock.advance(60)
+    assert await d.run_once() == 2
+    assert len(slack.sends) == 2
+    await d.close()
+
+
+async def test_decision_updates_every_sent_message(
+    gate: Gate, store: Store, clock: ManualClock, slack: RecordingNotifier,
+    line: RecordingNotifier,
+) -> None:
+    d = dispatcher(store, clock, slack, line)
+    ticket = await gate.submit(call())
+    await d.run_once()
+    await gate.resolve(ticket.request_id or "", "approve", by="bob")
+    await d.run_once()
+    assert sorted(u.receipt.address for u in slack.updates) == ["UA", "UB"]
+    assert all(u.request.status == "approved" for u in slack.updates + line.updates)
+    assert [u.receipt.ref for u in slack.updates] != []
+    await d.run_once()  # each message is updated once
+    assert len(slack.updates) == 2
+    await d.close()
+
+
+async def test_failed_update_is_retried_then_abandoned(
+    gate: Gate, store: Store, clock: ManualClock, slack: RecordingNotifier
+) -> None:
+    d = dispatcher(store, clock, slack)
+    ticket = await gate.submit(ToolCall(tool="deploy", arguments={}, agent="x"))
+    await d.run_once()
+    await gate.cancel(ticket.request_id or "", by="x")
+    slack.fail_next_update(*(DeliveryError("timeout") for _ in range(30)))
+    for _ in range(12):
+        await d.run_once()
+    rows = await store.outbox.for_request(ticket.request_id or "")
+    assert all(r.updated_status is None for r in rows)  # never shown, but bounded
+    assert len(slack.updates) == 0
+    await d.close()
+
+
+async def test_pacing_spaces_messages_to_one_destination(
+    store: Store, clock: ManualClock, slack: RecordingNotifier
+) -> None:
+    sent_at: list[float] = []
+    start = clock.now()
+    original = slack.send
+
+    async def timed_send(*args: object, **kw: object) -> object:
+        sent_at.append((clock.now() - start).total_seconds())
+        return await original(*args, **kw)  # type: ignore[arg-type]
+
+    slack.send = timed_send  # type: ignore[method-assign]
+    directory = Directory([Approver(name="alice", addresses=(("slack", "UA"),))], ("slack",))
+    gate = Gate(store=store, policy=POLICY, directory=directory, clock=clock)
+    for n in range(5):
+        await gate.submit(call(n))
+    d = dispatcher(store, clock, slack, pace={"slack": 2.0})
+    running = asyncio.create_task(d.run_once())
+    while not running.done():
+        await asyncio.sleep(0.01)
+        clock.advance(0.5)
+    await running
+    assert len(sent_at) == 5
+    gaps = [b - a for a, b in zip(sent_at, sent_at[1:], strict=False)]
+    assert all(gap >= 2.0 for gap in gaps), sent_at
+    await d.close()

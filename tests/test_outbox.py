@@ -1,0 +1,98 @@
+"""The outbox: leased claims, finishing under a lease, skipping decided requests."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from tapgate.core.clock import ManualClock
+from tapgate.core.models import Delivery
+from tapgate.core.store import Store
+from tests.factories import make_request
+
+ALICE = Delivery(approver="alice", channel="slack", address="UA")
+BOB = Delivery(approver="bob", channel="line", address="UB")
+
+
+async def test_claim_leases_and_counts_attempts(store: Store, clock: ManualClock) -> None:
+    req = make_request(clock.now())
+    await store.create_request(req, [ALICE, BOB], clock.now())
+    items = await store.outbox.claim(clock.now(), owner="d1", lease=30)
+    assert [(i.delivery.approver, i.attempts) for i in items] == [("alice", 1), ("bob", 1)]
+    assert items[0].request == req
+    assert await store.outbox.claim(clock.now(), owner="d2") == []  # leased
+    clock.advance(31)  # d1 died: its lease ran out
+    again = await store.outbox.claim(clock.now(), owner="d2")
+    assert [(i.delivery.approver, i.attempts) for i in again] == [("alice", 2), ("bob", 2)]
+    # d1 comes back and tries to finish: it lost the lease, nothing changes.
+    assert not await store.outbox.mark_sent(items[0].id, owner="d1", receipt={}, now=clock.now())
+    assert await store.outbox.mark_sent(again[0].id, owner="d2", receipt={"ts": "1"},
+                                        now=clock.now())
+    [sent, pending] = await store.outbox.for_request(req.id)
+    assert (sent.status, sent.receipt) == ("sent", {"ts": "1"})
+    assert pending.status == "pending"
+
+
+async def test_claim_filters_channels(store: Store, clock: ManualClock) -> None:
+    await store.create_request(make_request(clock.now()), [ALICE, BOB], clock.now())
+    items = await store.outbox.claim(clock.now(), owner="d", channels=["line"])
+    assert [i.delivery.channel for i in items] == ["line"]
+
+
+async def test_concurrent_claims_never_share_a_row(store: Store, clock: ManualClock) -> None:
+    for i in range(20):
+        await store.create_request(make_request(clock.now(), arguments={"i": i}), [ALICE],
+                                   clock.now())
+    claims = await asyncio.gather(
+        *(store.outbox.claim(clock.now(), owner=f"d{n}", limit=3) for n in range(10))
+    )
+    ids = [item.id for claim in claims for item in claim]
+    assert len(ids) == len(set(ids)) == 20
+
+
+async def test_retry_waits_until_its_time(store: Store, clock: ManualClock) -> None:
+    await store.create_request(make_request(clock.now()), [ALICE], clock.now())
+    [item] = await store.outbox.claim(clock.now(), owner="d")
+    await store.outbox.mark_retry(item.id, owner="d", error="503", now=clock.now(),
+                                  at=clock.now() + timedelta(seconds=10))
+    assert await store.outbox.claim(clock.now(), owner="d") == []
+    assert await store.outbox.next_due() == clock.now() + timedelta(seconds=10)
+    clock.advance(10)
+    [again] = await store.outbox.claim(clock.now(), owner="d")
+    assert (again.attempts, again.last_error) == (2, "503")
+
+
+async def test_failed_rows_are_never_claimed(store: Store, clock: ManualClock) -> None:
+    await store.create_request(make_request(clock.now()), [ALICE], clock.now())
+    [item] = await store.outbox.claim(clock.now(), owner="d")
+    assert await store.outbox.mark_failed(item.id, owner="d", error="quota", now=clock.now())
+    clock.advance(3600)
+    assert await store.outbox.claim(clock.now(), owner="d") == []
+    [row] = await store.outbox.for_request(item.request.id)
+    assert (row.status, row.last_error) == ("failed", "quota")
+
+
+async def test_rows_of_decided_requests_are_cancelled_not_sent(
+    store: Store, clock: ManualClock
+) -> None:
+    req = make_request(clock.now())
+    await store.create_request(req, [ALICE, BOB], clock.now())
+    await store.transition(req.id, to="approved", by="alice", now=clock.now())
+    assert await store.outbox.claim(clock.now(), owner="d") == []
+    assert {r.status for r in await store.outbox.for_request(req.id)} == {"cancelled"}
+
+
+async def test_stale_lists_sent_messages_of_decided_requests(
+    store: Store, clock: ManualClock
+) -> None:
+    req = make_request(clock.now())
+    await store.create_request(req, [ALICE, BOB], clock.now())
+    items = await store.outbox.claim(clock.now(), owner="d")
+    for item in items:
+        await store.outbox.mark_sent(item.id, owner="d", receipt={"n": item.id}, now=clock.now())
+    assert await store.outbox.stale(channels=["slack"]) == []  # still pending
+    await store.transition(req.id, to="denied", by="bob", now=clock.now())
+    [stale] = await store.outbox.stale(channels=["slack"])
+    assert stale.delivery.channel == "slack" and stale.request.status == "denied"
+    await store.outbox.mark_updated(stale.id, status="denied", now=clock.now())
+    assert await store.outbox.stale(channels=["slack"]) == []
