@@ -145,6 +145,7 @@ def test_full_config_converts_to_directory(full: Config) -> None:
         name="alice",
         addresses=(("line", "Ualice"), ("slack", "USLACKALICE")),
         groups=("oncall", "leads"),
+        teams=(("slack", "T0001"),),
     )
     assert directory.get("bob") == Approver(
         name="bob", addresses=(("slack", "USLACKBOB"),), groups=("oncall",)

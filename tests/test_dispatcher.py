@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator
 
 import pytest
@@ -52,13 +53,17 @@ async def gate(store: Store, clock: ManualClock) -> AsyncIterator[Gate]:
         yield g
 
 
-def dispatcher(store: Store, clock: ManualClock, *notifiers: RecordingNotifier,
-               **kw: object) -> Dispatcher:
+def dispatcher(
+    store: Store, clock: ManualClock, *notifiers: RecordingNotifier, **kw: object
+) -> Dispatcher:
     return Dispatcher(store, notifiers, clock=clock, backoff=fixed_backoff, **kw)  # type: ignore[arg-type]
 
 
 async def test_one_message_per_approver_and_channel(
-    gate: Gate, store: Store, clock: ManualClock, slack: RecordingNotifier,
+    gate: Gate,
+    store: Store,
+    clock: ManualClock,
+    slack: RecordingNotifier,
     line: RecordingNotifier,
 ) -> None:
     events: list[GateEvent] = []
@@ -80,8 +85,10 @@ async def test_one_message_per_approver_and_channel(
 async def test_transient_failure_is_retried_later_and_delivered_once(
     gate: Gate, store: Store, clock: ManualClock, slack: RecordingNotifier
 ) -> None:
-    slack.fail_next(DeliveryError("503 from Slack", status=503),
-                    DeliveryError("rate limited", status=429, retry_after=45))
+    slack.fail_next(
+        DeliveryError("503 from Slack", status=503),
+        DeliveryError("rate limited", status=429, retry_after=45),
+    )
     d = dispatcher(store, clock, slack)
     ticket = await gate.submit(ToolCall(tool="deploy", arguments={}, agent="solo"))
     assert await d.run_once() == 2  # alice + bob on slack (no line notifier here)
@@ -92,15 +99,22 @@ async def test_transient_failure_is_retried_later_and_delivered_once(
     clock.advance(35)
     assert await d.run_once() == 1  # the 429 row honoured Retry-After (45 s)
     assert sorted(s.delivery.address for s in slack.sends) == ["UA", "UB"]
-    rows = [r for r in await store.outbox.for_request(ticket.request_id or "")
-            if r.delivery.channel == "slack"]
+    rows = [
+        r
+        for r in await store.outbox.for_request(ticket.request_id or "")
+        if r.delivery.channel == "slack"
+    ]
     assert sorted(r.attempts for r in rows) == [2, 2]
     await d.close()
 
 
 async def test_permanent_failure_is_recorded_and_other_channels_still_deliver(
-    gate: Gate, store: Store, clock: ManualClock, slack: RecordingNotifier,
-    line: RecordingNotifier, caplog: pytest.LogCaptureFixture,
+    gate: Gate,
+    store: Store,
+    clock: ManualClock,
+    slack: RecordingNotifier,
+    line: RecordingNotifier,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     line.fail_next(PermanentDeliveryError("You have reached your monthly limit.", status=429))
     d = dispatcher(store, clock, slack, line)
@@ -110,8 +124,11 @@ async def test_permanent_failure_is_recorded_and_other_channels_still_deliver(
     await d.run_once()
     assert len(line.calls) == 1  # never retried
     assert sorted(s.delivery.address for s in slack.sends) == ["UA", "UB"]
-    [failed] = [r for r in await store.outbox.for_request(ticket.request_id or "")
-                if r.delivery.channel == "line"]
+    [failed] = [
+        r
+        for r in await store.outbox.for_request(ticket.request_id or "")
+        if r.delivery.channel == "line"
+    ]
     assert (failed.status, failed.last_error) == ("failed", "You have reached your monthly limit.")
     assert sum("giving up" in r.message for r in caplog.records) == 1
     await d.close()
@@ -148,7 +165,10 @@ async def test_a_dispatcher_that_dies_mid_send_is_taken_over_after_its_lease(
 
 
 async def test_decision_updates_every_sent_message(
-    gate: Gate, store: Store, clock: ManualClock, slack: RecordingNotifier,
+    gate: Gate,
+    store: Store,
+    clock: ManualClock,
+    slack: RecordingNotifier,
     line: RecordingNotifier,
 ) -> None:
     d = dispatcher(store, clock, slack, line)
@@ -203,6 +223,6 @@ async def test_pacing_spaces_messages_to_one_destination(
         clock.advance(0.5)
     await running
     assert len(sent_at) == 5
-    gaps = [b - a for a, b in zip(sent_at, sent_at[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(sent_at)]
     assert all(gap >= 2.0 for gap in gaps), sent_at
     await d.close()

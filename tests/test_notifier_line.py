@@ -55,7 +55,7 @@ def sleeps() -> Sleeps:
 @pytest.fixture
 async def notifier(line: FakeLine, sleeps: Sleeps) -> AsyncIterator[LineNotifier]:
     # A short timeout so the scripted hangs end quickly; a local answer takes milliseconds.
-    n = LineNotifier(TOKEN, api_base_url=line.url, timeout=0.5, retry=NO_JITTER, sleep=sleeps)
+    n = LineNotifier(TOKEN, api_base_url=line.url, timeout=1.0, retry=NO_JITTER, sleep=sleeps)
     yield n
     await n.close()
 

@@ -15,6 +15,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from slack_sdk.web.async_client import AsyncWebClient
 
 from tapgate.core.models import Delivery, Request
 from tapgate.errors import DeliveryError, PermanentDeliveryError
@@ -58,7 +59,7 @@ def _notifier(slack: FakeSlack, sleeps: Sleeps, *, channel_id: str | None = None
     return SlackNotifier(
         TOKEN,
         api_base_url=slack.url,
-        timeout=0.5,
+        timeout=1.0,
         channel_id=channel_id,
         retry=RetryPolicy(jitter=0.0),
         sleep=sleeps,
@@ -354,3 +355,22 @@ async def test_mentions_in_the_arguments_arrive_escaped(
         for raw in ("<!channel>", "<!here>", "<@U0BOSS>", "<https://evil"):
             assert raw not in sent
     assert "&lt;!channel&gt;" in json.dumps(post.blocks)
+
+
+async def test_fake_history_is_newest_first_and_shows_metadata_on_request(slack: FakeSlack) -> None:
+    client = AsyncWebClient(token=TOKEN, base_url=slack.url, retry_handlers=[])
+    dm = (await client.conversations_open(users=USER))["channel"]["id"]
+    metadata = {"event_type": "e", "event_payload": {"n": 1}}
+    first = await client.chat_postMessage(channel=dm, text="one", metadata=metadata)
+    second = await client.chat_postMessage(channel=dm, text="two")
+    assert float(first["ts"]) < float(second["ts"])
+
+    both = await client.conversations_history(channel=dm, include_all_metadata=True)
+    assert [m["text"] for m in both["messages"]] == ["two", "one"]
+    assert both["messages"][1]["metadata"] == metadata
+    plain = await client.conversations_history(channel=dm, limit=1)
+    assert [m["text"] for m in plain["messages"]] == ["two"]
+    assert plain["has_more"] is True
+    newer = await client.conversations_history(channel=dm, oldest=first["ts"])
+    assert [m["text"] for m in newer["messages"]] == ["two"]
+    assert all("metadata" not in m for m in newer["messages"])

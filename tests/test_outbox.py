@@ -26,8 +26,9 @@ async def test_claim_leases_and_counts_attempts(store: Store, clock: ManualClock
     assert [(i.delivery.approver, i.attempts) for i in again] == [("alice", 2), ("bob", 2)]
     # d1 comes back and tries to finish: it lost the lease, nothing changes.
     assert not await store.outbox.mark_sent(items[0].id, owner="d1", receipt={}, now=clock.now())
-    assert await store.outbox.mark_sent(again[0].id, owner="d2", receipt={"ts": "1"},
-                                        now=clock.now())
+    assert await store.outbox.mark_sent(
+        again[0].id, owner="d2", receipt={"ts": "1"}, now=clock.now()
+    )
     [sent, pending] = await store.outbox.for_request(req.id)
     assert (sent.status, sent.receipt) == ("sent", {"ts": "1"})
     assert pending.status == "pending"
@@ -41,8 +42,9 @@ async def test_claim_filters_channels(store: Store, clock: ManualClock) -> None:
 
 async def test_concurrent_claims_never_share_a_row(store: Store, clock: ManualClock) -> None:
     for i in range(20):
-        await store.create_request(make_request(clock.now(), arguments={"i": i}), [ALICE],
-                                   clock.now())
+        await store.create_request(
+            make_request(clock.now(), arguments={"i": i}), [ALICE], clock.now()
+        )
     claims = await asyncio.gather(
         *(store.outbox.claim(clock.now(), owner=f"d{n}", limit=3) for n in range(10))
     )
@@ -53,8 +55,9 @@ async def test_concurrent_claims_never_share_a_row(store: Store, clock: ManualCl
 async def test_retry_waits_until_its_time(store: Store, clock: ManualClock) -> None:
     await store.create_request(make_request(clock.now()), [ALICE], clock.now())
     [item] = await store.outbox.claim(clock.now(), owner="d")
-    await store.outbox.mark_retry(item.id, owner="d", error="503", now=clock.now(),
-                                  at=clock.now() + timedelta(seconds=10))
+    await store.outbox.mark_retry(
+        item.id, owner="d", error="503", now=clock.now(), at=clock.now() + timedelta(seconds=10)
+    )
     assert await store.outbox.claim(clock.now(), owner="d") == []
     assert await store.outbox.next_due() == clock.now() + timedelta(seconds=10)
     clock.advance(10)

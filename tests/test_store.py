@@ -245,3 +245,12 @@ async def test_transitions_are_audited_by_the_database(store: Store, clock: Manu
     assert events == [("requested", "agent-1"), ("cancelled", "dba")]
     [created] = [e for e in await store.audit_log(request_id=req.id) if e.event == "requested"]
     assert created.detail["tool"] == "deploy" and created.detail["approvers"] == ["alice", "bob"]
+
+
+async def test_webhook_event_ids_are_remembered(store: Store, clock: ManualClock) -> None:
+    assert await store.remember_event("line", "01HXYZ", clock.now())
+    assert not await store.remember_event("line", "01HXYZ", clock.now())  # a redelivery
+    assert await store.remember_event("slack", "01HXYZ", clock.now())  # another source
+    clock.advance(86400)
+    assert await store.forget_events(clock.now()) == 2
+    assert await store.remember_event("line", "01HXYZ", clock.now())

@@ -158,6 +158,7 @@ class Config(Section):
                     name=approver.name,
                     addresses=tuple((ch, uid) for ch, uid in addresses if uid is not None),
                     groups=approver.groups,
+                    teams=(("slack", approver.slack_team),) if approver.slack_team else (),
                 )
             )
         return Directory(approvers, self.enabled_channels)

@@ -17,11 +17,24 @@ __all__ = ["Approver", "Directory"]
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Approver:
-    """A person who may decide requests. ``addresses`` maps channel → user id."""
+    """A person who may decide requests. ``addresses`` maps channel → user id.
+
+    ``teams`` maps a channel to the workspace the user id belongs to (Slack
+    user ids are only unique within a workspace): a tap from another
+    workspace with the same user id is not this approver.
+    """
 
     name: str
     addresses: tuple[tuple[str, str], ...] = ()
     groups: tuple[str, ...] = ()
+    teams: tuple[tuple[str, str], ...] = ()
+
+    def team(self, channel: str) -> str | None:
+        """The workspace this approver's ``channel`` id belongs to, if configured."""
+        for name, value in self.teams:
+            if name == channel:
+                return value
+        return None
 
     def address(self, channel: str) -> str | None:
         """This approver's user id on ``channel``, if any."""
@@ -71,9 +84,19 @@ class Directory:
                     out.append(approver.name)
         return tuple(out)
 
-    def identify(self, channel: str, user_id: str) -> str | None:
-        """The approver name behind a platform user id (the tapper), if any."""
-        return self._by_address.get((channel, user_id))
+    def identify(self, channel: str, user_id: str, team: str | None = None) -> str | None:
+        """The approver name behind a platform user id (the tapper), if any.
+
+        When the approver's workspace is configured for ``channel``, the tap
+        must come from that workspace.
+        """
+        name = self._by_address.get((channel, user_id))
+        if name is None:
+            return None
+        expected = self._by_name[name].team(channel)
+        if expected is not None and team != expected:
+            return None
+        return name
 
     def deliveries(self, approvers: Iterable[str]) -> tuple[Delivery, ...]:
         """One delivery per approver × enabled channel on which they have an address.

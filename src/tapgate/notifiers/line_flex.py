@@ -18,9 +18,9 @@ UTF-16 code units, so every cap below is measured that way:
 
 from __future__ import annotations
 
-import re
-from typing import Any, Literal
+from typing import Any
 
+from tapgate.core.actions import TapAction, parse_postback_data, postback_data
 from tapgate.notifiers.presentation import ApprovalView, clip, fit_text
 
 __all__ = [
@@ -31,7 +31,7 @@ __all__ = [
     "utf16_len",
 ]
 
-LineAction = Literal["approve", "deny", "approve_session"]
+LineAction = TapAction
 """What a postback button asks for."""
 
 ALT_TEXT_MAX = 400
@@ -41,14 +41,6 @@ EXTRA_TEXT_MAX = 500
 EXTRA_MAX_LINES = 12
 FACT_MAX = 100
 REASON_MAX = 200
-POSTBACK_DATA_MAX = 300
-POSTBACK_VERSION = "1"
-_ACTIONS: dict[str, LineAction] = {
-    "approve": "approve",
-    "deny": "deny",
-    "approve_session": "approve_session",
-}
-_REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _MUTED = "#8C8C8C"
 _RED = "#D93025"
 _RISK_COLORS = {"read_only": "#1DB446", "write": "#E37400", "destructive": _RED}
@@ -57,41 +49,6 @@ _RISK_COLORS = {"read_only": "#1DB446", "write": "#E37400", "destructive": _RED}
 def utf16_len(text: str) -> int:
     """Length as LINE counts it: UTF-16 code units (an emoji is two)."""
     return len(text.encode("utf-16-le")) // 2
-
-
-def postback_data(action: LineAction, request_id: str) -> str:
-    """The ``data`` of a postback button: ``v=1&a=approve&r=<request id>``.
-
-    Versioned so that a button tapped months later, after the format changed,
-    is recognised as old instead of misread. Raises ``ValueError`` for an
-    unknown action or an id that is not 1-64 URL-safe characters.
-    """
-    if action not in _ACTIONS or not _REQUEST_ID.fullmatch(request_id):
-        raise ValueError(f"cannot build postback data for {action!r}, {request_id!r}")
-    return f"v={POSTBACK_VERSION}&a={action}&r={request_id}"
-
-
-def parse_postback_data(data: object) -> tuple[LineAction, str] | None:
-    """``(action, request_id)`` from a postback's ``data``, or ``None``.
-
-    The data arrives from the network (a signed webhook, but LINE relays
-    whatever a button carried), so anything but an exact current-version
-    triple is refused rather than guessed at. Never raises.
-    """
-    if not isinstance(data, str) or len(data) > POSTBACK_DATA_MAX:
-        return None
-    fields: dict[str, str] = {}
-    for part in data.split("&"):
-        key, sep, value = part.partition("=")
-        if not sep or key in fields:
-            return None
-        fields[key] = value
-    if fields.keys() != {"v", "a", "r"} or fields["v"] != POSTBACK_VERSION:
-        return None
-    action, request_id = _ACTIONS.get(fields["a"]), fields["r"]
-    if action is None or not _REQUEST_ID.fullmatch(request_id):
-        return None
-    return action, request_id
 
 
 def render_line(view: ApprovalView) -> dict[str, Any]:

@@ -171,7 +171,8 @@ def _log_retry(label: str) -> Callable[[RetryCallState], None]:
         outcome = retry_state.outcome
         error = outcome.exception() if outcome is not None else None
         delay = retry_state.next_action.sleep if retry_state.next_action else 0.0
-        _log.warning(
+        # INFO, not WARNING: a retry is routine; the final failure is the dispatcher's to report.
+        _log.info(
             "%s failed (attempt %d): %s; retrying in %.2f s",
             label,
             retry_state.attempt_number,

@@ -23,6 +23,7 @@ import re
 from datetime import datetime
 from typing import Any
 
+from tapgate.core.actions import SLACK_ACTION_IDS
 from tapgate.core.models import Scope
 from tapgate.notifiers.masking import clean
 from tapgate.notifiers.presentation import (
@@ -43,11 +44,11 @@ __all__ = [
     "render_slack_resolved",
 ]
 
-ACTION_APPROVE = "tapgate_approve"
+ACTION_APPROVE = SLACK_ACTION_IDS["approve"]
 """``action_id`` of the Approve button; the button's ``value`` is the request id."""
-ACTION_DENY = "tapgate_deny"
+ACTION_DENY = SLACK_ACTION_IDS["deny"]
 """``action_id`` of the Deny button."""
-ACTION_APPROVE_SESSION = "tapgate_approve_session"
+ACTION_APPROVE_SESSION = SLACK_ACTION_IDS["approve_session"]
 """``action_id`` of the Allow-for-session button (behind a confirm dialog)."""
 
 SECTION_TEXT_MAX = 3000

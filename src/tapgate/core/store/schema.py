@@ -29,7 +29,15 @@ from sqlalchemy import (
 )
 from sqlalchemy.types import TypeDecorator
 
-__all__ = ["UTCDateTime", "audit", "grants", "metadata", "outbox", "requests"]
+__all__ = [
+    "UTCDateTime",
+    "audit",
+    "grants",
+    "metadata",
+    "outbox",
+    "requests",
+    "webhook_events",
+]
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -168,4 +176,15 @@ audit = Table(
     Column("detail", Text, nullable=False),
     Index("ix_audit_request_id", "request_id"),
     Index("ix_audit_at", "at"),
+)
+
+# Platform event ids already handled (LINE's webhookEventId is stable across
+# redeliveries): a redelivered tap is recognised instead of processed twice.
+webhook_events = Table(
+    "webhook_events",
+    metadata,
+    Column("source", String(16), primary_key=True),
+    Column("event_id", String(100), primary_key=True),
+    Column("received_at", UTCDateTime, nullable=False),
+    Index("ix_webhook_events_received_at", "received_at"),
 )

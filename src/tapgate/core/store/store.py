@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-from sqlalchemy import Connection, and_, bindparam, insert, literal, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, insert, literal, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
@@ -34,7 +34,7 @@ from tapgate.core.store.rows import (
     request_from_row,
     request_to_row,
 )
-from tapgate.core.store.schema import UTCDateTime, audit, grants, outbox, requests
+from tapgate.core.store.schema import UTCDateTime, audit, grants, outbox, requests, webhook_events
 from tapgate.errors import RequestNotFound, StoreError
 
 __all__ = ["Created", "GrantKey", "Store", "Transition"]
@@ -54,6 +54,10 @@ _INSERT_REQUEST = {
 }
 _INSERT_OUTBOX = insert(outbox)
 _INSERT_GRANT = insert(grants)
+_INSERT_EVENT = {
+    "sqlite": sqlite.insert(webhook_events).on_conflict_do_nothing(),
+    "postgresql": postgresql.insert(webhook_events).on_conflict_do_nothing(),
+}
 _INSERT_AUDIT = insert(audit)
 _SELECT_REQUEST = select(requests).where(requests.c.id == bindparam("b_id"))
 _SELECT_PENDING_SAME = select(requests).where(
@@ -358,6 +362,19 @@ class Store:
             return changed
 
         return await self.runner.run(run)
+
+    # -- webhook events ----------------------------------------------------------------
+
+    async def remember_event(self, source: str, event_id: str, now: datetime) -> bool:
+        """Record a platform event id; False if it was seen before (a redelivery)."""
+        statement = _INSERT_EVENT[self.dialect]
+        params = {"source": source, "event_id": event_id, "received_at": now}
+        return await self.runner.run(lambda c: c.execute(statement, params).rowcount == 1)
+
+    async def forget_events(self, before: datetime) -> int:
+        """Drop event ids older than ``before`` (platforms stop redelivering long before)."""
+        statement = delete(webhook_events).where(webhook_events.c.received_at < before)
+        return await self.runner.run(lambda c: c.execute(statement).rowcount)
 
     # -- audit ----------------------------------------------------------------------
 

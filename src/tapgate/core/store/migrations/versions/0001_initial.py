@@ -113,6 +113,13 @@ def upgrade() -> None:
         sa.Column("actor", sa.String(200), nullable=False),
         sa.Column("detail", sa.Text, nullable=False),
     )
+    op.create_table(
+        "webhook_events",
+        sa.Column("source", sa.String(16), primary_key=True),
+        sa.Column("event_id", sa.String(100), primary_key=True),
+        sa.Column("received_at", UTCDateTime, nullable=False),
+    )
+    op.create_index("ix_webhook_events_received_at", "webhook_events", ["received_at"])
     op.create_index("ix_audit_request_id", "audit", ["request_id"])
     op.create_index("ix_audit_at", "audit", ["at"])
     _append_only_audit()
@@ -199,5 +206,5 @@ def downgrade() -> None:
         op.execute("DROP FUNCTION IF EXISTS tapgate_audit_request()")
         op.execute("DROP TRIGGER IF EXISTS audit_append_only ON audit")
         op.execute("DROP FUNCTION IF EXISTS tapgate_audit_append_only()")
-    for table in ("audit", "grants", "outbox", "requests"):
+    for table in ("webhook_events", "audit", "grants", "outbox", "requests"):
         op.drop_table(table)
