@@ -254,3 +254,18 @@ async def test_webhook_event_ids_are_remembered(store: Store, clock: ManualClock
     clock.advance(86400)
     assert await store.forget_events(clock.now()) == 2
     assert await store.remember_event("line", "01HXYZ", clock.now())
+
+
+async def test_reminders_are_queued_once(store: Store, clock: ManualClock) -> None:
+    req = make_request(clock.now(), ttl=3600)
+    await store.create_request(req, [ALICE], clock.now())
+    assert await store.due_reminders(clock.now() - timedelta(seconds=60)) == []
+    clock.advance(120)
+    cutoff = clock.now() - timedelta(seconds=60)
+    [due] = await store.due_reminders(cutoff)
+    assert due.id == req.id
+    assert await store.queue_reminder(req.id, [ALICE], clock.now())
+    assert not await store.queue_reminder(req.id, [ALICE], clock.now())  # once only
+    assert await store.due_reminders(cutoff) == []
+    kinds = await store.run(lambda c: c.execute(text("SELECT kind FROM outbox")).scalars().all())
+    assert sorted(kinds) == ["reminder", "request"]

@@ -209,6 +209,9 @@ class ServerConfig(Section):
     host: NonEmptyStr = "127.0.0.1"
     port: Port = 8080
     public_url: HttpUrl | None = None
+    max_wait: Duration = 300.0
+    heartbeat_interval: Duration = 5.0
+    remind_after: Duration | None = None
 
 
 class StoreConfig(Section):
@@ -263,6 +266,7 @@ class SlackConfig(Section):
     channel: NonEmptyStr | None = None
     team_id: NonEmptyStr | None = None
     timeout: Duration = 10.0
+    pace: Duration = 1.0
 
 
 class ChannelsConfig(Section):

@@ -74,6 +74,7 @@ class Dispatcher:
         self._wake = asyncio.Event()
         self._next_send: dict[tuple[str, str], datetime] = {}
         self._pace_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._backlog: dict[tuple[str, str], int] = {}
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._unsubscribe: Callable[[], None] | None = None
@@ -136,9 +137,13 @@ class Dispatcher:
             limit=self.batch,
             channels=self.notifiers,
         )
+        counts = await asyncio.gather(self._update_pass(), *(self._deliver(i) for i in items))
+        return len(items) + (counts[0] or 0)
+
+    async def _update_pass(self) -> int:
         stale = await self.store.outbox.stale(channels=self.notifiers, limit=self.batch)
-        await asyncio.gather(*(self._deliver(i) for i in items), *(self._update(i) for i in stale))
-        return len(items) + len(stale)
+        await asyncio.gather(*(self._update(i) for i in stale))
+        return len(stale)
 
     async def _loop(self) -> None:
         while not self._stopping:
@@ -170,8 +175,40 @@ class Dispatcher:
 
     async def _deliver(self, item: OutboxItem) -> None:
         notifier = self.notifiers[item.delivery.channel]
-        if not await self._paced(notifier, item):
+        interval = self.pace.get(notifier.channel)
+        if not interval:
+            await self._send(notifier, item)
             return
+        await self._paced_send(notifier, item, interval)
+
+    async def _paced_send(self, notifier: Notifier, item: OutboxItem, interval: float) -> None:
+        """One destination's messages go out one at a time, ``interval`` seconds apart.
+
+        The next message starts ``interval`` after the previous one *finished*,
+        so the platform sees at most one message per interval per conversation
+        whatever the network jitter. A row that would wait longer than half
+        its lease is given back, due when its turn comes: a lease must never
+        run out while a row waits (another replica could then send it too).
+        """
+        key = (notifier.channel, item.delivery.address)
+        backlog = self._backlog.get(key, 0)
+        if backlog * interval > self.lease / 2:
+            now = self.clock.now()
+            at = now + timedelta(seconds=backlog * interval)
+            await self.store.outbox.release(item.id, owner=self.owner, at=at, now=now)
+            return
+        self._backlog[key] = backlog + 1
+        try:
+            async with self._pace_locks.setdefault(key, asyncio.Lock()):
+                due = self._next_send.get(key)
+                if due is not None and due > self.clock.now():
+                    await self.clock.sleep_until(due)
+                await self._send(notifier, item)
+                self._next_send[key] = self.clock.now() + timedelta(seconds=interval)
+        finally:
+            self._backlog[key] -= 1
+
+    async def _send(self, notifier: Notifier, item: OutboxItem) -> None:
         try:
             async with self._slots:
                 receipt = await notifier.send(item.request, item.delivery, key=item.retry_key)
@@ -223,29 +260,6 @@ class Dispatcher:
         await self.store.outbox.mark_retry(
             item.id, owner=self.owner, error=error, now=now, at=now + timedelta(seconds=delay)
         )
-
-    async def _paced(self, notifier: Notifier, item: OutboxItem) -> bool:
-        """Space messages to one destination by the channel's pace.
-
-        A row that would wait longer than half its lease is given back, due
-        when its turn comes, so a lease never runs out while a row waits
-        (another replica could then claim and send it too).
-        """
-        interval = self.pace.get(notifier.channel)
-        if not interval:
-            return True
-        key = (notifier.channel, item.delivery.address)
-        lock = self._pace_locks.setdefault(key, asyncio.Lock())
-        async with lock:
-            now = self.clock.now()
-            due = self._next_send.get(key, now)
-            if (due - now).total_seconds() > self.lease / 2:
-                await self.store.outbox.release(item.id, owner=self.owner, at=due, now=now)
-                return False
-            self._next_send[key] = max(due, now) + timedelta(seconds=interval)
-        if due > now:
-            await self.clock.sleep_until(due)
-        return True
 
     async def _update(self, item: OutboxItem) -> None:
         notifier = self.notifiers[item.delivery.channel]

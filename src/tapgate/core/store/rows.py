@@ -45,6 +45,7 @@ def request_to_row(request: Request) -> dict[str, Any]:
         "resolution_reason": request.resolution_reason,
         "resolution_detail": None,
         "scope": request.scope,
+        "reminded_at": None,
     }
 
 

@@ -102,6 +102,7 @@ requests = Table(
     Column("resolution_reason", Text),
     Column("resolution_detail", Text),
     Column("scope", String(16)),
+    Column("reminded_at", UTCDateTime),
     CheckConstraint(f"status IN {REQUEST_STATUSES}", name="status"),
     Index("ix_requests_status_expires_at", "status", "expires_at"),
     # At most one pending request per identical call: the database, not a race

@@ -363,6 +363,42 @@ class Store:
 
         return await self.runner.run(run)
 
+    # -- reminders ----------------------------------------------------------------------
+
+    async def due_reminders(self, cutoff: datetime, limit: int = 100) -> list[Request]:
+        """Pending requests created before ``cutoff`` that were never reminded about."""
+        query = (
+            select(requests)
+            .where(requests.c.status == "pending", requests.c.created_at <= cutoff,
+                   requests.c.reminded_at.is_(None))
+            .order_by(requests.c.created_at)
+            .limit(limit)
+        )
+        return await self.runner.read(
+            lambda c: [request_from_row(r) for r in c.execute(query).mappings()]
+        )
+
+    async def queue_reminder(
+        self, request_id: str, deliveries: Sequence[Delivery], now: datetime
+    ) -> bool:
+        """Queue one reminder per delivery, once per request (compare-and-set on reminded_at)."""
+        mark = (
+            update(requests)
+            .where(requests.c.id == request_id, requests.c.status == "pending",
+                   requests.c.reminded_at.is_(None))
+            .values(reminded_at=now)
+        )
+
+        def run(conn: Connection) -> bool:
+            if conn.execute(mark).rowcount != 1:
+                return False
+            if deliveries:
+                rows = _outbox_rows(request_id, deliveries, now)
+                conn.execute(_INSERT_OUTBOX, [{**r, "kind": "reminder"} for r in rows])
+            return True
+
+        return await self.runner.run(run)
+
     # -- webhook events ----------------------------------------------------------------
 
     async def remember_event(self, source: str, event_id: str, now: datetime) -> bool:

@@ -46,6 +46,7 @@ def upgrade() -> None:
         sa.Column("resolution_reason", sa.Text),
         sa.Column("resolution_detail", sa.Text),
         sa.Column("scope", sa.String(16)),
+        sa.Column("reminded_at", UTCDateTime),
         sa.CheckConstraint(
             "status IN ('pending', 'approved', 'denied', 'expired', 'cancelled')",
             name="ck_requests_status",

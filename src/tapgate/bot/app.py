@@ -1,0 +1,102 @@
+"""Assembling the tapgate server: one aiohttp app that owns every component.
+
+``build_app(config)`` returns an application whose ``cleanup_ctx`` opens the
+store (migrating it), starts the gate, the outbox dispatcher, the heartbeat
+and the webhooks, and closes them in reverse order on shutdown, so SIGTERM
+stops accepting, lets the work in flight finish, and closes the SDK clients.
+Tests build the very same app with a manual clock or recording notifiers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+
+from aiohttp import web
+
+from tapgate.bot.api import setup_api
+from tapgate.bot.config import Config
+from tapgate.bot.health import setup_health
+from tapgate.bot.heartbeat import Heartbeat
+from tapgate.bot.keys import CLOCK, CONFIG, DISPATCHER, GATE, METRICS, STORE
+from tapgate.bot.metrics import Metrics
+from tapgate.bot.routes import setup_webhooks
+from tapgate.core.clock import Clock, SystemClock
+from tapgate.core.gate import Gate
+from tapgate.core.policy import Policy
+from tapgate.core.store import Store
+from tapgate.notifiers import ConsoleNotifier, Dispatcher, LineNotifier, Notifier, SlackNotifier
+
+__all__ = ["HEARTBEAT", "build_app", "notifiers_for"]
+
+HEARTBEAT = web.AppKey("tapgate.heartbeat", Heartbeat)
+_MAX_BODY = 1024 * 1024  # LINE and Slack payloads are a few KB; agents' arguments stay below 1 MB
+
+
+def build_app(
+    config: Config,
+    *,
+    clock: Clock | None = None,
+    notifiers: Sequence[Notifier] | None = None,
+) -> web.Application:
+    """The server for ``config``; ``notifiers`` replaces the configured ones (tests)."""
+    app = web.Application(client_max_size=_MAX_BODY)
+    app[CONFIG] = config
+    app[CLOCK] = clock or SystemClock()
+    app[METRICS] = Metrics()
+    app.cleanup_ctx.append(_core(notifiers))
+    setup_health(app)
+    setup_api(app)
+    setup_webhooks(app)
+    return app
+
+
+def notifiers_for(config: Config) -> list[Notifier]:
+    """The notifiers the config's enabled channels call for."""
+    channels = config.channels
+    shell_args = {t.name: t.shell for t in config.policy_spec().tools if t.shell}
+    out: list[Notifier] = []
+    if "console" in config.enabled_channels:
+        out.append(ConsoleNotifier(tool_shell_args=shell_args))
+    if channels.line is not None:
+        out.append(LineNotifier(
+            channels.line.channel_access_token.get_secret_value(),
+            api_base_url=channels.line.api_base_url, timeout=channels.line.timeout,
+            tool_shell_args=shell_args,
+        ))
+    if channels.slack is not None:
+        out.append(SlackNotifier(
+            channels.slack.bot_token.get_secret_value(),
+            api_base_url=channels.slack.api_base_url, timeout=channels.slack.timeout,
+            channel_id=channels.slack.channel, tool_shell_args=shell_args,
+        ))
+    return out
+
+
+def _core(
+    notifiers: Sequence[Notifier] | None,
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def context(app: web.Application) -> AsyncIterator[None]:
+        config, clock = app[CONFIG], app[CLOCK]
+        store = await Store.open(config.store_url)
+        gate = Gate(store=store, policy=Policy(config.policy_spec()),
+                    directory=config.directory(), clock=clock)
+        app[METRICS].watch(gate.bus)
+        app[METRICS].pending.set(len(await store.list_requests(status="pending", limit=100_000)))
+        pace = {"slack": config.channels.slack.pace} if config.channels.slack else {}
+        dispatcher = Dispatcher(store, notifiers if notifiers is not None else notifiers_for(config),
+                                clock=clock, bus=gate.bus, pace=pace)
+        heartbeat = Heartbeat(gate, dispatcher, interval=config.server.heartbeat_interval,
+                              remind_after=config.server.remind_after)
+        app[STORE], app[GATE], app[DISPATCHER], app[HEARTBEAT] = store, gate, dispatcher, heartbeat
+        await gate.start()
+        await dispatcher.start()
+        await heartbeat.start()
+        try:
+            yield
+        finally:
+            await heartbeat.close()
+            await dispatcher.close()
+            await gate.close()
+            await store.close()
+
+    return context

@@ -1,0 +1,82 @@
+"""The heartbeat: the owned background task for everything that happens on time.
+
+Each beat expires overdue requests (waking their waiters and, through the
+event, updating their messages), queues one reminder for requests pending
+longer than ``remind_after``, nudges the dispatcher so retries that are due
+go out even if no event woke it, and forgets old webhook event ids.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import datetime, timedelta
+
+from tapgate.core.gate import Gate
+from tapgate.notifiers.dispatcher import Dispatcher
+
+__all__ = ["Heartbeat"]
+
+log = logging.getLogger(__name__)
+
+EVENT_MEMORY = timedelta(days=7)
+"""How long webhook event ids are remembered (LINE redelivers within hours)."""
+
+
+class Heartbeat:
+    """Runs :meth:`beat` every ``interval`` seconds of the gate's clock."""
+
+    def __init__(
+        self,
+        gate: Gate,
+        dispatcher: Dispatcher | None = None,
+        *,
+        interval: float = 5.0,
+        remind_after: float | None = None,
+    ) -> None:
+        self.gate = gate
+        self.dispatcher = dispatcher
+        self.interval = interval
+        self.remind_after = remind_after
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Start beating (idempotent)."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._loop(), name="tapgate-heartbeat")
+
+    async def close(self) -> None:
+        """Stop beating."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def beat(self) -> None:
+        """One round of timed duties."""
+        now = self.gate.clock.now()
+        expired = await self.gate.expire_overdue()
+        if expired:
+            log.info("expired %d request(s)", len(expired))
+        if self.remind_after is not None:
+            await self._remind(now - timedelta(seconds=self.remind_after))
+        await self.gate.store.forget_events(now - EVENT_MEMORY)
+        if self.dispatcher is not None:
+            self.dispatcher.wake()
+
+    async def _remind(self, cutoff: datetime) -> None:
+        store, directory = self.gate.store, self.gate.directory
+        for request in await store.due_reminders(cutoff, limit=100):
+            deliveries = directory.deliveries(request.approvers)
+            if await store.queue_reminder(request.id, deliveries, self.gate.clock.now()):
+                log.info("reminding approvers of request %s", request.id)
+
+    async def _loop(self) -> None:
+        while True:
+            await self.gate.clock.sleep(self.interval)
+            try:
+                await self.beat()
+            except Exception:  # the heartbeat must outlive a database hiccup
+                log.exception("heartbeat failed")

@@ -1,0 +1,26 @@
+"""Typed application state of the tapgate server (``web.AppKey``), one key per component.
+
+Every component is created and closed by the app's ``cleanup_ctx``; handlers
+read them from ``request.app[KEY]``, so a test can build the real app with a
+``ManualClock`` or recording notifiers and nothing global is involved.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from tapgate.bot.config import Config
+from tapgate.bot.metrics import Metrics
+from tapgate.core.clock import Clock
+from tapgate.core.gate import Gate
+from tapgate.core.store import Store
+from tapgate.notifiers.dispatcher import Dispatcher
+
+__all__ = ["CLOCK", "CONFIG", "DISPATCHER", "GATE", "METRICS", "STORE"]
+
+CONFIG = web.AppKey("tapgate.config", Config)
+CLOCK = web.AppKey("tapgate.clock", Clock)
+STORE = web.AppKey("tapgate.store", Store)
+GATE = web.AppKey("tapgate.gate", Gate)
+DISPATCHER = web.AppKey("tapgate.dispatcher", Dispatcher)
+METRICS = web.AppKey("tapgate.metrics", Metrics)

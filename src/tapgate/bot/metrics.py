@@ -1,0 +1,66 @@
+"""Prometheus metrics of one tapgate server, fed by gate events.
+
+prometheus_client is used rather than a hand-written exposition format: it is
+the reference implementation and gets escaping and types right. Each app
+gets its own registry, so several apps (tests, benchmarks) can live in one
+process.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from tapgate.core.events import EventBus
+from tapgate.core.models import GateEvent
+
+__all__ = ["Metrics"]
+
+
+class Metrics:
+    """Requests by decision, the pending gauge, deliveries, and tap-to-decision latency."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.decisions = Counter(
+            "tapgate_decisions", "Tool calls decided, by verdict and source",
+            ["verdict", "source"], registry=self.registry,
+        )
+        self.pending = Gauge("tapgate_pending_requests", "Requests waiting for an approver",
+                             registry=self.registry)
+        self.deliveries = Counter(
+            "tapgate_deliveries", "Approval messages delivered, by channel",
+            ["channel"], registry=self.registry,
+        )
+        self.delivery_failures = Counter(
+            "tapgate_delivery_failures", "Approval messages that could not be delivered",
+            ["channel", "permanent"], registry=self.registry,
+        )
+        self.tap_latency = Histogram(
+            "tapgate_tap_to_decision_seconds",
+            "From a verified webhook tap to the recorded decision",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+            registry=self.registry,
+        )
+        self.webhook_rejections = Counter(
+            "tapgate_webhook_rejections", "Webhook calls refused, by platform and reason",
+            ["platform", "reason"], registry=self.registry,
+        )
+
+    def watch(self, bus: EventBus) -> None:
+        """Follow the gate's events."""
+        bus.subscribe(self._on_event)
+
+    def _on_event(self, event: GateEvent) -> None:
+        if event.kind == "requested":
+            self.pending.inc()
+        elif event.kind == "notified":
+            self.deliveries.labels(channel=str(event.detail.get("channel", "?"))).inc()
+        elif event.kind in ("resolved", "expired", "cancelled"):
+            self.pending.dec()
+            decision = event.request.decision()
+            if decision is not None:
+                self.decisions.labels(verdict=decision.verdict, source=decision.source).inc()
+
+    def exposition(self) -> bytes:
+        """The Prometheus text format of every metric."""
+        return generate_latest(self.registry)

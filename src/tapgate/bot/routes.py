@@ -1,0 +1,86 @@
+"""Wiring the LINE and Slack webhooks into the app (or Slack Socket Mode).
+
+The webhook objects are created once the gate exists (in ``cleanup_ctx``) and
+closed on shutdown; the routes are three-line adapters that find them in the
+app state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+
+from tapgate.bot.keys import CONFIG, GATE, METRICS
+from tapgate.webhooks.line import LineWebhook
+from tapgate.webhooks.slack import SlackWebhook
+
+__all__ = ["LINE_WEBHOOK", "SLACK_WEBHOOK", "setup_webhooks"]
+
+LINE_WEBHOOK = web.AppKey("tapgate.line_webhook", LineWebhook)
+SLACK_WEBHOOK = web.AppKey("tapgate.slack_webhook", SlackWebhook)
+
+
+async def line_route(request: web.Request) -> web.StreamResponse:
+    """``POST /webhooks/line``."""
+    return await request.app[LINE_WEBHOOK](request)
+
+
+async def slack_route(request: web.Request) -> web.StreamResponse:
+    """``POST /webhooks/slack``."""
+    return await request.app[SLACK_WEBHOOK](request)
+
+
+def setup_webhooks(app: web.Application) -> None:
+    """Register the webhooks the config's channels call for."""
+    config = app[CONFIG]
+    if config.channels.line is not None:
+        app.cleanup_ctx.append(_line)
+        app.router.add_post("/webhooks/line", line_route)
+    if config.channels.slack is not None:
+        app.cleanup_ctx.append(_slack)
+        if config.channels.slack.app_token is None:
+            app.router.add_post("/webhooks/slack", slack_route)
+
+
+async def _line(app: web.Application) -> AsyncIterator[None]:
+    line = app[CONFIG].channels.line
+    assert line is not None
+    metrics = app[METRICS]
+    webhook = LineWebhook(
+        gate=app[GATE],
+        channel_secret=line.channel_secret.get_secret_value(),
+        access_token=line.channel_access_token.get_secret_value(),
+        api_base_url=line.api_base_url,
+        timeout=line.timeout,
+        on_reject=lambda reason: metrics.webhook_rejections.labels("line", reason).inc(),
+        on_decision=metrics.tap_latency.observe,
+    )
+    app[LINE_WEBHOOK] = webhook
+    try:
+        yield
+    finally:
+        await webhook.close()
+
+
+async def _slack(app: web.Application) -> AsyncIterator[None]:
+    slack = app[CONFIG].channels.slack
+    assert slack is not None
+    metrics = app[METRICS]
+    webhook = SlackWebhook(
+        gate=app[GATE],
+        signing_secret=slack.signing_secret.get_secret_value(),
+        bot_token=slack.bot_token.get_secret_value(),
+        api_base_url=slack.api_base_url,
+        team_id=slack.team_id,
+        timeout=slack.timeout,
+        on_reject=lambda reason: metrics.webhook_rejections.labels("slack", reason).inc(),
+        on_decision=metrics.tap_latency.observe,
+    )
+    app[SLACK_WEBHOOK] = webhook
+    if slack.app_token is not None:
+        await webhook.start_socket_mode(slack.app_token.get_secret_value())
+    try:
+        yield
+    finally:
+        await webhook.close()
