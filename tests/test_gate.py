@@ -298,3 +298,12 @@ async def test_expire_overdue_wakes_waiters(gate: Gate, clock: ManualClock) -> N
     assert expired.id == ticket.request_id
     decision = await gate.wait(ticket.request_id)
     assert decision is not None and decision.status == "expired"
+
+
+def test_ids_are_long_url_safe_and_never_look_like_options() -> None:
+    from tapgate.core.gate import new_id
+
+    ids = {new_id() for _ in range(5000)}
+    assert len(ids) == 5000
+    assert all(len(i) == 22 and not i.startswith("-") for i in ids)
+    assert all(c.isalnum() or c in "-_" for i in ids for c in i)

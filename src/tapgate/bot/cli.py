@@ -1,4 +1,4 @@
-"""The ``tapgate`` command line: check a config, migrate the database, explain a verdict.
+"""The ``tapgate`` command line: run the server, check a config, explain a verdict, operate.
 
 Every command reports bad input (a missing file, invalid YAML or JSON, a config
 mistake) as one clear line on stderr and exit status 2, never as a traceback:
@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
+from tapgate.bot import _cli_ops as ops
 from tapgate.bot.config import Config, load_config, parse_config
 from tapgate.core.models import RISKS, ToolCall
 from tapgate.core.policy import Policy
@@ -66,7 +67,59 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--risk", choices=RISKS, help="the risk the tool declares")
     explain.add_argument("--json", action="store_true", help="print a JSON object")
     explain.set_defaults(func=_explain)
+    _operator_commands(sub)
     return parser
+
+
+def _operator_commands(sub: Any) -> None:
+    serve = sub.add_parser("serve", help="run the webhook server and agent API")
+    _config_option(serve)
+    serve.add_argument("--host", help="interface to bind (default: server.host)")
+    serve.add_argument("--port", type=int, help="port (default: server.port)")
+    serve.set_defaults(func=_with_config(ops.serve))
+
+    pending = sub.add_parser("pending", help="list requests waiting for a decision")
+    _config_option(pending)
+    pending.add_argument("--limit", type=int, default=100)
+    pending.add_argument("--json", action="store_true", help="one JSON object per line")
+    pending.set_defaults(func=_with_config(ops.pending))
+
+    resolve = sub.add_parser("resolve", help="decide a request by hand (audited break-glass)")
+    _config_option(resolve)
+    resolve.add_argument("id", help="request id")
+    resolve.add_argument("verdict", choices=("approve", "deny"))
+    resolve.add_argument("--as", dest="as_", required=True, help="the approver deciding")
+    resolve.add_argument("--reason", help="told to the agent")
+    resolve.add_argument("--scope", choices=("once", "session", "always"), default="once")
+    resolve.set_defaults(func=_with_config(ops.resolve))
+
+    grants = sub.add_parser("grants", help="list or revoke remembered approvals")
+    grants_sub = grants.add_subparsers(dest="grants_command", required=True)
+    listing = grants_sub.add_parser("list", help="list grants")
+    _config_option(listing)
+    listing.add_argument("--all", action="store_true", help="include revoked and expired")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(func=_with_config(ops.grants_list))
+    revoke = grants_sub.add_parser("revoke", help="revoke a grant")
+    _config_option(revoke)
+    revoke.add_argument("id", help="grant id")
+    revoke.add_argument("--as", dest="as_", default="operator", help="who revokes (audited)")
+    revoke.set_defaults(func=_with_config(ops.grants_revoke))
+
+    audit = sub.add_parser("audit", help="print the audit log")
+    _config_option(audit)
+    audit.add_argument("--since", help="ISO 8601 time, e.g. 2026-11-21T09:00")
+    audit.add_argument("--request", help="only this request id")
+    audit.add_argument("--format", choices=("text", "jsonl"), default="text")
+    audit.set_defaults(func=_with_config(ops.audit))
+
+
+def _with_config(command: Any) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        result: int = command(args, _load(args.config))
+        return result
+
+    return run
 
 
 def _config_option(parser: argparse.ArgumentParser) -> None:

@@ -52,8 +52,14 @@ _EVENT_FOR: dict[str, EventKind] = {
 
 
 def new_id() -> str:
-    """A 128-bit random, URL-safe id: unguessable, so an id alone grants nothing."""
-    return secrets.token_urlsafe(16)
+    """A 128-bit random, URL-safe id: unguessable, so an id alone grants nothing.
+
+    Never starts with ``-``, so it can be passed to a command line as is.
+    """
+    while True:
+        value = secrets.token_urlsafe(16)
+        if not value.startswith("-"):
+            return value
 
 
 class Gate:
