@@ -1,0 +1,54 @@
+"""The heartbeat: expiry on time, one reminder, a nudge for the dispatcher."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tapgate.bot.heartbeat import Heartbeat
+from tapgate.core import Approver, Directory, Gate, Policy, PolicySpec, Rule, Store, ToolCall
+from tapgate.core.clock import ManualClock
+from tapgate.notifiers import Dispatcher, RecordingNotifier
+
+POLICY = Policy(PolicySpec(rules=(Rule(tool="deploy", action="ask", timeout=600, source="r"),)))
+DIRECTORY = Directory([Approver(name="alice", addresses=(("slack", "UA"),))], ("slack",))
+
+
+async def test_beat_expires_reminds_once_and_updates(store: Store, clock: ManualClock) -> None:
+    gate = Gate(store=store, policy=POLICY, directory=DIRECTORY, clock=clock)
+    slack = RecordingNotifier("slack")
+    dispatcher = Dispatcher(store, [slack], clock=clock, bus=gate.bus)
+    heartbeat = Heartbeat(gate, dispatcher, interval=5, remind_after=300)
+    ticket = await gate.submit(ToolCall(tool="deploy", agent="ci"))
+    await dispatcher.run_once()
+    assert len(slack.sends) == 1
+    clock.advance(301)
+    await heartbeat.beat()
+    await dispatcher.run_once()
+    assert len(slack.sends) == 2  # the reminder
+    clock.advance(60)
+    await heartbeat.beat()
+    await dispatcher.run_once()
+    assert len(slack.sends) == 2  # only once
+    clock.advance(300)
+    await heartbeat.beat()  # past the 600 s deadline
+    assert (await gate.status(ticket.request_id or "")).status == "expired"
+    await dispatcher.run_once()
+    assert {u.request.status for u in slack.updates} == {"expired"}
+    assert len(slack.updates) == 2  # the request message and the reminder
+    await dispatcher.close()
+
+
+async def test_heartbeat_runs_on_its_clock(store: Store, clock: ManualClock) -> None:
+    gate = Gate(store=store, policy=POLICY, directory=DIRECTORY, clock=clock)
+    ticket = await gate.submit(ToolCall(tool="deploy", agent="ci"))
+    heartbeat = Heartbeat(gate, interval=5)
+    await heartbeat.start()
+    while clock.sleepers == 0:  # the heartbeat task is parked on its clock
+        await asyncio.sleep(0)
+    clock.advance(601)  # past the deadline, and past the heartbeat's next beat
+    for _ in range(200):
+        if (await gate.status(ticket.request_id or "")).status == "expired":
+            break
+        await asyncio.sleep(0.01)
+    await heartbeat.close()
+    assert (await gate.status(ticket.request_id or "")).status == "expired"
