@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
+import os
+import shutil
 import socket
-from collections.abc import AsyncIterator
+import subprocess
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,10 +57,56 @@ def clock() -> ManualClock:
     return ManualClock()
 
 
-@pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    """A fresh SQLite file per test."""
-    return f"sqlite:///{tmp_path / 'tapgate.db'}"
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A PostgreSQL server for the session: $TAPGATE_TEST_PG_URL, or one started here."""
+    url = os.environ.get("TAPGATE_TEST_PG_URL")
+    if url:
+        yield url
+        return
+    script = Path(__file__).parent.parent / "scripts" / "pg-test-server"
+    if shutil.which("initdb") is None and not list(Path("/usr/lib/postgresql").glob("*/bin/initdb")):
+        pytest.skip("no PostgreSQL server binaries (initdb) on this machine")
+    data = tmp_path_factory.mktemp("pg")
+    port = str(_free_port())
+    started = subprocess.run([str(script), "start", str(data), port], check=True,
+                             capture_output=True, text=True)
+    try:
+        yield started.stdout.strip()
+    finally:
+        subprocess.run([str(script), "stop", str(data)], check=False, capture_output=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database per test: a SQLite file, or a new PostgreSQL database."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'tapgate.db'}"
+        return
+    server = request.getfixturevalue("pg_server")
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    asyncio.run(_admin(server, f'CREATE DATABASE "{name}"'))
+    try:
+        yield server.rsplit("/", 1)[0] + "/" + name
+    finally:
+        asyncio.run(_admin(server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+async def _admin(url: str, statement: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(url.replace("postgresql://", "postgres://", 1))
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
 
 
 @pytest.fixture

@@ -321,7 +321,10 @@ def test_unknown_nested_key() -> None:
 
 def test_unknown_key_lists_the_allowed_ones_without_a_close_match() -> None:
     error = config_error({"server": {"zzz": 1}})
-    assert error.message == "unknown key 'zzz' (expected one of host, port, public_url)"
+    assert error.message == (
+        "unknown key 'zzz' (expected one of host, port, public_url, max_wait, "
+        "heartbeat_interval, remind_after)"
+    )
 
 
 def test_unknown_key_under_a_tool_and_an_agent_policy() -> None:

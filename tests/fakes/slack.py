@@ -7,6 +7,13 @@ arguments from the query string, a form body or a JSON body, resolves a user
 id given as ``channel`` to that user's ``D…`` conversation, and makes
 ``chat.update`` insist on that ``D…`` id and an existing ``ts``.
 
+Besides the Web API it serves what interactivity needs: ``response_url``
+endpoints (``fake.response_url(name)``; posts land in ``fake.responses``)
+and Socket Mode: ``apps.connections.open`` (app-level token) returns a
+``ws://`` URL on this server, which greets with ``hello``; a test pushes
+envelopes with ``await fake.socket_send(...)`` and reads the client's
+acknowledgements from ``fake.socket_acks``.
+
 Message timestamps follow the wall clock (``wall_clock``, strictly increasing)
 as Slack's do, so ``conversations.history(oldest=...)`` computed from the
 caller's clock finds what was posted; message ``metadata`` is stored and
@@ -15,6 +22,7 @@ returned by ``conversations.history`` when ``include_all_metadata`` is set.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import time
@@ -23,11 +31,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp import web
+from aiohttp import WSMsgType, web
 
 from tests.fakes._server import Action, Clock, FakeServer, RecordedRequest
 
 DEFAULT_BOT_TOKEN = "xoxb-test-bot-token"
+DEFAULT_APP_TOKEN = "xapp-test-app-token"
 TEAM_ID = "T0FAKETEAM"
 BOT_USER_ID = "U0FAKEBOT"
 BOT_ID = "B0FAKEBOT"
@@ -125,6 +134,15 @@ class SlackView:
     time: float
 
 
+@dataclass(frozen=True, kw_only=True)
+class SlackResponse:
+    """A post to a ``response_url``: ``name`` is the part after ``/actions/``."""
+
+    name: str
+    body: dict[str, Any]
+    time: float
+
+
 class SlackError(Exception):
     """Internal: ends an action with ``{"ok": false, "error": error}``."""
 
@@ -153,6 +171,8 @@ class FakeSlack(FakeServer):
         "conversations.open",
         "conversations.history",
         "views.open",
+        "apps.connections.open",
+        "response_url",
     )
     _url_suffix = "/api/"
 
@@ -160,17 +180,23 @@ class FakeSlack(FakeServer):
         self,
         *,
         bot_token: str = DEFAULT_BOT_TOKEN,
+        app_token: str = DEFAULT_APP_TOKEN,
         clock: Clock = time.monotonic,
         wall_clock: Clock = time.time,
     ) -> None:
         super().__init__(clock=clock)
         self.wall_clock = wall_clock
         self.bot_token = bot_token
+        self.app_token = app_token
         self.messages: dict[tuple[str, str], SlackMessage] = {}
         self.posts: list[SlackPost] = []
         self.updates: list[SlackUpdate] = []
         self.ephemerals: list[SlackEphemeral] = []
         self.views: list[SlackView] = []
+        self.responses: list[SlackResponse] = []
+        self.socket_acks: list[dict[str, Any]] = []
+        self._sockets: list[web.WebSocketResponse] = []
+        self._socket_changed = asyncio.Condition()
         self._channels: set[str] = set()
         self._used_trigger_ids: set[str] = set()
         self._next_ts = 0
@@ -185,11 +211,50 @@ class FakeSlack(FakeServer):
         }
         for name, method in methods.items():
             self._app.router.add_route("*", f"/api/{name}", self._endpoint(name, self._rpc(method)))
+        open_socket = self._endpoint("apps.connections.open", self._connections_open)
+        self._app.router.add_route("*", "/api/apps.connections.open", open_socket)
+        respond = self._endpoint("response_url", self._respond)
+        self._app.router.add_post("/actions/{name:.*}", respond)
+        self._app.router.add_get("/link/", self._socket)
         self._app.router.add_route("*", "/{tail:.*}", self._endpoint("unknown", self._unknown))
+        self._app.on_shutdown.append(self._close_sockets)
 
     def dm_channel(self, user_id: str) -> str:
         """The ``D…`` id this fake uses for ``user_id``'s DM."""
         return dm_channel_for(user_id)
+
+    def response_url(self, name: str) -> str:
+        """A ``response_url`` on this fake, as Slack puts one in each interaction."""
+        return self.url.removesuffix("/api/") + f"/actions/{name}"
+
+    @property
+    def socket_connections(self) -> int:
+        """How many Socket Mode connections are open now."""
+        return sum(not ws.closed for ws in self._sockets)
+
+    async def wait_for_socket(self, *, connected: bool = True, timeout: float = 5.0) -> None:
+        """Wait until a Socket Mode connection is open (or, with ``connected=False``, none is)."""
+        async with asyncio.timeout(timeout), self._socket_changed:
+            await self._socket_changed.wait_for(lambda: (self.socket_connections > 0) == connected)
+
+    async def socket_send(self, message: dict[str, Any]) -> None:
+        """Send ``message`` (an envelope) over the newest open Socket Mode connection."""
+        open_sockets = [ws for ws in self._sockets if not ws.closed]
+        if not open_sockets:
+            raise RuntimeError("no Socket Mode connection is open")
+        await open_sockets[-1].send_json(message)
+
+    async def wait_for_socket_ack(self, envelope_id: str, timeout: float = 5.0) -> dict[str, Any]:
+        """The client's acknowledgement of ``envelope_id``, once it arrives."""
+
+        def found() -> dict[str, Any] | None:
+            return next((a for a in self.socket_acks if a.get("envelope_id") == envelope_id), None)
+
+        async with asyncio.timeout(timeout), self._socket_changed:
+            await self._socket_changed.wait_for(lambda: found() is not None)
+        ack = found()
+        assert ack is not None
+        return ack
 
     def post_times(self, channel: str) -> list[float]:
         """Clock readings of successful posts to ``channel`` (a user id means its DM)."""
@@ -333,6 +398,47 @@ class FakeSlack(FakeServer):
         view_id = f"V{len(self.views) + 1:010d}"
         self.views.append(SlackView(trigger_id=trigger_id, view_id=view_id, view=view, time=now))
         return {"view": {**view, "id": view_id, "team_id": TEAM_ID, "app_id": "A0FAKEAPP"}}
+
+    # interactivity: response_url and Socket Mode
+
+    async def _respond(self, req: RecordedRequest) -> web.Response:
+        if req.body_kind != "json" or not isinstance(req.body, dict):
+            return web.Response(status=400, text="invalid_payload")
+        name = req.path.removeprefix("/actions/")
+        self.responses.append(SlackResponse(name=name, body=req.body, time=req.time))
+        return web.Response(text="ok")
+
+    async def _connections_open(self, req: RecordedRequest) -> web.Response:
+        scheme, _, token = req.headers.get("authorization", "").partition(" ")
+        if scheme != "Bearer" or not token:
+            return self._json({"ok": False, "error": "not_authed"})
+        if token != self.app_token:
+            return self._json({"ok": False, "error": "invalid_auth"})
+        url = self.url.replace("http://", "ws://", 1).removesuffix("/api/")
+        return self._json({"ok": True, "url": f"{url}/link/?ticket={uuid.uuid4().hex}"})
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        """One Socket Mode connection: ``hello``, then record every JSON message received."""
+        ws = web.WebSocketResponse(autoping=True)
+        await ws.prepare(request)
+        async with self._socket_changed:
+            self._sockets.append(ws)
+            self._socket_changed.notify_all()
+        await ws.send_json({"type": "hello", "num_connections": 1, "debug_info": {}})
+        try:
+            async for message in ws:
+                if message.type is WSMsgType.TEXT:
+                    async with self._socket_changed:
+                        self.socket_acks.append(json.loads(message.data))
+                        self._socket_changed.notify_all()
+        finally:
+            async with self._socket_changed:
+                self._socket_changed.notify_all()
+        return ws
+
+    async def _close_sockets(self, app: web.Application) -> None:
+        for ws in list(self._sockets):
+            await ws.close()
 
     # plumbing
 

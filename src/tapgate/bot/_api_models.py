@@ -88,9 +88,7 @@ def _at_most_max_wait(value: float, info: ValidationInfo) -> float:
     return value
 
 
-WaitSeconds = Annotated[
-    float, Field(ge=0, allow_inf_nan=False), AfterValidator(_at_most_max_wait)
-]
+WaitSeconds = Annotated[float, Field(ge=0, allow_inf_nan=False), AfterValidator(_at_most_max_wait)]
 """How long to hold the response open, 0 to ``server.max_wait`` seconds."""
 
 

@@ -1,11 +1,315 @@
-"""The agent HTTP API under /v1 (being written; see issue 4)."""
+"""The agent HTTP API under ``/v1``: submit, long-poll, cancel, list, events, OpenAPI.
+
+Every route but the OpenAPI document needs ``Authorization: Bearer <token>``;
+the token names the agent (``Config.agent_for_token``), and an agent sees and
+cancels only its own requests: another agent's id is a 404, exactly like an
+unknown one, so ids are not confirmed to anyone who guesses them. No route lets
+an agent token approve or deny: resolving is for approvers' webhooks and the
+operator's CLI (DESIGN decision 6).
+
+Long-polls park on the gate's event-driven ``wait`` and hold no database
+connection while parked; they and the SSE streams end at once when the server
+shuts down, so a rolling restart never waits out a five-minute poll.
+Errors under ``/v1`` (aiohttp's own 404 / 405 / 413 included) are JSON, from
+one middleware; the wire format lives in :mod:`tapgate.bot._api_models`.
+"""
 
 from __future__ import annotations
 
-from aiohttp import web
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any
 
-__all__ = ["setup_api"]
+from aiohttp import hdrs, web
+from pydantic import BaseModel
+
+from tapgate.bot._api_models import (
+    ApiError,
+    CancelIn,
+    ListQuery,
+    ToolCallIn,
+    ToolCallList,
+    WaitQuery,
+    event_out,
+    parse_body,
+    parse_query,
+    tool_call_from_decision,
+    tool_call_from_request,
+)
+from tapgate.bot.keys import CLOCK, CONFIG, GATE, METRICS, STORE
+from tapgate.bot.openapi import openapi_document
+from tapgate.core.models import GateEvent, Request, ToolCall
+from tapgate.errors import RequestNotFound, ResolveError
+
+__all__ = ["AGENT", "HEARTBEAT_INTERVAL", "STREAM_QUEUE_SIZE", "setup_api"]
+
+log = logging.getLogger(__name__)
+
+AGENT = web.RequestKey("tapgate.agent", str)
+"""The authenticated agent's name, set on every ``/v1`` request but the OpenAPI document."""
+
+HEARTBEAT_INTERVAL = 15.0
+"""Seconds between SSE comment lines: keeps proxies from closing a quiet stream."""
+
+STREAM_QUEUE_SIZE = 256
+"""Events buffered per SSE client; a client that falls further behind loses the oldest."""
+
+_BEAT = timedelta(seconds=HEARTBEAT_INTERVAL)
+_SHUTDOWN = web.AppKey("tapgate.api_shutdown", asyncio.Event)
+_PREFIX = "/v1"
+_PUBLIC = frozenset({"/v1/openapi.json"})
+_MAX_TOKEN = 1024  # longer than any configured token: refuse before comparing
+_CHALLENGE = 'Bearer realm="tapgate"'
+_HTTP_CODES = {
+    400: "bad_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+}
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def setup_api(app: web.Application) -> None:
-    """Register the agent API routes."""
+    """Register the agent API routes, its error middleware and its shutdown signal."""
+    app[_SHUTDOWN] = asyncio.Event()
+    app.on_shutdown.append(_shutting_down)
+    app.middlewares.append(_api_middleware)
+    app.router.add_post("/v1/tool-calls", submit_tool_call)
+    app.router.add_get("/v1/tool-calls", list_tool_calls)
+    app.router.add_get("/v1/tool-calls/{id}", get_tool_call)
+    app.router.add_post("/v1/tool-calls/{id}/cancel", cancel_tool_call)
+    app.router.add_get("/v1/events", stream_events)
+    app.router.add_get("/v1/openapi.json", get_openapi)
+
+
+async def _shutting_down(app: web.Application) -> None:
+    # on_shutdown runs before aiohttp waits for handlers: parked polls return now.
+    app[_SHUTDOWN].set()
+
+
+# -- plumbing ---------------------------------------------------------------------------
+
+
+@web.middleware
+async def _api_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Authenticate ``/v1`` requests and render every error there as JSON."""
+    if request.path != _PREFIX and not request.path.startswith(_PREFIX + "/"):
+        return await handler(request)
+    try:
+        if request.path not in _PUBLIC:
+            request[AGENT] = _authenticate(request)
+        return await handler(request)
+    except ApiError as exc:
+        return _error_response(exc)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        code = _HTTP_CODES.get(exc.status, f"http_{exc.status}")
+        headers = {k: v for k, v in exc.headers.items() if k == hdrs.ALLOW}
+        return _error_response(ApiError(exc.status, code, exc.reason, headers=headers))
+    except Exception:
+        log.exception("agent API: unexpected error on %s %s", request.method, request.path)
+        return _error_response(ApiError(500, "internal", "internal error; see the server log"))
+
+
+def _authenticate(request: web.Request) -> str:
+    """The agent named by the bearer token, or a 401 that tells nothing about near misses."""
+    scheme, _, token = request.headers.get(hdrs.AUTHORIZATION, "").partition(" ")
+    token = token.strip(" ")
+    if scheme.lower() != "bearer" or not token:
+        raise ApiError(
+            401, "unauthorized", "missing bearer token", headers={hdrs.WWW_AUTHENTICATE: _CHALLENGE}
+        )
+    agent = None
+    if len(token) <= _MAX_TOKEN and _encodable(token):
+        agent = request.app[CONFIG].agent_for_token(token)
+    if agent is None:
+        raise ApiError(
+            401,
+            "unauthorized",
+            "invalid bearer token",
+            headers={hdrs.WWW_AUTHENTICATE: f'{_CHALLENGE}, error="invalid_token"'},
+        )
+    return agent
+
+
+def _encodable(token: str) -> bool:
+    # Header bytes that are not UTF-8 arrive as surrogates, which .encode() refuses.
+    try:
+        token.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _error_response(exc: ApiError) -> web.Response:
+    return web.Response(
+        text=exc.json(), status=exc.status, headers=exc.headers, content_type="application/json"
+    )
+
+
+def _json(
+    model: BaseModel, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    return web.Response(
+        text=model.model_dump_json(),
+        status=status,
+        headers=headers,
+        content_type="application/json",
+    )
+
+
+async def _own(request: web.Request, request_id: str) -> Request:
+    """The caller's own request; someone else's is indistinguishable from a missing one."""
+    try:
+        found = await request.app[GATE].status(request_id)
+    except RequestNotFound:
+        found = None
+    if found is None or found.agent != request[AGENT]:
+        raise ApiError(404, "not_found", "no tool call with this id")
+    return found
+
+
+async def _long_poll(app: web.Application, pending: Request, seconds: float) -> Request:
+    """Park until the request is decided, ``seconds`` pass, or the server shuts down."""
+    waiter = asyncio.ensure_future(app[GATE].wait(pending.id, timeout=seconds))
+    stopper = asyncio.ensure_future(app[_SHUTDOWN].wait())
+    try:
+        await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        stopper.cancel()
+    if waiter.done() and not waiter.cancelled():
+        waiter.result()  # surface an error from the gate instead of hiding it
+    return await app[GATE].status(pending.id)
+
+
+# -- handlers ---------------------------------------------------------------------------
+
+
+async def submit_tool_call(request: web.Request) -> web.Response:
+    """``POST /v1/tool-calls``: decide now, or create (reuse) a request and maybe wait."""
+    app = request.app
+    body = parse_body(ToolCallIn, await request.read(), max_wait=app[CONFIG].server.max_wait)
+    call = ToolCall(
+        tool=body.tool,
+        arguments=body.arguments,
+        agent=request[AGENT],
+        session=body.session,
+        risk=body.risk,
+    )
+    ticket = await app[GATE].submit(call)
+    if ticket.decision is not None:
+        # Request outcomes are counted from gate events; immediate ones have none.
+        decision = ticket.decision
+        app[METRICS].decisions.labels(verdict=decision.verdict, source=decision.source).inc()
+        return _json(tool_call_from_decision(decision, call))
+    assert ticket.request is not None
+    current = ticket.request
+    if body.wait and current.is_pending:
+        current = await _long_poll(app, current, body.wait)
+    if ticket.reused:
+        return _json(tool_call_from_request(current, reused=True))
+    location = f"{_PREFIX}/tool-calls/{current.id}"
+    return _json(tool_call_from_request(current), 201, {hdrs.LOCATION: location})
+
+
+async def get_tool_call(request: web.Request) -> web.Response:
+    """``GET /v1/tool-calls/{id}?wait=S``: the state, long-polled while pending."""
+    query = parse_query(WaitQuery, request.query, max_wait=request.app[CONFIG].server.max_wait)
+    current = await _own(request, request.match_info["id"])
+    if query.wait and current.is_pending:
+        current = await _long_poll(request.app, current, query.wait)
+    return _json(tool_call_from_request(current))
+
+
+async def cancel_tool_call(request: web.Request) -> web.Response:
+    """``POST /v1/tool-calls/{id}/cancel``: withdraw a pending request; 409 once decided."""
+    raw = await request.read()
+    body = parse_body(CancelIn, raw) if raw.strip() else CancelIn()
+    current = await _own(request, request.match_info["id"])
+    gate = request.app[GATE]
+    try:
+        cancelled = await gate.cancel(current.id, by=f"agent:{request[AGENT]}", reason=body.reason)
+    except ResolveError:
+        latest = await gate.status(current.id)
+        raise ApiError(
+            409,
+            "already_decided",
+            f"the tool call is already {latest.status}",
+            tool_call=tool_call_from_request(latest),
+        ) from None
+    return _json(tool_call_from_request(cancelled))
+
+
+async def list_tool_calls(request: web.Request) -> web.Response:
+    """``GET /v1/tool-calls?status=&limit=``: the caller's requests only, newest first."""
+    query = parse_query(ListQuery, request.query)
+    found = await request.app[STORE].list_requests(
+        status=query.status, agent=request[AGENT], limit=query.limit
+    )
+    return _json(ToolCallList(tool_calls=[tool_call_from_request(r) for r in found]))
+
+
+async def get_openapi(request: web.Request) -> web.Response:
+    """``GET /v1/openapi.json``: public, since it describes the API and holds no data."""
+    return web.json_response(openapi_document(request.app[CONFIG].server.max_wait))
+
+
+async def stream_events(request: web.Request) -> web.StreamResponse:
+    """``GET /v1/events``: server-sent events about the caller's own requests."""
+    response = web.StreamResponse(
+        headers={
+            hdrs.CONTENT_TYPE: "text/event-stream",
+            hdrs.CACHE_CONTROL: "no-cache",
+            "X-Accel-Buffering": "no",  # nginx would otherwise buffer the stream
+        }
+    )
+    # Subscribe before the headers go out, so no event falls between the two.
+    async with request.app[GATE].bus.stream(maxsize=STREAM_QUEUE_SIZE) as queue:
+        await response.prepare(request)
+        with contextlib.suppress(ConnectionResetError):
+            await response.write(b": connected\n\n")
+            await _pump(request, response, queue)
+    return response
+
+
+async def _pump(
+    request: web.Request, response: web.StreamResponse, queue: asyncio.Queue[GateEvent]
+) -> None:
+    """Forward the agent's events, beat every ``HEARTBEAT_INTERVAL``, stop at shutdown."""
+    agent, clock = request[AGENT], request.app[CLOCK]
+    stopper = asyncio.ensure_future(request.app[_SHUTDOWN].wait())
+    getter: asyncio.Future[GateEvent] | None = None
+    next_beat = clock.now() + _BEAT
+    try:
+        while True:
+            getter = getter or asyncio.ensure_future(queue.get())
+            beat = asyncio.ensure_future(clock.sleep_until(next_beat))
+            racers: set[asyncio.Future[Any]] = {stopper, getter, beat}
+            try:
+                await asyncio.wait(racers, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                beat.cancel()
+            if stopper.done():
+                return
+            if getter.done():
+                event, getter = getter.result(), None
+                if event.request.agent == agent:
+                    await response.write(_frame(event))
+            else:
+                await response.write(b": heartbeat\n\n")
+                next_beat = clock.now() + _BEAT
+    finally:
+        stopper.cancel()
+        if getter is not None:
+            getter.cancel()
+
+
+def _frame(event: GateEvent) -> bytes:
+    # model_dump_json escapes newlines inside strings, so the data stays on one line.
+    return f"event: {event.kind}\ndata: {event_out(event).model_dump_json()}\n\n".encode()

@@ -20,7 +20,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-from sqlalchemy import Connection, and_, bindparam, delete, insert, literal, or_, select, update
+from sqlalchemy import (
+    Connection,
+    and_,
+    bindparam,
+    delete,
+    insert,
+    literal,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
@@ -46,7 +57,9 @@ T = TypeVar("T")
 # An identical pending request is reused: the partial unique index decides.
 _PENDING_CALL: dict[str, Any] = {
     "index_elements": ["agent", "session", "tool", "args_digest"],
-    "index_where": requests.c.status == "pending",
+    # A literal predicate: PostgreSQL infers the partial index from it even in a
+    # generic (cached) plan, where a bound parameter would no longer match.
+    "index_where": text("status = 'pending'"),
 }
 _INSERT_REQUEST = {
     "sqlite": sqlite.insert(requests).on_conflict_do_nothing(**_PENDING_CALL),
@@ -369,8 +382,11 @@ class Store:
         """Pending requests created before ``cutoff`` that were never reminded about."""
         query = (
             select(requests)
-            .where(requests.c.status == "pending", requests.c.created_at <= cutoff,
-                   requests.c.reminded_at.is_(None))
+            .where(
+                requests.c.status == "pending",
+                requests.c.created_at <= cutoff,
+                requests.c.reminded_at.is_(None),
+            )
             .order_by(requests.c.created_at)
             .limit(limit)
         )
@@ -384,8 +400,11 @@ class Store:
         """Queue one reminder per delivery, once per request (compare-and-set on reminded_at)."""
         mark = (
             update(requests)
-            .where(requests.c.id == request_id, requests.c.status == "pending",
-                   requests.c.reminded_at.is_(None))
+            .where(
+                requests.c.id == request_id,
+                requests.c.status == "pending",
+                requests.c.reminded_at.is_(None),
+            )
             .values(reminded_at=now)
         )
 

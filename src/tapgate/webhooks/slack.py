@@ -1,0 +1,398 @@
+"""Slack's interactivity endpoint: verified taps become decisions, refusals are told ephemerally.
+
+Owns ``POST /webhooks/slack`` (or the same through Socket Mode) from the raw
+bytes to the answer::
+
+    raw body ──X-Slack-Signature, timestamp within 300 s──► 401
+             ──UTF-8, form / JSON object──► 400
+             ──slack-bolt routes action_id / callback_id──► ack: 200 at once
+    tap ─(task owned here)─► workspace? ──core.taps.tap──► decision | ephemeral
+    Deny ─► approver of this request? ──► views.open (reason modal) | ephemeral
+    modal submitted ─► ack (closes it) ─► tap(deny, reason) | ephemeral
+
+What a tap *means* is :mod:`tapgate.core.taps`; this module only speaks
+Slack. A decided request's message is rewritten by the outbox dispatcher
+(every message of the request, on every channel), so a successful tap needs
+no answer here; a refused or late one gets an ephemeral sentence.
+
+Bolt behaviours this module works around (slack-bolt 1.x, read in its source):
+
+- ``AsyncBoltRequest`` parses the body in its constructor, before any
+  middleware, so with ``to_bolt_request`` unsigned bytes reach ``json.loads``;
+  and bolt answers 500 when a signed payload's fields have shapes its
+  middleware does not expect. So the signature is checked first, on the raw
+  bytes, with the gate's clock; the body is decoded as UTF-8 by us; whatever
+  bolt still cannot digest is answered 400. Bolt's own verification is off:
+  it would check the same bytes again against ``time.time()`` instead of the
+  injected clock, and slack_sdk's verifier raises (a 500) on a non-numeric
+  timestamp or a non-ASCII signature.
+- ``AsyncApp`` calls nothing at construction (``token_verification_enabled``
+  exists only on the sync ``App``), but its single-team authorization calls
+  ``auth.test`` before the first listener runs, inside Slack's 3-second
+  window, and fails that tap if Slack is slow. A static ``authorize`` keeps
+  every Slack API call off the path of the HTTP answer.
+- With ``process_before_response=False`` bolt runs each listener in an
+  unowned ``ensure_future`` and polls every 10 ms for ``ack()``. Here bolt
+  runs the listener inline; the listener acks at once and hands the work to
+  a task this object owns and drains on :meth:`SlackWebhook.close`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from tapgate.core.actions import SLACK_ACTIONS
+from tapgate.core.gate import Gate
+from tapgate.core.models import Request
+from tapgate.core.taps import already_message, tap
+from tapgate.errors import ConfigError, RequestNotFound
+from tapgate.webhooks._slack_views import (
+    DENY_CALLBACK_ID,
+    SIGNATURE_HEADER,
+    SIGNATURE_WINDOW,
+    TIMESTAMP_HEADER,
+    Interaction,
+    SlackReplies,
+    check_signature,
+    parse_action,
+    parse_deny_submission,
+    slack_signature,
+    verify_signature,
+)
+
+__all__ = [
+    "SIGNATURE_WINDOW",
+    "SlackWebhook",
+    "check_signature",
+    "slack_signature",
+    "verify_signature",
+]
+
+_log = logging.getLogger(__name__)
+
+NOT_APPROVER = "You are not an approver for this request."
+NOT_FOUND = "This request does not exist (any more)."
+TRY_AGAIN = "tapgate could not record that just now; please tap the button again."
+MODAL_FAILED = "tapgate could not open the deny dialog; please tap Deny again."
+_TOKEN_ERRORS = frozenset({"invalid_auth", "not_authed", "not_allowed_token_type", "token_revoked"})
+
+
+class SlackWebhook:
+    """Receives Slack interactions for one app and resolves taps through ``gate``.
+
+    ``team_id`` pins the workspace: a tap from any other is refused even
+    when its user id matches an approver's. ``on_reject`` hears why a call
+    or tap was refused (``"signature"``, ``"payload"``, ``"workspace"``);
+    ``on_decision`` hears the seconds from a verified tap to its recorded
+    decision. Nothing here contacts Slack until a tap needs an answer or
+    :meth:`start_socket_mode` is called.
+    """
+
+    def __init__(
+        self,
+        *,
+        gate: Gate,
+        signing_secret: str,
+        bot_token: str,
+        api_base_url: str = "https://slack.com/api/",
+        team_id: str | None = None,
+        timeout: float = 10.0,
+        on_reject: Callable[[str], None] | None = None,
+        on_decision: Callable[[float], None] | None = None,
+    ) -> None:
+        if not signing_secret:
+            # HMAC with an empty key is a signature anyone can compute.
+            raise ValueError("the Slack signing secret must not be empty")
+        self._gate = gate
+        self._secret = signing_secret.encode("utf-8")
+        self._bot_token = bot_token
+        self._team_id = team_id
+        self._timeout = timeout
+        self._on_reject = on_reject
+        self._on_decision = on_decision
+        # retry_handlers=[]: a re-sent ephemeral or views.open is worse than none.
+        # timeout is annotated int, but only ever handed to aiohttp.ClientTimeout(total=...).
+        client_args: dict[str, Any] = {"base_url": api_base_url, "timeout": timeout}
+        self._client = AsyncWebClient(token=bot_token, retry_handlers=[], **client_args)
+        self._bolt = self._build_bolt(
+            signing_secret, AsyncWebClient(retry_handlers=[], **client_args)
+        )
+        self._replies = SlackReplies(self._client, timeout=timeout)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._socket: AsyncSocketModeHandler | None = None
+
+    def _build_bolt(self, signing_secret: str, client: AsyncWebClient) -> AsyncApp:
+        # The client bolt gets has no token: ``authorize`` supplies it per request
+        # (a token on the client too would only make bolt log that it ignores it).
+        # A plain function: bolt fills a bound method's ``self`` with None.
+        bot_token = self._bot_token
+
+        async def authorize(enterprise_id: str | None, team_id: str | None) -> AuthorizeResult:
+            return AuthorizeResult(
+                enterprise_id=enterprise_id, team_id=team_id, bot_token=bot_token
+            )
+
+        bolt = AsyncApp(
+            name="tapgate",
+            logger=_log.getChild("bolt"),
+            signing_secret=signing_secret,
+            client=client,
+            authorize=authorize,
+            request_verification_enabled=False,  # done first, on the raw bytes: see above
+            process_before_response=True,
+        )
+        for action_id in SLACK_ACTIONS:
+            bolt.action(action_id)(self._on_action)
+        bolt.view(DENY_CALLBACK_ID)(self._on_deny_submission)
+        return bolt
+
+    # -- HTTP and Socket Mode ---------------------------------------------------------
+
+    async def __call__(self, request: web.Request) -> web.Response:
+        """``POST /webhooks/slack``: 401 unless signed and fresh, 400 unless well-formed."""
+        body = await request.read()
+        check = check_signature(
+            self._secret,
+            body,
+            timestamp=request.headers.get(TIMESTAMP_HEADER),
+            signature=request.headers.get(SIGNATURE_HEADER),
+            now=self._gate.clock.now().timestamp(),
+        )
+        if check != "ok":
+            _log.warning("Slack webhook refused: signature %s", check)
+            return self._refuse("signature", 401, "invalid request")
+        bolt_request = _bolt_request(body, request)
+        if bolt_request is None:
+            _log.warning("Slack webhook refused: signed but malformed payload")
+            return self._refuse("payload", 400, "malformed payload")
+        response = await self._bolt.async_dispatch(bolt_request)
+        if response.status >= 500:  # our listeners never raise: bolt choked on the payload
+            _log.warning("Slack webhook refused: bolt could not process a signed payload")
+            return self._refuse("payload", 400, "malformed payload")
+        return await to_aiohttp_response(response)
+
+    async def start_socket_mode(self, app_token: str) -> None:
+        """Receive interactions over Socket Mode (an ``xapp-`` token) instead of the route.
+
+        The first WebSocket URL is fetched here, so a wrong token fails the
+        start with a :class:`~tapgate.errors.ConfigError` instead of the SDK
+        retrying forever; the connection attempt is bounded by ``timeout``.
+        Later reconnects are the SDK's job.
+        """
+        if self._socket is not None:
+            raise RuntimeError("Socket Mode is already running")
+        handler = AsyncSocketModeHandler(self._bolt, app_token)  # opens a session: in the loop
+        try:
+            handler.client.wss_uri = await self._socket_url(app_token)
+            async with asyncio.timeout(self._timeout):
+                await handler.connect_async()  # type: ignore[no-untyped-call]  # untyped in bolt
+        except BaseException:
+            await _close_socket(handler)
+            raise
+        self._socket = handler
+
+    async def close(self) -> None:
+        """Disconnect Socket Mode, then let taps in flight finish (bounded by ``timeout``)."""
+        socket, self._socket = self._socket, None
+        if socket is not None:
+            await _close_socket(socket)
+        tasks = set(self._tasks)
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=self._timeout)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+    async def _socket_url(self, app_token: str) -> str:
+        try:
+            response = await self._client.apps_connections_open(app_token=app_token)
+        except SlackApiError as error:
+            code = str(error.response.get("error", ""))
+            if code in _TOKEN_ERRORS:
+                raise ConfigError(
+                    "channels.slack.app_token", f"Slack refused the app-level token: {code}"
+                ) from None
+            raise
+        return str(response["url"])
+
+    # -- bolt listeners: ack at once, work in an owned task ---------------------------
+
+    async def _on_action(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
+        started = time.perf_counter()
+        interaction = parse_action(body)
+        if interaction is None:
+            return self._refuse_bolt("payload")
+        response = await ack()
+        if interaction.action == "deny":
+            self._spawn(interaction, self._ask_reason(interaction))
+        else:
+            self._spawn(interaction, self._decide(interaction, started))
+        return response
+
+    async def _on_deny_submission(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
+        """The reason modal was submitted: close it at once, then deny.
+
+        Whether the deny still applies is known only after the compare-and-set;
+        a late one (decided meanwhile, expired) is told ephemerally, like a
+        late tap, rather than by keeping the modal open with an error.
+        """
+        started = time.perf_counter()
+        interaction = parse_deny_submission(body)
+        if interaction is None:
+            return self._refuse_bolt("payload")
+        response = await ack()
+        self._spawn(interaction, self._decide(interaction, started))
+        return response
+
+    def _spawn(self, interaction: Interaction, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(self._guarded(interaction, work))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _guarded(self, interaction: Interaction, work: Coroutine[Any, Any, None]) -> None:
+        try:
+            await work
+        except Exception:  # the store or Slack failed: say so rather than stay silent
+            _log.exception("Slack tap on request %s could not be handled", interaction.request_id)
+            try:
+                await self._replies.tell(interaction, TRY_AGAIN)
+            except Exception:  # nothing is left to tell anyone with
+                _log.exception("could not tell Slack user %s", interaction.user_id)
+
+    # -- the work ---------------------------------------------------------------------
+
+    async def _decide(self, interaction: Interaction, started: float) -> None:
+        """Approve, allow for the session, or deny (with the modal's reason)."""
+        if not await self._same_workspace(interaction):
+            return
+        outcome = await tap(
+            self._gate,
+            channel="slack",
+            user_id=interaction.user_id,
+            team=interaction.team,
+            action=interaction.action,
+            request_id=interaction.request_id,
+            reason=interaction.reason,
+        )
+        _log.info(
+            "Slack tap %s by %s on request %s: %s",
+            interaction.action,
+            outcome.approver or interaction.user_id,
+            interaction.request_id,
+            outcome.kind,
+        )
+        if outcome.applied:
+            if self._on_decision is not None:
+                self._on_decision(time.perf_counter() - started)
+            return
+        await self._replies.tell(interaction, outcome.message)
+
+    async def _ask_reason(self, interaction: Interaction) -> None:
+        """Open the deny-reason modal, but only for an approver of a still-open request."""
+        if not await self._same_workspace(interaction):
+            return
+        try:
+            request = await self._gate.status(interaction.request_id)
+        except RequestNotFound:
+            await self._replies.tell(interaction, NOT_FOUND)
+            return
+        refusal = await self._deny_refusal(interaction, request)
+        if refusal is not None:
+            await self._replies.tell(interaction, refusal)
+            return
+        if not await self._replies.open_deny_modal(interaction, request):
+            await self._replies.tell(interaction, MODAL_FAILED)
+
+    async def _deny_refusal(self, interaction: Interaction, request: Request) -> str | None:
+        """Why this tapper may not deny ``request`` now, or ``None`` if they may."""
+        if request.is_pending and request.expires_at <= self._gate.clock.now():
+            return already_message(request, "expired")
+        if not request.is_pending:
+            return already_message(request, request.status)
+        name = self._gate.directory.identify("slack", interaction.user_id, interaction.team)
+        if name is not None and name in request.approvers:
+            return None
+        await self._audit_refusal(interaction, name, "not an approver")
+        return NOT_APPROVER
+
+    async def _same_workspace(self, interaction: Interaction) -> bool:
+        """False (and the tapper told) when ``team_id`` is set and the tap is from elsewhere."""
+        if self._team_id is None or interaction.team == self._team_id:
+            return True
+        _log.warning(
+            "Slack tap from workspace %s refused (expected %s)", interaction.team, self._team_id
+        )
+        self._note_reject("workspace")
+        name = self._gate.directory.identify("slack", interaction.user_id, interaction.team)
+        await self._audit_refusal(interaction, name, "another workspace")
+        await self._replies.tell(interaction, NOT_APPROVER)
+        return False
+
+    async def _audit_refusal(self, interaction: Interaction, name: str | None, why: str) -> None:
+        """Audit a refusal decided here, as the store audits the ones it decides."""
+        await self._gate.store.record(
+            "refused",
+            request_id=interaction.request_id,
+            actor=name or f"slack:{interaction.user_id}",
+            now=self._gate.clock.now(),
+            detail={
+                "channel": "slack",
+                "user_id": interaction.user_id,
+                "team": interaction.team,
+                "wanted": "denied" if interaction.action == "deny" else "approved",
+                "why": why,
+            },
+        )
+
+    # -- refusals ---------------------------------------------------------------------
+
+    def _note_reject(self, reason: str) -> None:
+        if self._on_reject is not None:
+            self._on_reject(reason)
+
+    def _refuse(self, reason: str, status: int, error: str) -> web.Response:
+        self._note_reject(reason)
+        return web.json_response({"error": error}, status=status)
+
+    def _refuse_bolt(self, reason: str) -> BoltResponse:
+        _log.warning("Slack interaction refused: not a tapgate tap we can read")
+        self._note_reject(reason)
+        return BoltResponse(status=400, body={"error": "malformed interaction"})
+
+
+def _bolt_request(body: bytes, request: web.Request) -> AsyncBoltRequest | None:
+    """What ``to_bolt_request`` builds, from the verified bytes; ``None`` if bolt cannot.
+
+    Decoded as UTF-8 (what Slack sends) rather than with whatever charset the
+    request claims, so bolt parses exactly the bytes whose signature passed.
+    """
+    headers: dict[str, str | Sequence[str]] = dict(request.headers)
+    try:
+        text = body.decode("utf-8")
+        bolt_request = AsyncBoltRequest(body=text, query=request.query_string, headers=headers)
+    except Exception:  # JSON, UTF-8, nesting, or bolt's context extraction on odd shapes
+        return None
+    return bolt_request if isinstance(bolt_request.body, dict) else None
+
+
+async def _close_socket(handler: AsyncSocketModeHandler) -> None:
+    """Close the Socket Mode client and wait for the tasks it cancelled, so none outlives it."""
+    client = handler.client
+    await handler.close_async()  # type: ignore[no-untyped-call]  # untyped in bolt
+    tasks = [client.message_processor, client.current_session_monitor, client.message_receiver]
+    await asyncio.gather(*(t for t in tasks if t is not None), return_exceptions=True)

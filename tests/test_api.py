@@ -1,0 +1,699 @@
+"""The agent HTTP API through the real app: decisions, long-polls, ownership, errors, SSE.
+
+Every test talks to ``build_app``'s server over loopback with aiohttp's test
+client, on a real SQLite file and a manual clock; approvers' decisions come
+from the gate itself (``app[GATE].resolve``), as a webhook would make them.
+Every JSON response is parsed with the response models, so the OpenAPI
+schemas generated from them are checked against real traffic as a side effect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from aiohttp import ClientResponse, web
+from aiohttp.test_utils import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tapgate.bot._api_models import (
+    CancelIn,
+    ErrorOut,
+    EventOut,
+    ToolCallIn,
+    ToolCallList,
+    ToolCallOut,
+)
+from tapgate.bot.api import HEARTBEAT_INTERVAL
+from tapgate.bot.app import build_app
+from tapgate.bot.config import Config, parse_config
+from tapgate.bot.keys import GATE, METRICS, STORE
+from tapgate.bot.openapi import EXAMPLES, openapi_document
+from tapgate.core.clock import ManualClock
+from tapgate.core.gate import Gate
+from tapgate.notifiers.recording import RecordingNotifier
+
+CI = "ci-bot-token-0123456789abcdef"
+OTHER = "other-agent-token-0123456789"
+MAX_WAIT = 60
+
+Client = TestClient[web.Request, web.Application]
+
+
+def make_config(db_url: str) -> Config:
+    return parse_config(
+        {
+            "server": {"max_wait": MAX_WAIT},
+            "store": {"url": db_url},
+            "agents": [{"name": "ci-bot", "token": CI}, {"name": "other", "token": OTHER}],
+            "approvers": [{"name": "alice", "slack": "U0ALICE"}, {"name": "bob", "slack": "U0BOB"}],
+            "policy": {
+                "default_approvers": ["alice"],
+                "tools": {"read_file": {"risk": "read_only"}, "drop_db": {"risk": "destructive"}},
+                "rules": [
+                    {
+                        "tool": "deploy",
+                        "action": "ask",
+                        "approvers": ["alice", "bob"],
+                        "reason": "deploys need a human",
+                    },
+                ],
+            },
+        }
+    )
+
+
+@dataclass
+class Api:
+    """The served app plus a few verbs; every response body is checked against its model."""
+
+    client: Client
+    clock: ManualClock
+
+    @property
+    def app(self) -> web.Application:
+        return self.client.app  # type: ignore[return-value]
+
+    @property
+    def gate(self) -> Gate:
+        return self.app[GATE]
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        token: str | None = CI,
+        raw: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, dict[str, Any], ClientResponse]:
+        sent = dict(headers or {})
+        if token is not None:
+            sent.setdefault("Authorization", f"Bearer {token}")
+        data = raw if raw is not None else (None if body is None else json.dumps(body))
+        async with self.client.request(method, path, data=data, headers=sent) as resp:
+            text = await resp.text()
+        assert resp.content_type == "application/json", (resp.status, text)
+        data = json.loads(text)
+        if resp.status >= 400:
+            ErrorOut.model_validate_json(text)
+        elif "tool_calls" in data:
+            ToolCallList.model_validate_json(text)
+        elif "openapi" not in data:
+            ToolCallOut.model_validate_json(text)
+        return resp.status, data, resp
+
+    async def submit(self, tool: str, token: str = CI, **fields: Any) -> tuple[int, dict[str, Any]]:
+        status, body, _ = await self.call(
+            "POST", "/v1/tool-calls", {"tool": tool, **fields}, token=token
+        )
+        return status, body
+
+    async def ask(self, token: str = CI, **arguments: Any) -> str:
+        """A new pending deploy request; its id."""
+        status, body = await self.submit("deploy", token, arguments=arguments or {"env": "prod"})
+        assert status == 201 and body["decision"] == "pending"
+        return str(body["id"])
+
+    async def parked(self, request_id: str) -> None:
+        """Return once a long-poll waits on ``request_id``.
+
+        The gate has no public waiter count; this private read only decides
+        *when* the test acts (after the poll is parked), never what it asserts.
+        """
+        for _ in range(5000):
+            if self.gate._waiters.get(request_id):
+                return
+            await asyncio.sleep(0.001)
+        raise AssertionError(f"no long-poll parked on {request_id}")
+
+    async def requests_in_store(self) -> int:
+        return len(await self.app[STORE].list_requests(limit=1000))
+
+    def decisions(self, verdict: str, source: str) -> float:
+        labels = {"verdict": verdict, "source": source}
+        value = self.app[METRICS].registry.get_sample_value("tapgate_decisions_total", labels)
+        return value or 0.0
+
+
+@pytest.fixture
+def config(db_url: str) -> Config:
+    return make_config(db_url)
+
+
+@pytest.fixture
+async def api(
+    aiohttp_client: Callable[[web.Application], Awaitable[Client]],
+    config: Config,
+    clock: ManualClock,
+) -> Api:
+    app = build_app(config, clock=clock, notifiers=[RecordingNotifier("console")])
+    return Api(client=await aiohttp_client(app), clock=clock)
+
+
+# -- submitting ------------------------------------------------------------------------
+
+
+async def test_a_read_only_tool_is_allowed_at_once_and_counted(api: Api) -> None:
+    status, body = await api.submit("read_file", arguments={"path": "README.md"})
+    assert status == 200
+    assert body["id"] is None and body["decision"] == "allow" and body["status"] == "allowed"
+    assert body["source"] == "policy" and body["rule"] == "policy.risk_defaults.read_only"
+    assert body["expires_at"] is None and body["approvers"] == [] and body["reused"] is False
+    assert api.decisions("allow", "policy") == 1
+    assert await api.requests_in_store() == 0
+
+
+async def test_a_destructive_tool_is_denied_at_once_and_counted(api: Api) -> None:
+    status, body = await api.submit("drop_db", arguments={"name": "prod"})
+    assert status == 200
+    assert body["id"] is None and body["decision"] == "deny" and body["status"] == "denied"
+    assert "destructive" in body["reason"]
+    assert api.decisions("deny", "policy") == 1
+
+
+async def test_an_ask_creates_a_pending_request_and_a_repeat_reuses_it(api: Api) -> None:
+    status, first, resp = await api.call(
+        "POST", "/v1/tool-calls", {"tool": "deploy", "arguments": {"env": "prod"}, "session": "s1"}
+    )
+    assert status == 201
+    assert resp.headers["Location"] == f"/v1/tool-calls/{first['id']}"
+    assert first["decision"] == "pending" and first["status"] == "pending"
+    assert first["reason"] == "deploys need a human" and first["rule"] == "policy.rules[0]"
+    assert first["approvers"] == ["alice", "bob"] and first["session"] == "s1"
+    assert first["decided_by"] is None and first["source"] is None
+    assert first["expires_at"] is not None
+
+    status, again = await api.submit("deploy", arguments={"env": "prod"}, session="s1")
+    assert status == 200 and again["reused"] is True and again["id"] == first["id"]
+    assert api.decisions("allow", "policy") == api.decisions("deny", "policy") == 0
+
+
+async def test_submit_with_wait_returns_when_an_approver_decides(api: Api) -> None:
+    poll = asyncio.create_task(api.submit("deploy", arguments={"env": "prod"}, wait=30))
+    for _ in range(5000):
+        pending = await api.app[STORE].list_requests(status="pending")
+        if pending:
+            break
+        await asyncio.sleep(0.001)
+    await api.parked(pending[0].id)
+    await api.gate.resolve(pending[0].id, "approve", by="alice")
+    status, body = await poll
+    assert status == 201
+    assert body["decision"] == "allow" and body["status"] == "approved"
+    assert body["decided_by"] == "alice" and body["source"] == "approver"
+    assert body["resolved_at"] is not None
+
+
+# -- long-polling ----------------------------------------------------------------------
+
+
+async def test_a_long_poll_returns_when_the_request_is_resolved(api: Api) -> None:
+    request_id = await api.ask()
+    poll = asyncio.create_task(api.call("GET", f"/v1/tool-calls/{request_id}?wait=30"))
+    await api.parked(request_id)
+    assert not poll.done()
+    await api.gate.resolve(request_id, "deny", by="bob", reason="not on a Friday")
+    status, body, _ = await poll
+    assert status == 200
+    assert body["decision"] == "deny" and body["status"] == "denied"
+    assert body["decided_by"] == "bob" and body["reason"] == "not on a Friday"
+
+
+async def test_a_long_poll_that_times_out_reports_pending(api: Api) -> None:
+    request_id = await api.ask()
+    poll = asyncio.create_task(api.call("GET", f"/v1/tool-calls/{request_id}?wait=5"))
+    await api.parked(request_id)
+    api.clock.advance(5)
+    status, body, _ = await poll
+    assert status == 200 and body["decision"] == "pending" and body["id"] == request_id
+
+
+async def test_parked_long_polls_hold_no_database_connection(api: Api) -> None:
+    # SQLite runs every transaction on one thread: a poll that held it would
+    # block the submit and the list below until the polls ended.
+    request_id = await api.ask()
+    polls = [
+        asyncio.create_task(api.call("GET", f"/v1/tool-calls/{request_id}?wait=60"))
+        for _ in range(40)
+    ]
+    for _ in range(5000):
+        if len(api.gate._waiters.get(request_id, ())) == len(polls):
+            break
+        await asyncio.sleep(0.001)
+    status, _ = await api.submit("read_file")
+    assert status == 200
+    status, listed, _ = await api.call("GET", "/v1/tool-calls?status=pending")
+    assert status == 200 and [c["id"] for c in listed["tool_calls"]] == [request_id]
+    await api.gate.resolve(request_id, "approve", by="alice")
+    results = await asyncio.gather(*polls)
+    assert {body["status"] for _, body, _ in results} == {"approved"}
+
+
+async def test_a_parked_long_poll_answers_at_once_when_the_server_shuts_down(api: Api) -> None:
+    request_id = await api.ask()
+    poll = asyncio.create_task(api.call("GET", f"/v1/tool-calls/{request_id}?wait=60"))
+    await api.parked(request_id)
+    await api.client.server.close()
+    status, body, _ = await poll
+    assert status == 200 and body["decision"] == "pending"
+
+
+# -- cancelling, listing, ownership ----------------------------------------------------
+
+
+async def test_cancel_then_a_second_cancel_is_a_409_with_the_current_state(api: Api) -> None:
+    request_id = await api.ask()
+    status, body, _ = await api.call(
+        "POST", f"/v1/tool-calls/{request_id}/cancel", {"reason": "no longer needed"}
+    )
+    assert status == 200 and body["status"] == "cancelled" and body["decision"] == "deny"
+    assert body["decided_by"] == "agent:ci-bot" and body["reason"] == "no longer needed"
+
+    status, body, _ = await api.call("POST", f"/v1/tool-calls/{request_id}/cancel")
+    assert status == 409
+    assert body["error"]["code"] == "already_decided"
+    assert body["tool_call"]["status"] == "cancelled"
+
+
+async def test_cancelling_an_approved_request_is_a_409(api: Api) -> None:
+    request_id = await api.ask()
+    await api.gate.resolve(request_id, "approve", by="alice")
+    status, body, _ = await api.call("POST", f"/v1/tool-calls/{request_id}/cancel")
+    assert status == 409 and body["tool_call"]["decision"] == "allow"
+
+
+async def test_another_agents_request_is_a_404_like_an_unknown_one(api: Api) -> None:
+    theirs = await api.ask(token=OTHER)
+    unknown = await api.call("GET", "/v1/tool-calls/no-such-id")
+    for method, path in [
+        ("GET", f"/v1/tool-calls/{theirs}"),
+        ("GET", f"/v1/tool-calls/{theirs}?wait=5"),
+        ("POST", f"/v1/tool-calls/{theirs}/cancel"),
+    ]:
+        status, body, _ = await api.call(method, path)
+        assert (status, body) == unknown[:2] == (404, body)
+        assert body["error"]["code"] == "not_found"
+    status, listed, _ = await api.call("GET", "/v1/tool-calls")
+    assert listed["tool_calls"] == []
+    assert (await api.gate.status(theirs)).status == "pending"
+
+
+async def test_the_list_holds_only_the_callers_requests_filtered_and_limited(api: Api) -> None:
+    mine = [await api.ask(n=str(n)) for n in range(3)]
+    await api.ask(token=OTHER)
+    await api.gate.resolve(mine[0], "approve", by="alice")
+    _, pending, _ = await api.call("GET", "/v1/tool-calls?status=pending")
+    assert {c["id"] for c in pending["tool_calls"]} == set(mine[1:])
+    _, limited, _ = await api.call("GET", "/v1/tool-calls?limit=1")
+    assert len(limited["tool_calls"]) == 1
+    _, everything, _ = await api.call("GET", "/v1/tool-calls")
+    assert {c["id"] for c in everything["tool_calls"]} == set(mine)
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix", "body"),
+    [
+        ("POST", "/approve", None),
+        ("POST", "/deny", None),
+        ("POST", "/resolve", {"decision": "approve", "by": "alice"}),
+        ("POST", "/decision", {"verdict": "allow"}),
+        ("POST", "", {"status": "approved"}),
+        ("PUT", "", {"status": "approved"}),
+        ("PATCH", "", {"status": "approved"}),
+        ("DELETE", "", None),
+        ("GET", "/approve", None),
+    ],
+)
+async def test_no_route_lets_an_agent_resolve(
+    api: Api, method: str, suffix: str, body: Any
+) -> None:
+    request_id = await api.ask()
+    status, error, resp = await api.call(method, f"/v1/tool-calls/{request_id}{suffix}", body)
+    assert status in (404, 405)
+    assert error["error"]["code"] in ("not_found", "method_not_allowed")
+    if status == 405:
+        assert "GET" in resp.headers["Allow"]
+    assert (await api.gate.status(request_id)).status == "pending"
+
+
+# -- authentication and errors -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        None,
+        "",
+        "Bearer",
+        "Bearer ",
+        f"Basic {CI}",
+        f"Token {CI}",
+        "Bearer not-a-known-token-1234",
+        f"Bearer {CI}x",
+        f"Bearer {CI[:-1]}",
+        "Bearer " + "x" * 5000,
+    ],
+)
+async def test_requests_without_a_valid_token_are_401(api: Api, authorization: str | None) -> None:
+    headers = {} if authorization is None else {"Authorization": authorization}
+    for method, path in [
+        ("POST", "/v1/tool-calls"),
+        ("GET", "/v1/tool-calls"),
+        ("GET", "/v1/events"),
+        ("GET", "/v1/no-such-route"),
+    ]:
+        status, body, resp = await api.call(
+            method, path, {"tool": "deploy"}, token=None, headers=headers
+        )
+        assert status == 401 and body["error"]["code"] == "unauthorized"
+        assert resp.headers["WWW-Authenticate"].startswith("Bearer")
+    assert await api.requests_in_store() == 0
+
+
+async def test_the_bearer_scheme_is_case_insensitive(api: Api) -> None:
+    status, _, _ = await api.call(
+        "GET", "/v1/tool-calls", token=None, headers={"Authorization": f"bearer {CI}"}
+    )
+    assert status == 200
+
+
+@pytest.mark.parametrize(
+    ("raw", "code", "path"),
+    [
+        (b"", "invalid_json", None),
+        (b"{not json", "invalid_json", None),
+        (b'{"tool": "deploy", "arguments": {"x": "\\ud800"}}', "invalid_json", None),
+        (b"[]", "invalid_body", None),
+        (b'"deploy"', "invalid_body", None),
+        (b"{}", "invalid_body", "tool"),
+        (b'{"tool": 1}', "invalid_body", "tool"),
+        (b'{"tool": ""}', "invalid_body", "tool"),
+        (b'{"tool": "de\\u0000ploy"}', "invalid_body", "tool"),
+        (b'{"tool": "' + b"t" * 201 + b'"}', "invalid_body", "tool"),
+        (b'{"tool": "deploy", "wiat": 3}', "invalid_body", "wiat"),
+        (b'{"tool": "deploy", "arguments": []}', "invalid_body", "arguments"),
+        (b'{"tool": "deploy", "arguments": {"x": NaN}}', "invalid_body", "arguments.x"),
+        (
+            b'{"tool": "deploy", "arguments": {"a": {"b": [1, 1e999]}}}',
+            "invalid_body",
+            "arguments.a.b[1]",
+        ),
+        (b'{"tool": "deploy", "session": 7}', "invalid_body", "session"),
+        (b'{"tool": "deploy", "risk": "harmless"}', "invalid_body", "risk"),
+        (b'{"tool": "deploy", "wait": "5"}', "invalid_body", "wait"),
+        (b'{"tool": "deploy", "wait": true}', "invalid_body", "wait"),
+        (b'{"tool": "deploy", "wait": -1}', "invalid_body", "wait"),
+        (b'{"tool": "deploy", "wait": 61}', "invalid_body", "wait"),
+        (b'{"tool": "deploy", "wait": Infinity}', "invalid_body", "wait"),
+    ],
+)
+async def test_a_bad_body_is_400_naming_the_field(
+    api: Api, raw: bytes, code: str, path: str | None
+) -> None:
+    status, body, _ = await api.call("POST", "/v1/tool-calls", raw=raw)
+    assert status == 400
+    assert body["error"]["code"] == code and body["error"]["path"] == path
+    assert await api.requests_in_store() == 0
+
+
+@pytest.mark.parametrize(
+    ("target", "path"),
+    [
+        ("/v1/tool-calls/ID?wait=abc", "wait"),
+        ("/v1/tool-calls/ID?wait=61", "wait"),
+        ("/v1/tool-calls/ID?wait=nan", "wait"),
+        ("/v1/tool-calls/ID?wiat=1", "wiat"),
+        ("/v1/tool-calls?limit=0", "limit"),
+        ("/v1/tool-calls?limit=many", "limit"),
+        ("/v1/tool-calls?status=maybe", "status"),
+    ],
+)
+async def test_a_bad_query_is_400_naming_the_parameter(api: Api, target: str, path: str) -> None:
+    request_id = await api.ask()
+    status, body, _ = await api.call("GET", target.replace("ID", request_id))
+    assert status == 400 and body["error"] == {
+        "code": "invalid_query",
+        "message": body["error"]["message"],
+        "path": path,
+    }
+
+
+async def test_a_bad_cancel_body_is_400(api: Api) -> None:
+    request_id = await api.ask()
+    status, body, _ = await api.call("POST", f"/v1/tool-calls/{request_id}/cancel", {"reason": 5})
+    assert status == 400 and body["error"]["path"] == "reason"
+    assert (await api.gate.status(request_id)).status == "pending"
+
+
+async def test_unknown_routes_and_methods_under_v1_are_json(api: Api) -> None:
+    status, body, _ = await api.call("GET", "/v1/nothing-here")
+    assert status == 404 and body["error"]["code"] == "not_found"
+    status, body, resp = await api.call("DELETE", "/v1/tool-calls")
+    assert status == 405 and body["error"]["code"] == "method_not_allowed"
+    assert set(resp.headers["Allow"].split(",")) >= {"GET", "POST"}
+
+
+async def test_an_oversized_body_is_a_json_413(api: Api) -> None:
+    raw = json.dumps({"tool": "deploy", "arguments": {"blob": "x" * 2_000_000}}).encode()
+    status, body, _ = await api.call("POST", "/v1/tool-calls", raw=raw)
+    assert status == 413 and body["error"]["code"] == "payload_too_large"
+    assert await api.requests_in_store() == 0
+
+
+# -- server-sent events --------------------------------------------------------------------
+
+
+class Stream:
+    """An open ``GET /v1/events`` response, read one frame at a time."""
+
+    def __init__(self, resp: ClientResponse) -> None:
+        self.resp = resp
+
+    async def frame(self) -> str:
+        raw = await asyncio.wait_for(self.resp.content.readuntil(b"\n\n"), timeout=10)
+        return raw.decode()
+
+    async def events(self, until: Callable[[EventOut], bool]) -> list[EventOut]:
+        seen: list[EventOut] = []
+        while not seen or not until(seen[-1]):
+            text = await self.frame()
+            if text.startswith(":"):
+                continue
+            kind_line, data_line = text.strip().split("\n")
+            event = EventOut.model_validate_json(data_line.removeprefix("data: "))
+            assert kind_line == f"event: {event.kind}"
+            seen.append(event)
+        return seen
+
+
+async def open_stream(api: Api, token: str = CI) -> Stream:
+    resp = await api.client.get("/v1/events", headers={"Authorization": f"Bearer {token}"})
+    assert resp.status == 200
+    assert resp.headers["Content-Type"].startswith("text/event-stream")
+    stream = Stream(resp)
+    assert await stream.frame() == ": connected\n\n"
+    return stream
+
+
+async def test_the_event_stream_carries_the_callers_events_only(api: Api) -> None:
+    stream = await open_stream(api)
+    theirs = await api.ask(token=OTHER)
+    mine = await api.ask()
+    await api.gate.resolve(theirs, "approve", by="alice")
+    await api.gate.resolve(mine, "approve", by="alice")
+    events = await stream.events(until=lambda e: e.kind == "resolved")
+    assert {e.request_id for e in events} == {mine}
+    kinds = [e.kind for e in events]
+    assert kinds[0] == "requested" and kinds[-1] == "resolved"
+    assert set(kinds) <= {"requested", "notified", "resolved"}
+    assert events[-1].status == "approved" and events[-1].decision == "allow"
+    assert events[-1].tool == "deploy" and events[-1].at == api.clock.now()
+    stream.resp.close()
+
+
+async def test_the_event_stream_reports_cancellation(api: Api) -> None:
+    stream = await open_stream(api)
+    mine = await api.ask()
+    await api.call("POST", f"/v1/tool-calls/{mine}/cancel")
+    events = await stream.events(until=lambda e: e.kind == "cancelled")
+    assert events[-1].request_id == mine and events[-1].decision == "deny"
+    stream.resp.close()
+
+
+async def test_the_event_stream_sends_a_heartbeat(api: Api) -> None:
+    stream = await open_stream(api)
+    api.clock.advance(HEARTBEAT_INTERVAL)
+    assert await stream.frame() == ": heartbeat\n\n"
+    api.clock.advance(HEARTBEAT_INTERVAL)
+    assert await stream.frame() == ": heartbeat\n\n"
+    stream.resp.close()
+
+
+async def test_the_event_stream_ends_cleanly_on_shutdown(api: Api) -> None:
+    stream = await open_stream(api)
+    closing = asyncio.create_task(api.client.server.close())
+    rest = await asyncio.wait_for(stream.resp.content.read(), timeout=10)
+    assert rest == b""
+    await closing
+    assert api.app[GATE].bus._queues == []
+
+
+# -- the OpenAPI document ------------------------------------------------------------------
+
+
+async def test_openapi_documents_exactly_the_routes_under_v1(api: Api) -> None:
+    status, document, _ = await api.call("GET", "/v1/openapi.json", token=None)
+    assert status == 200
+    assert document == json.loads(json.dumps(openapi_document(MAX_WAIT)))
+    assert document["openapi"].startswith("3.1")
+    registered = {
+        (route.method, route.resource.canonical)
+        for route in api.app.router.routes()
+        if route.resource is not None
+        and route.resource.canonical.startswith("/v1/")
+        and route.method != "HEAD"  # aiohttp adds HEAD to every GET
+    }
+    documented = {
+        (method.upper(), path) for path, item in document["paths"].items() for method in item
+    }
+    assert registered == documented
+
+
+def test_openapi_examples_validate_against_the_models() -> None:
+    models = {
+        "ToolCallIn": ToolCallIn,
+        "CancelIn": CancelIn,
+        "ToolCallOut": ToolCallOut,
+        "ErrorOut": ErrorOut,
+        "EventOut": EventOut,
+    }
+    document = openapi_document(MAX_WAIT)
+    for name, model in models.items():
+        [example] = document["components"]["schemas"][name]["examples"]
+        assert example == EXAMPLES[name]
+        model.model_validate_json(json.dumps(example), context={"max_wait": MAX_WAIT})
+
+
+def test_openapi_refs_all_resolve_and_wait_carries_the_configured_maximum() -> None:
+    document = openapi_document(MAX_WAIT)
+    text = json.dumps(document)
+    for ref in {part.split('"')[0] for part in text.split('"$ref": "')[1:]}:
+        node: Any = document
+        for key in ref.removeprefix("#/").split("/"):
+            node = node[key]
+    wait = document["components"]["schemas"]["ToolCallIn"]["properties"]["wait"]
+    assert {"type": "number", "minimum": 0, "maximum": MAX_WAIT} in wait["anyOf"]
+
+
+# -- anything at all: never a 5xx, never a change ------------------------------------------
+#
+# One app serves every example of a test: building the app (and migrating its
+# database) per example would be far slower, and sharing it makes the claim
+# stronger: the state must stay untouched across all examples in a row.
+# pytest-asyncio runs each example in the fixture's event loop, so reusing the
+# function-scoped fixture is deliberate. The bodies are invalid by
+# construction (not by asking the model under test), so the oracle is independent.
+
+FIELDS = ("tool", "arguments", "session", "risk", "wait")
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+NOT_A_STRING = JSON.filter(lambda v: not isinstance(v, str))
+NOT_AN_OBJECT = JSON.filter(lambda v: not isinstance(v, dict))
+HEADER_TEXT = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=64)
+SHARED = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+def _not_json(raw: bytes) -> bool:
+    try:
+        json.loads(raw)
+    except ValueError:
+        return True
+    return False
+
+
+@st.composite
+def malformed_bodies(draw: st.DrawFn) -> bytes:
+    """Bodies every valid server must refuse, each for a reason of its own."""
+    base: dict[str, Any] = {"tool": "deploy", "arguments": {"env": "prod"}}
+    kind = draw(st.sampled_from(["bytes", "not_object", "extra", "tool", "arguments", "wait"]))
+    if kind == "bytes":
+        return draw(st.binary(max_size=256).filter(_not_json))
+    if kind == "not_object":
+        return json.dumps(draw(NOT_AN_OBJECT)).encode()
+    if kind == "extra":
+        key = draw(st.text(max_size=10).filter(lambda k: k not in FIELDS))
+        base[key] = draw(JSON)
+    elif kind == "tool":
+        base["tool"] = draw(NOT_A_STRING | st.just(""))
+    elif kind == "arguments":
+        base["arguments"] = draw(NOT_AN_OBJECT)
+    else:
+        out_of_range = st.floats(max_value=-0.001) | st.floats(min_value=MAX_WAIT + 0.001)
+        base["wait"] = draw(out_of_range.filter(lambda f: f == f) | st.text() | st.booleans())
+    return json.dumps(base).encode()
+
+
+async def assert_untouched(api: Api) -> None:
+    assert await api.requests_in_store() == 0
+    assert api.decisions("allow", "policy") == api.decisions("deny", "policy") == 0
+
+
+@SHARED
+@given(
+    raw=malformed_bodies(),
+    extra=st.dictionaries(
+        st.sampled_from(["Content-Type", "Accept", "X-Other", "Content-Encoding"]),
+        HEADER_TEXT,
+        max_size=3,
+    ),
+)
+async def test_malformed_bodies_are_400_and_change_nothing(
+    api: Api, raw: bytes, extra: dict[str, str]
+) -> None:
+    extra.pop("Content-Encoding", None)  # a claimed gzip body is the client's lie, not ours
+    status, body, _ = await api.call("POST", "/v1/tool-calls", raw=raw, headers=extra)
+    assert status == 400, body
+    await assert_untouched(api)
+
+
+@SHARED
+@given(
+    authorization=HEADER_TEXT.filter(lambda h: CI not in h and OTHER not in h),
+    body=st.sampled_from([{"tool": "deploy"}, {"tool": "read_file"}, {"tool": "drop_db"}]),
+    path=st.sampled_from(["/v1/tool-calls", "/v1/tool-calls/x/cancel"]),
+)
+async def test_bad_credentials_are_401_and_change_nothing(
+    api: Api, authorization: str, body: dict[str, Any], path: str
+) -> None:
+    status, _, _ = await api.call(
+        "POST", path, body, token=None, headers={"Authorization": authorization}
+    )
+    assert status == 401
+    await assert_untouched(api)
+
+
+@SHARED
+@given(
+    document=st.fixed_dictionaries(
+        {"tool": st.sampled_from(["deploy", "read_file", "x"]) | JSON},
+        optional=dict.fromkeys(FIELDS[1:], JSON),
+    )
+    | JSON
+)
+async def test_arbitrary_json_bodies_are_never_a_5xx(api: Api, document: Any) -> None:
+    status, body, _ = await api.call("POST", "/v1/tool-calls", document)
+    assert status in (200, 201, 400), body
