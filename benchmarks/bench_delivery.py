@@ -14,6 +14,7 @@ Run: ``python benchmarks/bench_delivery.py``.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import statistics
 import sys
 import tempfile
@@ -24,14 +25,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the test fakes
 
-from _util import machine
-from linebot.v3.messaging import AsyncApiClient, AsyncMessagingApi, Configuration
-from linebot.v3.messaging import PushMessageRequest, TextMessage
+from linebot.v3.messaging import (
+    AsyncApiClient,
+    AsyncMessagingApi,
+    Configuration,
+    PushMessageRequest,
+    TextMessage,
+)
 from slack_sdk.web.async_client import AsyncWebClient
+from tests.fakes import FakeLine, FakeSlack
 
+from _util import machine
 from tapgate.core import Approver, Directory, Gate, Policy, PolicySpec, Rule, Store, ToolCall
 from tapgate.notifiers import Dispatcher, LineNotifier, SlackNotifier
-from tests.fakes import FakeLine, FakeSlack
 
 LINE_TOKEN = "line-token"
 SLACK_TOKEN = "xoxb-bench"
@@ -43,8 +49,10 @@ def pct(values: list[float], q: float) -> float:
 
 async def latency(n: int = 200) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"line": [], "slack": []}
-    async with FakeLine(access_token=LINE_TOKEN, clock=time.perf_counter) as line, \
-            FakeSlack(bot_token=SLACK_TOKEN, clock=time.perf_counter) as slack:
+    async with (
+        FakeLine(access_token=LINE_TOKEN, clock=time.perf_counter) as line,
+        FakeSlack(bot_token=SLACK_TOKEN, clock=time.perf_counter) as slack,
+    ):
         with tempfile.TemporaryDirectory() as tmp:
             store = await Store.open(f"sqlite:///{Path(tmp) / 'lat.db'}")
             directory = Directory(
@@ -53,10 +61,14 @@ async def latency(n: int = 200) -> dict[str, list[float]]:
             )
             policy = Policy(PolicySpec(rules=(Rule(tool="*", action="ask", source="r"),)))
             async with Gate(store=store, policy=policy, directory=directory) as gate:
-                dispatcher = Dispatcher(store, [
-                    LineNotifier(LINE_TOKEN, api_base_url=line.url),
-                    SlackNotifier(SLACK_TOKEN, api_base_url=slack.url),
-                ], bus=gate.bus)
+                dispatcher = Dispatcher(
+                    store,
+                    [
+                        LineNotifier(LINE_TOKEN, api_base_url=line.url),
+                        SlackNotifier(SLACK_TOKEN, api_base_url=slack.url),
+                    ],
+                    bus=gate.bus,
+                )
                 async with dispatcher:
                     for i in range(n):
                         pushes, posts = len(line.pushes), len(slack.posts)
@@ -72,21 +84,24 @@ async def latency(n: int = 200) -> dict[str, list[float]]:
 
 async def bare(n: int = 200) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"line": [], "slack": []}
-    async with FakeLine(access_token=LINE_TOKEN, clock=time.perf_counter) as line, \
-            FakeSlack(bot_token=SLACK_TOKEN, clock=time.perf_counter) as slack:
-        async with AsyncApiClient(Configuration(host=line.url, access_token=LINE_TOKEN)) as api:
-            messaging = AsyncMessagingApi(api)
-            client = AsyncWebClient(token=SLACK_TOKEN, base_url=slack.url)
-            for _ in range(n):
-                start = time.perf_counter()
-                await messaging.push_message(
-                    PushMessageRequest(to="U" + "a" * 32, messages=[TextMessage(text="hi")]),
-                    x_line_retry_key=str(uuid.uuid4()), _request_timeout=10,
-                )
-                out["line"].append((line.pushes[-1].time - start) * 1000)
-                start = time.perf_counter()
-                await client.chat_postMessage(channel="UA", text="hi")
-                out["slack"].append((slack.posts[-1].time - start) * 1000)
+    async with (
+        FakeLine(access_token=LINE_TOKEN, clock=time.perf_counter) as line,
+        FakeSlack(bot_token=SLACK_TOKEN, clock=time.perf_counter) as slack,
+        AsyncApiClient(Configuration(host=line.url, access_token=LINE_TOKEN)) as api,
+    ):
+        messaging = AsyncMessagingApi(api)
+        client = AsyncWebClient(token=SLACK_TOKEN, base_url=slack.url)
+        for _ in range(n):
+            start = time.perf_counter()
+            await messaging.push_message(
+                PushMessageRequest(to="U" + "a" * 32, messages=[TextMessage(text="hi")]),
+                x_line_retry_key=str(uuid.uuid4()),
+                _request_timeout=10,
+            )
+            out["line"].append((line.pushes[-1].time - start) * 1000)
+            start = time.perf_counter()
+            await client.chat_postMessage(channel="UA", text="hi")
+            out["slack"].append((slack.posts[-1].time - start) * 1000)
     return out
 
 
@@ -94,19 +109,32 @@ async def burst(asks: int = 1000, approvers: int = 20, pace: float = 0.1) -> dic
     async with FakeSlack(bot_token=SLACK_TOKEN, clock=time.perf_counter) as slack:
         with tempfile.TemporaryDirectory() as tmp:
             store = await Store.open(f"sqlite:///{Path(tmp) / 'burst.db'}")
-            people = [Approver(name=f"p{i}", addresses=(("slack", f"U{i:04d}"),),
-                               groups=(f"g{i}",)) for i in range(approvers)]
-            rules = tuple(Rule(tool=f"tool{i}", action="ask", approvers=(f"g{i}",),
-                               source=f"r[{i}]") for i in range(approvers))
-            gate = Gate(store=store, policy=Policy(PolicySpec(rules=rules)),
-                        directory=Directory(people, channels=("slack",)))
-            dispatcher = Dispatcher(store, [SlackNotifier(SLACK_TOKEN, api_base_url=slack.url)],
-                                    bus=gate.bus, pace={"slack": pace}, concurrency=32)
+            people = [
+                Approver(name=f"p{i}", addresses=(("slack", f"U{i:04d}"),), groups=(f"g{i}",))
+                for i in range(approvers)
+            ]
+            rules = tuple(
+                Rule(tool=f"tool{i}", action="ask", approvers=(f"g{i}",), source=f"r[{i}]")
+                for i in range(approvers)
+            )
+            gate = Gate(
+                store=store,
+                policy=Policy(PolicySpec(rules=rules)),
+                directory=Directory(people, channels=("slack",)),
+            )
+            dispatcher = Dispatcher(
+                store,
+                [SlackNotifier(SLACK_TOKEN, api_base_url=slack.url)],
+                bus=gate.bus,
+                pace={"slack": pace},
+                concurrency=32,
+            )
             start = time.perf_counter()
             async with gate, dispatcher:
                 for i in range(asks):
-                    await gate.submit(ToolCall(tool=f"tool{i % approvers}", arguments={"n": i},
-                                               agent="a"))
+                    await gate.submit(
+                        ToolCall(tool=f"tool{i % approvers}", arguments={"n": i}, agent="a")
+                    )
                 while len(slack.posts) < asks:
                     await asyncio.sleep(0.05)
                 elapsed = time.perf_counter() - start
@@ -115,24 +143,33 @@ async def burst(asks: int = 1000, approvers: int = 20, pace: float = 0.1) -> dic
         gaps = []
         for channel in per_channel:
             times = sorted(slack.post_times(channel))
-            gaps += [b - a for a, b in zip(times, times[1:], strict=False)]
+            gaps += [b - a for a, b in itertools.pairwise(times)]
         keys = Counter(str(p.metadata) for p in slack.posts)
-    return {"delivered": len(slack.posts), "duplicates": sum(c - 1 for c in keys.values()),
-            "channels": len(per_channel), "min_gap": min(gaps), "elapsed": elapsed}
+    return {
+        "delivered": len(slack.posts),
+        "duplicates": sum(c - 1 for c in keys.values()),
+        "channels": len(per_channel),
+        "min_gap": min(gaps),
+        "elapsed": elapsed,
+    }
 
 
 async def main() -> int:
     ours, base = await latency(), await bare()
     print(f"# delivery ({machine()}, fake APIs on loopback)")
     for platform in ("line", "slack"):
-        print(f"{platform}: ask -> first byte at the API p50 {pct(ours[platform], 50):.2f} ms, "
-              f"p99 {pct(ours[platform], 99):.2f} ms; bare SDK call p50 "
-              f"{pct(base[platform], 50):.2f} ms, p99 {pct(base[platform], 99):.2f} ms")
+        print(
+            f"{platform}: ask -> first byte at the API p50 {pct(ours[platform], 50):.2f} ms, "
+            f"p99 {pct(ours[platform], 99):.2f} ms; bare SDK call p50 "
+            f"{pct(base[platform], 50):.2f} ms, p99 {pct(base[platform], 99):.2f} ms"
+        )
     b = await burst()
     rate = 1 / b["min_gap"] if b["min_gap"] > 0 else float("inf")
-    print(f"burst: {b['delivered']:.0f}/1000 delivered, {b['duplicates']:.0f} duplicates, "
-          f"over {b['channels']:.0f} Slack conversations in {b['elapsed']:.1f} s; "
-          f"fastest observed rate in one conversation {rate:.2f}/s (limit 10/s)")
+    print(
+        f"burst: {b['delivered']:.0f}/1000 delivered, {b['duplicates']:.0f} duplicates, "
+        f"over {b['channels']:.0f} Slack conversations in {b['elapsed']:.1f} s; "
+        f"fastest observed rate in one conversation {rate:.2f}/s (limit 10/s)"
+    )
     ok = b["delivered"] == 1000 and b["duplicates"] == 0 and rate <= 10.0 + 1e-9
     print("targets:", "met" if ok else "MISSED")
     return 0 if ok else 1

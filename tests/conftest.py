@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -58,23 +59,29 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def pg_server() -> Iterator[str]:
     """A PostgreSQL server for the session: $TAPGATE_TEST_PG_URL, or one started here."""
     url = os.environ.get("TAPGATE_TEST_PG_URL")
     if url:
         yield url
         return
     script = Path(__file__).parent.parent / "scripts" / "pg-test-server"
-    if shutil.which("initdb") is None and not list(Path("/usr/lib/postgresql").glob("*/bin/initdb")):
+    if shutil.which("initdb") is None and not list(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb")
+    ):
         pytest.skip("no PostgreSQL server binaries (initdb) on this machine")
-    data = tmp_path_factory.mktemp("pg")
+    # Under /tmp itself: the server runs as an unprivileged user, who cannot
+    # enter pytest's root-owned temporary directories.
+    data = Path(tempfile.mkdtemp(prefix="tapgate-pg-"))
     port = str(_free_port())
-    started = subprocess.run([str(script), "start", str(data), port], check=True,
-                             capture_output=True, text=True)
+    started = subprocess.run(
+        [str(script), "start", str(data), port], check=True, capture_output=True, text=True
+    )
     try:
         yield started.stdout.strip()
     finally:
         subprocess.run([str(script), "stop", str(data)], check=False, capture_output=True)
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def _free_port() -> int:

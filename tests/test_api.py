@@ -10,6 +10,7 @@ schemas generated from them are checked against real traffic as a side effect.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from aiohttp import ClientResponse, web
 from aiohttp.test_utils import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from tapgate.bot._api_models import (
     CancelIn,
@@ -77,7 +79,7 @@ class Api:
 
     @property
     def app(self) -> web.Application:
-        return self.client.app  # type: ignore[return-value]
+        return self.client.app
 
     @property
     def gate(self) -> Gate:
@@ -96,7 +98,9 @@ class Api:
         sent = dict(headers or {})
         if token is not None:
             sent.setdefault("Authorization", f"Bearer {token}")
-        data = raw if raw is not None else (None if body is None else json.dumps(body))
+        data: Any = (
+            io.BytesIO(raw) if raw is not None else (None if body is None else json.dumps(body))
+        )
         async with self.client.request(method, path, data=data, headers=sent) as resp:
             text = await resp.text()
         assert resp.content_type == "application/json", (resp.status, text)
@@ -149,10 +153,11 @@ def config(db_url: str) -> Config:
 
 @pytest.fixture
 async def api(
-    aiohttp_client: Callable[[web.Application], Awaitable[Client]],
     config: Config,
     clock: ManualClock,
+    aiohttp_client: Callable[[web.Application], Awaitable[Client]],
 ) -> Api:
+    # config (and so the database) comes first so that it is torn down after the app.
     app = build_app(config, clock=clock, notifiers=[RecordingNotifier("console")])
     return Api(client=await aiohttp_client(app), clock=clock)
 
@@ -292,14 +297,14 @@ async def test_cancelling_an_approved_request_is_a_409(api: Api) -> None:
 async def test_another_agents_request_is_a_404_like_an_unknown_one(api: Api) -> None:
     theirs = await api.ask(token=OTHER)
     unknown = await api.call("GET", "/v1/tool-calls/no-such-id")
+    assert unknown[0] == 404 and unknown[1]["error"]["code"] == "not_found"
     for method, path in [
         ("GET", f"/v1/tool-calls/{theirs}"),
         ("GET", f"/v1/tool-calls/{theirs}?wait=5"),
         ("POST", f"/v1/tool-calls/{theirs}/cancel"),
     ]:
         status, body, _ = await api.call(method, path)
-        assert (status, body) == unknown[:2] == (404, body)
-        assert body["error"]["code"] == "not_found"
+        assert (status, body) == unknown[:2]
     status, listed, _ = await api.call("GET", "/v1/tool-calls")
     assert listed["tool_calls"] == []
     assert (await api.gate.status(theirs)).status == "pending"
@@ -460,6 +465,14 @@ async def test_unknown_routes_and_methods_under_v1_are_json(api: Api) -> None:
     assert set(resp.headers["Allow"].split(",")) >= {"GET", "POST"}
 
 
+async def test_a_body_that_cannot_be_decoded_is_400(api: Api) -> None:
+    status, body, _ = await api.call(
+        "POST", "/v1/tool-calls", raw=b'{"tool": "deploy"}', headers={"Content-Encoding": "gzip"}
+    )
+    assert status == 400 and body["error"]["code"] == "unreadable_body"
+    assert await api.requests_in_store() == 0
+
+
 async def test_an_oversized_body_is_a_json_413(api: Api) -> None:
     raw = json.dumps({"tool": "deploy", "arguments": {"blob": "x" * 2_000_000}}).encode()
     status, body, _ = await api.call("POST", "/v1/tool-calls", raw=raw)
@@ -542,6 +555,7 @@ async def test_the_event_stream_ends_cleanly_on_shutdown(api: Api) -> None:
     rest = await asyncio.wait_for(stream.resp.content.read(), timeout=10)
     assert rest == b""
     await closing
+    # The bus has no public subscriber count; the stream's queue must be gone.
     assert api.app[GATE].bus._queues == []
 
 
@@ -567,7 +581,7 @@ async def test_openapi_documents_exactly_the_routes_under_v1(api: Api) -> None:
 
 
 def test_openapi_examples_validate_against_the_models() -> None:
-    models = {
+    models: dict[str, type[BaseModel]] = {
         "ToolCallIn": ToolCallIn,
         "CancelIn": CancelIn,
         "ToolCallOut": ToolCallOut,
@@ -655,16 +669,15 @@ async def assert_untouched(api: Api) -> None:
 @SHARED
 @given(
     raw=malformed_bodies(),
-    extra=st.dictionaries(
-        st.sampled_from(["Content-Type", "Accept", "X-Other", "Content-Encoding"]),
-        HEADER_TEXT,
-        max_size=3,
-    ),
+    extra=st.dictionaries(st.sampled_from(["Content-Type", "Accept", "X-Other"]), HEADER_TEXT),
+    # deflate is left out: aiohttp's parser drops the connection before any handler runs.
+    encoding=st.none() | st.sampled_from(["gzip", "identity", "x-unknown"]),
 )
 async def test_malformed_bodies_are_400_and_change_nothing(
-    api: Api, raw: bytes, extra: dict[str, str]
+    api: Api, raw: bytes, extra: dict[str, str], encoding: str | None
 ) -> None:
-    extra.pop("Content-Encoding", None)  # a claimed gzip body is the client's lie, not ours
+    if encoding is not None:
+        extra["Content-Encoding"] = encoding
     status, body, _ = await api.call("POST", "/v1/tool-calls", raw=raw, headers=extra)
     assert status == 400, body
     await assert_untouched(api)

@@ -26,8 +26,7 @@ def write_config(tmp_path: Path) -> Path:
 async def submit(config_path: Path, **call: object) -> str:
     config = load_config(config_path)
     async with await Store.open(config.store_url) as store:
-        gate = Gate(store=store, policy=Policy(config.policy_spec()),
-                    directory=config.directory())
+        gate = Gate(store=store, policy=Policy(config.policy_spec()), directory=config.directory())
         ticket = await gate.submit(ToolCall(tool="deploy", agent="ci", **call))  # type: ignore[arg-type]
         assert ticket.request_id is not None
         return ticket.request_id
@@ -56,20 +55,32 @@ async def test_resolve_is_audited_as_break_glass(
     config = write_config(tmp_path)
     rid = await submit(config)
     # bob is an approver in the config but not of this request: break-glass lets him.
-    code, out, _ = await cli(capsys, "resolve", rid, "deny", "--config", str(config),
-                             "--as", "bob", "--reason", "freeze week")
+    code, out, _ = await cli(
+        capsys,
+        "resolve",
+        rid,
+        "deny",
+        "--config",
+        str(config),
+        "--as",
+        "bob",
+        "--reason",
+        "freeze week",
+    )
     assert code == 0
     assert out.startswith("denied by bob")
-    code, out, _ = await cli(capsys, "audit", "--config", str(config), "--request", rid,
-                             "--format", "jsonl")
+    code, out, _ = await cli(
+        capsys, "audit", "--config", str(config), "--request", rid, "--format", "jsonl"
+    )
     entries = [json.loads(line) for line in out.splitlines()]
     [denied] = [e for e in entries if e["event"] == "denied"]
     assert denied["actor"] == "bob"
     assert denied["detail"]["break_glass"] is True
     assert denied["detail"]["reason"] == "freeze week"
     # A second decision is refused with one clear line.
-    code, _, err = await cli(capsys, "resolve", rid, "approve", "--config", str(config),
-                             "--as", "alice")
+    code, _, err = await cli(
+        capsys, "resolve", rid, "approve", "--config", str(config), "--as", "alice"
+    )
     assert code == 2
     assert "already denied by bob" in err
 
@@ -79,8 +90,9 @@ async def test_resolve_needs_a_configured_approver(
 ) -> None:
     config = write_config(tmp_path)
     rid = await submit(config)
-    code, _, err = await cli(capsys, "resolve", rid, "approve", "--config", str(config),
-                             "--as", "mallory")
+    code, _, err = await cli(
+        capsys, "resolve", rid, "approve", "--config", str(config), "--as", "mallory"
+    )
     assert code == 2
     assert "mallory" in err
 
@@ -88,8 +100,18 @@ async def test_resolve_needs_a_configured_approver(
 async def test_grants_list_and_revoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = write_config(tmp_path)
     rid = await submit(config, session="s1")
-    await cli(capsys, "resolve", rid, "approve", "--config", str(config), "--as", "alice",
-              "--scope", "session")
+    await cli(
+        capsys,
+        "resolve",
+        rid,
+        "approve",
+        "--config",
+        str(config),
+        "--as",
+        "alice",
+        "--scope",
+        "session",
+    )
     code, out, _ = await cli(capsys, "grants", "list", "--config", str(config), "--json")
     [grant] = [json.loads(line) for line in out.splitlines()]
     assert (grant["scope"], grant["session"], grant["created_by"]) == ("session", "s1", "alice")
@@ -97,7 +119,7 @@ async def test_grants_list_and_revoke(tmp_path: Path, capsys: pytest.CaptureFixt
     assert code == 0
     code, out, _ = await cli(capsys, "grants", "list", "--config", str(config))
     assert out.strip() == "no grants"
-    code, _, err = await cli(capsys, "grants", "revoke", grant["id"], "--config", str(config))
+    code, _, _ = await cli(capsys, "grants", "revoke", grant["id"], "--config", str(config))
     assert code == 2
 
 

@@ -9,9 +9,7 @@ updates every Slack message of the request.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
 import sys
 import textwrap
 from collections import Counter
@@ -65,10 +63,10 @@ async def slack() -> AsyncIterator[FakeSlack]:
 def notifiers(line: FakeLine, slack: FakeSlack) -> list[LineNotifier | SlackNotifier]:
     policy = RetryPolicy(attempts=4)
     return [
-        LineNotifier(LINE_TOKEN, api_base_url=line.url, timeout=0.5, retry=policy,
-                     sleep=no_sleep),
-        SlackNotifier(SLACK_TOKEN, api_base_url=slack.url, timeout=0.5, retry=policy,
-                      sleep=no_sleep),
+        LineNotifier(LINE_TOKEN, api_base_url=line.url, timeout=0.5, retry=policy, sleep=no_sleep),
+        SlackNotifier(
+            SLACK_TOKEN, api_base_url=slack.url, timeout=0.5, retry=policy, sleep=no_sleep
+        ),
     ]
 
 
@@ -132,7 +130,10 @@ async def test_slack_fault_ends_with_one_message_per_approver(
 
 
 async def test_line_monthly_quota_is_not_retried_and_slack_still_delivers(
-    store: Store, clock: ManualClock, line: FakeLine, slack: FakeSlack,
+    store: Store,
+    clock: ManualClock,
+    line: FakeLine,
+    slack: FakeSlack,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     line.script("push", Fault.line_monthly_limit(), Fault.line_monthly_limit())
@@ -154,8 +155,9 @@ async def test_decision_updates_every_slack_message(
     store: Store, clock: ManualClock, line: FakeLine, slack: FakeSlack
 ) -> None:
     gate = Gate(store=store, policy=Policy(POLICY), directory=DIRECTORY, clock=clock)
-    ticket = await gate.submit(ToolCall(tool="Bash", arguments={"command": "make deploy"},
-                                        agent="ci"))
+    ticket = await gate.submit(
+        ToolCall(tool="Bash", arguments={"command": "make deploy"}, agent="ci")
+    )
     dispatcher = Dispatcher(store, notifiers(line, slack), clock=clock)
     await dispatcher.run_once()
     assert len(slack.messages) == 2
@@ -175,9 +177,9 @@ KILLED = textwrap.dedent(
 
     async def main():
         store = await Store.open(sys.argv[1])
+        alice = Approver(name="alice", addresses=(("line", sys.argv[2]),))
         gate = Gate(store=store, policy=Policy(PolicySpec(rules=(Rule(tool="*", action="ask"),))),
-                    directory=Directory([Approver(name="alice", addresses=(("line", sys.argv[2]),))],
-                                        channels=("line",)))
+                    directory=Directory([alice], channels=("line",)))
         ticket = await gate.submit(ToolCall(tool="deploy", agent="ci"))
         print(ticket.request_id, flush=True)
         await asyncio.sleep(3600)  # killed here, before any dispatcher could push
@@ -193,13 +195,17 @@ async def test_request_committed_by_a_killed_process_is_pushed_after_restart(
     user = "U" + "c" * 32
     script = tmp_path / "killed.py"
     script.write_text(KILLED)
-    proc = subprocess.Popen([sys.executable, str(script), db_url, user],
-                            stdout=subprocess.PIPE, text=True, env={**os.environ})
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(script),
+        db_url,
+        user,
+        stdout=asyncio.subprocess.PIPE,
+    )
     assert proc.stdout is not None
-    request_id = (await asyncio.to_thread(proc.stdout.readline)).strip()
+    request_id = (await proc.stdout.readline()).decode().strip()
     proc.send_signal(signal.SIGKILL)
-    await asyncio.to_thread(proc.wait)
-    proc.stdout.close()
+    await proc.wait()
     assert request_id and line.pushes == []
     async with await Store.open(db_url) as store:
         dispatcher = Dispatcher(store, notifiers(line, slack))

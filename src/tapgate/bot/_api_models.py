@@ -83,7 +83,7 @@ def _at_most_max_wait(value: float, info: ValidationInfo) -> float:
     limit = (info.context or {}).get("max_wait")
     if limit is not None and value > limit:
         raise PydanticCustomError(
-            "less_than_equal", "must be at most {le} (server.max_wait)", {"le": limit}
+            "less_than_equal", "must be at most {le} (server.max_wait)", {"le": f"{limit:g}"}
         )
     return value
 
@@ -182,6 +182,7 @@ class EventOut(BaseModel):
     session: str | None
     at: datetime
     channel: str | None = None
+    approver: str | None = None
 
 
 class ApiError(Exception):
@@ -308,9 +309,9 @@ def tool_call_from_request(request: Request, *, reused: bool = False) -> ToolCal
 
 
 def event_out(event: GateEvent) -> EventOut:
-    """A gate event as the agent sees it: no arguments, no approver identities."""
+    """A gate event as the agent sees it: no arguments; ``notified`` names channel and approver."""
     decision = event.request.decision()
-    channel = event.detail.get("channel")
+    channel, approver = event.detail.get("channel"), event.detail.get("approver")
     return EventOut(
         kind=event.kind,
         request_id=event.request.id,
@@ -320,4 +321,5 @@ def event_out(event: GateEvent) -> EventOut:
         session=event.request.session,
         at=event.at,
         channel=channel if isinstance(channel, str) else None,
+        approver=approver if isinstance(approver, str) else None,
     )

@@ -15,7 +15,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from tapgate.bot.config import Config
 from tapgate.core.gate import Gate
@@ -34,8 +34,9 @@ def _with_gate(config: Config, work: Callable[[Gate], Awaitable[T]]) -> T:
     async def run() -> T:
         store = await Store.open(config.store_url)
         try:
-            gate = Gate(store=store, policy=Policy(config.policy_spec()),
-                        directory=config.directory())
+            gate = Gate(
+                store=store, policy=Policy(config.policy_spec()), directory=config.directory()
+            )
             return await work(gate)
         finally:
             await store.close()
@@ -52,8 +53,13 @@ def serve(args: argparse.Namespace, config: Config) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     host = args.host or config.server.host
     port = args.port or config.server.port
-    web.run_app(build_app(config), host=host, port=port, shutdown_timeout=15,
-                print=lambda text: print(text, flush=True))
+    web.run_app(
+        build_app(config),
+        host=host,
+        port=port,
+        shutdown_timeout=15,
+        print=lambda text: print(text, flush=True),
+    )
     return 0
 
 
@@ -69,8 +75,10 @@ def pending(args: argparse.Namespace, config: Config) -> int:
     now = datetime.now(UTC)
     for r in found:
         left = max(0, int((r.expires_at - now).total_seconds()))
-        print(f"{r.id}  {r.agent}  {r.tool}  expires in {left}s  "
-              f"approvers: {', '.join(r.approvers) or '(none)'}  rule: {r.rule}")
+        print(
+            f"{r.id}  {r.agent}  {r.tool}  expires in {left}s  "
+            f"approvers: {', '.join(r.approvers) or '(none)'}  rule: {r.rule}"
+        )
     return 0
 
 
@@ -78,12 +86,18 @@ def resolve(args: argparse.Namespace, config: Config) -> int:
     """Decide a request by hand, as a configured approver, audited as break-glass."""
     if config.directory().get(args.as_) is None:
         raise ConfigError("approvers", f"no approver named {args.as_!r}")
-    verdict = "approve" if args.verdict == "approve" else "deny"
+    verdict: Literal["approve", "deny"] = "approve" if args.verdict == "approve" else "deny"
 
     async def work(gate: Gate) -> Request:
-        return await gate.resolve(args.id, verdict, by=args.as_, reason=args.reason,
-                                  scope=args.scope, authorize=False,
-                                  detail={"via": "cli"})
+        return await gate.resolve(
+            args.id,
+            verdict,
+            by=args.as_,
+            reason=args.reason,
+            scope=args.scope,
+            authorize=False,
+            detail={"via": "cli"},
+        )
 
     request = _with_gate(config, work)
     print(f"{request.status} by {request.resolved_by}: {request.tool} ({request.id})")
@@ -98,9 +112,11 @@ def grants_list(args: argparse.Namespace, config: Config) -> int:
             print(json.dumps(_grant_json(grant)))
         else:
             state = "revoked" if grant.revoked_at else "active"
-            print(f"{grant.id}  {grant.scope}  {grant.agent}"
-                  f"{'/' + grant.session if grant.session else ''}  {grant.tool}  "
-                  f"by {grant.created_by}  {state}")
+            print(
+                f"{grant.id}  {grant.scope}  {grant.agent}"
+                f"{'/' + grant.session if grant.session else ''}  {grant.tool}  "
+                f"by {grant.created_by}  {state}"
+            )
     if not found and not args.json:
         print("no grants")
     return 0
@@ -117,15 +133,15 @@ def grants_revoke(args: argparse.Namespace, config: Config) -> int:
 def audit(args: argparse.Namespace, config: Config) -> int:
     """Print the audit log, oldest first."""
     since = _parse_since(args.since) if args.since else None
-    entries = _with_gate(
-        config, lambda g: g.store.audit_log(since=since, request_id=args.request)
-    )
+    entries = _with_gate(config, lambda g: g.store.audit_log(since=since, request_id=args.request))
     for entry in entries:
         if args.format == "jsonl":
             print(json.dumps(_audit_json(entry)))
         else:
-            print(f"{entry.at:%Y-%m-%d %H:%M:%S}  {entry.event:<9} {entry.actor:<16} "
-                  f"{entry.request_id or '-'}  {json.dumps(dict(entry.detail), sort_keys=True)}")
+            print(
+                f"{entry.at:%Y-%m-%d %H:%M:%S}  {entry.event:<9} {entry.actor:<16} "
+                f"{entry.request_id or '-'}  {json.dumps(dict(entry.detail), sort_keys=True)}"
+            )
     return 0
 
 
@@ -138,19 +154,40 @@ def _parse_since(text: str) -> datetime:
 
 
 def _request_json(r: Request) -> dict[str, Any]:
-    return {"id": r.id, "agent": r.agent, "session": r.session, "tool": r.tool,
-            "rule": r.rule, "approvers": list(r.approvers), "status": r.status,
-            "created_at": r.created_at.isoformat(), "expires_at": r.expires_at.isoformat()}
+    return {
+        "id": r.id,
+        "agent": r.agent,
+        "session": r.session,
+        "tool": r.tool,
+        "rule": r.rule,
+        "approvers": list(r.approvers),
+        "status": r.status,
+        "created_at": r.created_at.isoformat(),
+        "expires_at": r.expires_at.isoformat(),
+    }
 
 
 def _grant_json(g: Grant) -> dict[str, Any]:
-    return {"id": g.id, "scope": g.scope, "agent": g.agent, "session": g.session,
-            "tool": g.tool, "fingerprint": g.fingerprint, "created_by": g.created_by,
-            "created_at": g.created_at.isoformat(),
-            "expires_at": g.expires_at.isoformat() if g.expires_at else None,
-            "revoked_at": g.revoked_at.isoformat() if g.revoked_at else None}
+    return {
+        "id": g.id,
+        "scope": g.scope,
+        "agent": g.agent,
+        "session": g.session,
+        "tool": g.tool,
+        "fingerprint": g.fingerprint,
+        "created_by": g.created_by,
+        "created_at": g.created_at.isoformat(),
+        "expires_at": g.expires_at.isoformat() if g.expires_at else None,
+        "revoked_at": g.revoked_at.isoformat() if g.revoked_at else None,
+    }
 
 
 def _audit_json(e: AuditEntry) -> dict[str, Any]:
-    return {"id": e.id, "at": e.at.isoformat(), "event": e.event, "request_id": e.request_id,
-            "actor": e.actor, "detail": dict(e.detail)}
+    return {
+        "id": e.id,
+        "at": e.at.isoformat(),
+        "event": e.event,
+        "request_id": e.request_id,
+        "actor": e.actor,
+        "detail": dict(e.detail),
+    }

@@ -17,7 +17,6 @@ one middleware; the wire format lives in :mod:`tapgate.bot._api_models`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -147,20 +146,21 @@ def _encodable(token: str) -> bool:
 
 
 def _error_response(exc: ApiError) -> web.Response:
-    return web.Response(
-        text=exc.json(), status=exc.status, headers=exc.headers, content_type="application/json"
-    )
+    return web.json_response(text=exc.json(), status=exc.status, headers=exc.headers)
 
 
 def _json(
     model: BaseModel, status: int = 200, headers: dict[str, str] | None = None
 ) -> web.Response:
-    return web.Response(
-        text=model.model_dump_json(),
-        status=status,
-        headers=headers,
-        content_type="application/json",
-    )
+    return web.json_response(text=model.model_dump_json(), status=status, headers=headers)
+
+
+async def _read_body(request: web.Request) -> bytes:
+    """The raw body; one that cannot be decoded (a bad gzip stream) is the client's 400."""
+    try:
+        return await request.read()
+    except web.RequestPayloadError:
+        raise ApiError(400, "unreadable_body", "the body could not be read or decoded") from None
 
 
 async def _own(request: web.Request, request_id: str) -> Request:
@@ -194,7 +194,7 @@ async def _long_poll(app: web.Application, pending: Request, seconds: float) -> 
 async def submit_tool_call(request: web.Request) -> web.Response:
     """``POST /v1/tool-calls``: decide now, or create (reuse) a request and maybe wait."""
     app = request.app
-    body = parse_body(ToolCallIn, await request.read(), max_wait=app[CONFIG].server.max_wait)
+    body = parse_body(ToolCallIn, await _read_body(request), max_wait=app[CONFIG].server.max_wait)
     call = ToolCall(
         tool=body.tool,
         arguments=body.arguments,
@@ -229,7 +229,7 @@ async def get_tool_call(request: web.Request) -> web.Response:
 
 async def cancel_tool_call(request: web.Request) -> web.Response:
     """``POST /v1/tool-calls/{id}/cancel``: withdraw a pending request; 409 once decided."""
-    raw = await request.read()
+    raw = await _read_body(request)
     body = parse_body(CancelIn, raw) if raw.strip() else CancelIn()
     current = await _own(request, request.match_info["id"])
     gate = request.app[GATE]
@@ -272,9 +272,13 @@ async def stream_events(request: web.Request) -> web.StreamResponse:
     # Subscribe before the headers go out, so no event falls between the two.
     async with request.app[GATE].bus.stream(maxsize=STREAM_QUEUE_SIZE) as queue:
         await response.prepare(request)
-        with contextlib.suppress(ConnectionResetError):
+        try:
             await response.write(b": connected\n\n")
             await _pump(request, response, queue)
+        except ConnectionResetError:
+            pass  # the client went away
+        except Exception:  # the headers are out: the stream can only end, not turn into a 500
+            log.exception("agent API: event stream for %s failed", request[AGENT])
     return response
 
 

@@ -58,17 +58,24 @@ def notifiers_for(config: Config) -> list[Notifier]:
     if "console" in config.enabled_channels:
         out.append(ConsoleNotifier(tool_shell_args=shell_args))
     if channels.line is not None:
-        out.append(LineNotifier(
-            channels.line.channel_access_token.get_secret_value(),
-            api_base_url=channels.line.api_base_url, timeout=channels.line.timeout,
-            tool_shell_args=shell_args,
-        ))
+        out.append(
+            LineNotifier(
+                channels.line.channel_access_token.get_secret_value(),
+                api_base_url=channels.line.api_base_url,
+                timeout=channels.line.timeout,
+                tool_shell_args=shell_args,
+            )
+        )
     if channels.slack is not None:
-        out.append(SlackNotifier(
-            channels.slack.bot_token.get_secret_value(),
-            api_base_url=channels.slack.api_base_url, timeout=channels.slack.timeout,
-            channel_id=channels.slack.channel, tool_shell_args=shell_args,
-        ))
+        out.append(
+            SlackNotifier(
+                channels.slack.bot_token.get_secret_value(),
+                api_base_url=channels.slack.api_base_url,
+                timeout=channels.slack.timeout,
+                channel_id=channels.slack.channel,
+                tool_shell_args=shell_args,
+            )
+        )
     return out
 
 
@@ -78,15 +85,28 @@ def _core(
     async def context(app: web.Application) -> AsyncIterator[None]:
         config, clock = app[CONFIG], app[CLOCK]
         store = await Store.open(config.store_url)
-        gate = Gate(store=store, policy=Policy(config.policy_spec()),
-                    directory=config.directory(), clock=clock)
+        gate = Gate(
+            store=store,
+            policy=Policy(config.policy_spec()),
+            directory=config.directory(),
+            clock=clock,
+        )
         app[METRICS].watch(gate.bus)
         app[METRICS].pending.set(len(await store.list_requests(status="pending", limit=100_000)))
         pace = {"slack": config.channels.slack.pace} if config.channels.slack else {}
-        dispatcher = Dispatcher(store, notifiers if notifiers is not None else notifiers_for(config),
-                                clock=clock, bus=gate.bus, pace=pace)
-        heartbeat = Heartbeat(gate, dispatcher, interval=config.server.heartbeat_interval,
-                              remind_after=config.server.remind_after)
+        dispatcher = Dispatcher(
+            store,
+            notifiers if notifiers is not None else notifiers_for(config),
+            clock=clock,
+            bus=gate.bus,
+            pace=pace,
+        )
+        heartbeat = Heartbeat(
+            gate,
+            dispatcher,
+            interval=config.server.heartbeat_interval,
+            remind_after=config.server.remind_after,
+        )
         app[STORE], app[GATE], app[DISPATCHER], app[HEARTBEAT] = store, gate, dispatcher, heartbeat
         await gate.start()
         await dispatcher.start()

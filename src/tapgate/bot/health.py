@@ -25,8 +25,12 @@ async def readyz(request: web.Request) -> web.Response:
 async def metrics(request: web.Request) -> web.Response:
     """Prometheus text exposition."""
     body = request.app[METRICS].exposition()
-    return web.Response(body=body, content_type="text/plain", charset="utf-8",
-                        headers={"X-Content-Type-Options": "nosniff"})
+    return web.Response(
+        body=body,
+        content_type="text/plain",
+        charset="utf-8",
+        headers={"X-Content-Type-Options": "nosniff"},
+    )
 
 
 def setup_health(app: web.Application) -> None:

@@ -22,18 +22,25 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self.decisions = Counter(
-            "tapgate_decisions", "Tool calls decided, by verdict and source",
-            ["verdict", "source"], registry=self.registry,
+            "tapgate_decisions",
+            "Tool calls decided, by verdict and source",
+            ["verdict", "source"],
+            registry=self.registry,
         )
-        self.pending = Gauge("tapgate_pending_requests", "Requests waiting for an approver",
-                             registry=self.registry)
+        self.pending = Gauge(
+            "tapgate_pending_requests", "Requests waiting for an approver", registry=self.registry
+        )
         self.deliveries = Counter(
-            "tapgate_deliveries", "Approval messages delivered, by channel",
-            ["channel"], registry=self.registry,
+            "tapgate_deliveries",
+            "Approval messages delivered, by channel",
+            ["channel"],
+            registry=self.registry,
         )
         self.delivery_failures = Counter(
-            "tapgate_delivery_failures", "Approval messages that could not be delivered",
-            ["channel", "permanent"], registry=self.registry,
+            "tapgate_delivery_failures",
+            "Approval messages that could not be delivered",
+            ["channel", "permanent"],
+            registry=self.registry,
         )
         self.tap_latency = Histogram(
             "tapgate_tap_to_decision_seconds",
@@ -42,8 +49,10 @@ class Metrics:
             registry=self.registry,
         )
         self.webhook_rejections = Counter(
-            "tapgate_webhook_rejections", "Webhook calls refused, by platform and reason",
-            ["platform", "reason"], registry=self.registry,
+            "tapgate_webhook_rejections",
+            "Webhook calls refused, by platform and reason",
+            ["platform", "reason"],
+            registry=self.registry,
         )
 
     def watch(self, bus: EventBus) -> None:

@@ -71,6 +71,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "session": "chat-42",
         "at": "2026-01-01T12:00:21Z",
         "channel": None,
+        "approver": None,
     },
 }
 """One example per schema; the OpenAPI test validates each against its model."""

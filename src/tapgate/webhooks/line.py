@@ -11,7 +11,7 @@ What a tap *means* (who may decide, the compare-and-set, the sentences) is
 after verification with a small parser of our own rather than the SDK's
 ``WebhookParser``: that parser verifies again over re-encoded text, quietly
 turns an event it cannot read into an ``UnknownEvent`` and hands back
-untyped pydantic-v1 models. We need six fields of LINE's documented shape,
+untyped pydantic-v1 models. We need a handful of fields of LINE's documented shape,
 and a signed body that does not have them is answered 400, never 500.
 """
 
@@ -44,13 +44,13 @@ __all__ = ["LineWebhook", "WebhookResult", "verify_signature"]
 
 _log = logging.getLogger(__name__)
 
-SIGNATURE_HEADER = "X-Line-Signature"
-NO_LONGER_VALID = "This button is no longer valid."
-ONE_TO_ONE_ONLY = (
+_SIGNATURE_HEADER = "X-Line-Signature"
+_NO_LONGER_VALID = "This button is no longer valid."
+_ONE_TO_ONE_ONLY = (
     "tapgate works in a 1:1 chat only: open a chat with this bot "
     "to approve requests or to see your user id."
 )
-TRY_AGAIN = "tapgate could not record that just now; please tap the button again."
+_TRY_AGAIN = "tapgate could not record that just now; please tap the button again."
 _TEXT_LIMIT = 5000  # LINE's limit for one text message
 _ID_COMMAND = "id"
 
@@ -130,7 +130,7 @@ class LineWebhook:
         200 once every event is handled (a failed reply or event is logged:
         the decision is already recorded, and LINE gains nothing from a retry).
         """
-        if not verify_signature(self._secret, body, _header(headers, SIGNATURE_HEADER)):
+        if not verify_signature(self._secret, body, _header(headers, _SIGNATURE_HEADER)):
             _log.warning("LINE webhook refused: missing or invalid signature")
             return self._reject("signature", 401, "invalid signature")
         started = time.perf_counter()
@@ -177,7 +177,7 @@ class LineWebhook:
             message = await self._respond(event, started)
         except Exception:  # one bad event must not cost the others their decisions
             _log.exception("LINE event %s could not be handled", event.event_id)
-            message = TRY_AGAIN
+            message = _TRY_AGAIN
         if event.reply_token is not None:
             await self._reply(event.reply_token, message)
 
@@ -185,13 +185,13 @@ class LineWebhook:
         # In a group or room LINE does not promise the tapper's userId, and a
         # decision must be attributable to one approver.
         if event.source_type != "user" or event.user_id is None:
-            return ONE_TO_ONE_ONLY
+            return _ONE_TO_ONE_ONLY
         if event.kind != "postback":
             return f"Your LINE user id is {event.user_id}; add it to tapgate.yaml under approvers."
         parsed = parse_postback_data(event.data)
         if parsed is None:
             _log.info("LINE postback %s carries unknown data; refused", event.event_id)
-            return NO_LONGER_VALID
+            return _NO_LONGER_VALID
         action, request_id = parsed
         outcome = await tap(
             self._gate, channel="line", user_id=event.user_id, action=action, request_id=request_id

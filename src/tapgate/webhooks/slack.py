@@ -15,26 +15,18 @@ Slack. A decided request's message is rewritten by the outbox dispatcher
 (every message of the request, on every channel), so a successful tap needs
 no answer here; a refused or late one gets an ephemeral sentence.
 
-Bolt behaviours this module works around (slack-bolt 1.x, read in its source):
+Bolt behaviours worked around here (slack-bolt 1.x, read in its source):
 
 - ``AsyncBoltRequest`` parses the body in its constructor, before any
-  middleware, so with ``to_bolt_request`` unsigned bytes reach ``json.loads``;
-  and bolt answers 500 when a signed payload's fields have shapes its
-  middleware does not expect. So the signature is checked first, on the raw
-  bytes, with the gate's clock; the body is decoded as UTF-8 by us; whatever
-  bolt still cannot digest is answered 400. Bolt's own verification is off:
-  it would check the same bytes again against ``time.time()`` instead of the
-  injected clock, and slack_sdk's verifier raises (a 500) on a non-numeric
-  timestamp or a non-ASCII signature.
-- ``AsyncApp`` calls nothing at construction (``token_verification_enabled``
-  exists only on the sync ``App``), but its single-team authorization calls
-  ``auth.test`` before the first listener runs, inside Slack's 3-second
-  window, and fails that tap if Slack is slow. A static ``authorize`` keeps
-  every Slack API call off the path of the HTTP answer.
-- With ``process_before_response=False`` bolt runs each listener in an
-  unowned ``ensure_future`` and polls every 10 ms for ``ack()``. Here bolt
-  runs the listener inline; the listener acks at once and hands the work to
-  a task this object owns and drains on :meth:`SlackWebhook.close`.
+  middleware: with ``to_bolt_request`` unsigned bytes reach ``json.loads``,
+  and signed payloads of shapes bolt does not expect end in a 500. So the
+  signature is checked first, on the raw bytes, with the gate's clock, and
+  what bolt cannot digest is a 400. Bolt's own check is off: it would use
+  ``time.time()``, and slack_sdk's verifier raises on a non-numeric timestamp.
+- Single-team authorization calls ``auth.test`` before the first listener,
+  inside Slack's 3-second window; a static ``authorize`` calls nothing.
+- ``process_before_response=False`` runs listeners in unowned futures; here
+  the listener acks at once and hands its work to a task this object owns.
 """
 
 from __future__ import annotations
@@ -236,7 +228,7 @@ class SlackWebhook:
         started = time.perf_counter()
         interaction = parse_action(body)
         if interaction is None:
-            return self._refuse_bolt("payload")
+            return self._refuse_bolt()
         response = await ack()
         if interaction.action == "deny":
             self._spawn(interaction, self._ask_reason(interaction))
@@ -254,7 +246,7 @@ class SlackWebhook:
         started = time.perf_counter()
         interaction = parse_deny_submission(body)
         if interaction is None:
-            return self._refuse_bolt("payload")
+            return self._refuse_bolt()
         response = await ack()
         self._spawn(interaction, self._decide(interaction, started))
         return response
@@ -369,9 +361,9 @@ class SlackWebhook:
         self._note_reject(reason)
         return web.json_response({"error": error}, status=status)
 
-    def _refuse_bolt(self, reason: str) -> BoltResponse:
+    def _refuse_bolt(self) -> BoltResponse:
         _log.warning("Slack interaction refused: not a tapgate tap we can read")
-        self._note_reject(reason)
+        self._note_reject("payload")
         return BoltResponse(status=400, body={"error": "malformed interaction"})
 
 
