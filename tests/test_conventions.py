@@ -26,6 +26,7 @@ EXPORTS: dict[str, set[str]] = {
         "Decision",
         "DeliveryError",
         "Directory",
+        "DuplicateEvent",
         "Gate",
         "NotAnApprover",
         "PermanentDeliveryError",

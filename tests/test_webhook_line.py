@@ -171,7 +171,9 @@ class Served:
         if headers is None:
             headers = {"Content-Type": "application/json", "X-Line-Signature": sign(body)}
         async with self.client.post("/webhooks/line", data=body, headers=headers) as response:
-            return response.status, await response.json(content_type=None)
+            status, answer = response.status, await response.json(content_type=None)
+        await self.app[LINE_WEBHOOK].settled()  # replies go out after the 200
+        return status, answer
 
     def replies(self) -> list[str]:
         return [m["text"] for reply in self.line.replies for m in reply.messages]
@@ -560,11 +562,15 @@ HEADER_NAMES = st.sampled_from(
 HEADER_VALUES = st.text(
     st.characters(min_codepoint=0x20, max_codepoint=0xFF, exclude_characters="\x7f"), max_size=64
 )
+
+
+def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+
+
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
+    _containers,
     max_leaves=12,
 )
 SHARED = settings(

@@ -11,7 +11,8 @@ caller can catch the whole family at once. The tree is deliberately small::
     ├── ResolveError           a resolve / cancel that did not take effect
     │   ├── AlreadyResolved    the request is terminal already (carries status, resolved_by)
     │   ├── RequestExpired     the request's expires_at has passed
-    │   └── NotAnApprover      the tapper may not decide this request
+    │   ├── NotAnApprover      the tapper may not decide this request
+    │   └── DuplicateEvent     the platform event was handled before (a redelivery)
     └── DeliveryError          a notifier could not deliver (carries status, retry_after,
         └── PermanentDeliveryError    retryable); the permanent kind is never retried
 
@@ -25,6 +26,7 @@ __all__ = [
     "AlreadyResolved",
     "ConfigError",
     "DeliveryError",
+    "DuplicateEvent",
     "NotAnApprover",
     "PermanentDeliveryError",
     "PolicyError",
@@ -104,6 +106,14 @@ class NotAnApprover(ResolveError):
     def __init__(self, request_id: str, who: str) -> None:
         self.who = who
         super().__init__(request_id, f"{who} is not an approver for request {request_id}")
+
+
+class DuplicateEvent(ResolveError):
+    """The webhook event carrying this decision was already handled: a redelivery."""
+
+    def __init__(self, request_id: str, event_id: str) -> None:
+        self.event_id = event_id
+        super().__init__(request_id, f"event {event_id} was already handled")
 
 
 class DeliveryError(TapgateError):

@@ -176,7 +176,7 @@ async def _own(request: web.Request, request_id: str) -> Request:
 
 async def _long_poll(app: web.Application, pending: Request, seconds: float) -> Request:
     """Park until the request is decided, ``seconds`` pass, or the server shuts down."""
-    waiter = asyncio.ensure_future(app[GATE].wait(pending.id, timeout=seconds))
+    waiter = asyncio.ensure_future(app[GATE].wait_for(pending.id, timeout=seconds))
     stopper = asyncio.ensure_future(app[_SHUTDOWN].wait())
     try:
         await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -184,7 +184,7 @@ async def _long_poll(app: web.Application, pending: Request, seconds: float) -> 
         waiter.cancel()
         stopper.cancel()
     if waiter.done() and not waiter.cancelled():
-        waiter.result()  # surface an error from the gate instead of hiding it
+        return waiter.result()  # the request as its decider left it: no second read
     return await app[GATE].status(pending.id)
 
 

@@ -37,7 +37,13 @@ from tapgate.core.models import (
 )
 from tapgate.core.policy import Policy, PolicyVerdict
 from tapgate.core.store import GrantKey, Store, Transition
-from tapgate.errors import AlreadyResolved, NotAnApprover, RequestExpired, RequestNotFound
+from tapgate.errors import (
+    AlreadyResolved,
+    DuplicateEvent,
+    NotAnApprover,
+    RequestExpired,
+    RequestNotFound,
+)
 
 __all__ = ["Gate", "new_id"]
 
@@ -157,9 +163,17 @@ class Gate:
         with no timeout it returns at the request's deadline at the latest.
         Works from any process: the request is read from the store first.
         """
+        return (await self.wait_for(request_id, timeout)).decision()
+
+    async def wait_for(self, request_id: str, timeout: float | None = None) -> Request:
+        """Like :meth:`wait`, but the request itself: decided, or as it was if still pending.
+
+        The decided request comes from whoever decided it, so a woken waiter
+        answers without reading the store again (the HTTP long-poll's path).
+        """
         request = await self.store.get_request(request_id)
         if not request.is_pending:
-            return request.decision()
+            return request
         future: asyncio.Future[Request] = asyncio.get_running_loop().create_future()
         self._waiters[request_id].add(future)
         try:
@@ -173,7 +187,7 @@ class Gate:
 
     async def _park(
         self, request: Request, future: asyncio.Future[Request], timeout: float | None
-    ) -> Decision | None:
+    ) -> Request:
         wait_end = None
         if timeout is not None:
             wait_end = self.clock.now() + timedelta(seconds=max(timeout, 0.0))
@@ -186,16 +200,16 @@ class Gate:
             finally:
                 sleeper.cancel()
             if future.done():
-                return future.result().decision()
+                return future.result()
             if wait_end is not None and wait_end < request.expires_at:
-                return None
+                return request
             transition = await self.store.expire(request.id, self.clock.now())
             if transition.request is None:
                 raise RequestNotFound(request.id)
             if transition.outcome == "expired":
                 self._settle(transition.request, "expired")
             if not transition.request.is_pending:
-                return transition.request.decision()
+                return transition.request
             # A timer can fire a hair before the deadline by the clock: wait again.
 
     async def status(self, request_id: str) -> Request:
@@ -222,6 +236,7 @@ class Gate:
         grant_ttl: float | None = None,
         authorize: bool = True,
         detail: dict[str, Any] | None = None,
+        event: tuple[str, str] | None = None,
     ) -> Request:
         """Record a human decision exactly once.
 
@@ -229,6 +244,9 @@ class Gate:
         false (the operator's audited break-glass). Raises
         :class:`~tapgate.errors.AlreadyResolved`, :class:`~tapgate.errors.RequestExpired`
         or :class:`~tapgate.errors.NotAnApprover`; a refused attempt is audited.
+        ``event`` is the (platform, event id) that carried the tap: remembered
+        in the same transaction, a second delivery raises
+        :class:`~tapgate.errors.DuplicateEvent` and changes nothing.
         """
         make_grant = (
             partial(self._grant_for, by=by, scope=scope, ttl=grant_ttl)
@@ -245,7 +263,10 @@ class Gate:
             approver_check=authorize,
             now=self.clock.now(),
             detail={**(detail or {}), **({} if authorize else {"break_glass": True})},
+            event=event,
         )
+        if transition.outcome == "duplicate":
+            raise DuplicateEvent(request_id, event[1] if event else "?")
         return self._apply(request_id, transition, by)
 
     def _grant_for(

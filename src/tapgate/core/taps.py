@@ -16,11 +16,17 @@ from typing import Literal
 from tapgate.core.actions import TapAction
 from tapgate.core.gate import Gate
 from tapgate.core.models import Request
-from tapgate.errors import AlreadyResolved, NotAnApprover, RequestExpired, RequestNotFound
+from tapgate.errors import (
+    AlreadyResolved,
+    DuplicateEvent,
+    NotAnApprover,
+    RequestExpired,
+    RequestNotFound,
+)
 
 __all__ = ["TapOutcome", "already_message", "applied_message", "clock_time", "short", "tap"]
 
-TapKind = Literal["applied", "already", "expired", "not_approver", "not_found"]
+TapKind = Literal["applied", "already", "expired", "not_approver", "not_found", "duplicate"]
 
 _PAST = {"approved": "approved", "denied": "denied", "cancelled": "cancelled", "expired": "expired"}
 
@@ -49,11 +55,14 @@ async def tap(
     request_id: str,
     team: str | None = None,
     reason: str | None = None,
+    event: str | None = None,
 ) -> TapOutcome:
     """Resolve ``request_id`` as the approver behind ``(channel, user_id)`` asks.
 
     An unknown user id is tried as ``channel:user_id`` so the refusal is
     audited like any other; an agent's token never reaches this function.
+    ``event`` is the platform's event id: a redelivery of a handled event is
+    a ``duplicate`` outcome with nothing done and nothing to say.
     """
     approver = gate.directory.identify(channel, user_id, team)
     actor = approver or f"{channel}:{user_id}"
@@ -66,7 +75,10 @@ async def tap(
             reason=reason,
             scope="session" if action == "approve_session" else "once",
             detail={"channel": channel, "user_id": user_id},
+            event=(channel, event) if event is not None else None,
         )
+    except DuplicateEvent:
+        return TapOutcome(kind="duplicate", approver=approver, message="")
     except NotAnApprover:
         return TapOutcome(
             kind="not_approver",

@@ -9,6 +9,9 @@ survives restarts through the outbox's next-attempt time), and
 :class:`~tapgate.errors.PermanentDeliveryError` says it never should.
 Short retries (a 5xx, a rate limit) happen inside the notifier, through the
 one retry policy of its platform (:mod:`tapgate.notifiers.retry`).
+
+A notifier whose platform cannot edit sent messages sets ``edits_messages =
+False``; the dispatcher then never asks it to update them.
 """
 
 from __future__ import annotations

@@ -222,7 +222,11 @@ class Dispatcher:
         stored = {"channel": receipt.channel, "address": receipt.address, "ref": dict(receipt.ref)}
         if (
             await self.store.outbox.mark_sent(
-                item.id, owner=self.owner, receipt=stored, now=self.clock.now()
+                item.id,
+                owner=self.owner,
+                receipt=stored,
+                now=self.clock.now(),
+                editable=getattr(notifier, "edits_messages", True),
             )
             and self.bus is not None
         ):

@@ -65,6 +65,7 @@ class LineNotifier:
     """
 
     channel = "line"
+    edits_messages = False  # LINE cannot edit a sent message: no update pass for it
 
     def __init__(
         self,

@@ -1,6 +1,6 @@
 """LINE's webhook: verified taps become decisions, and each tap gets a reply.
 
-Owns ``POST /webhooks/line`` from the raw bytes to the reply in the chat::
+Owns ``POST /webhooks/line`` from the raw bytes to the reply in the chat (sent after the 200)::
 
     raw body ──X-Line-Signature──► 401 | JSON ──shape──► 400 | events
     event ──webhookEventId seen?──► skip | postback ──core.taps.tap──► reply
@@ -17,6 +17,7 @@ and a signed body that does not have them is answered 400, never 500.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -121,6 +122,9 @@ class LineWebhook:
         self._on_reject = on_reject
         self._on_decision = on_decision
         self._client: AsyncApiClient | None = None
+        # Replies go out after the 200: LINE wants a fast answer, and the
+        # decision is recorded before the reply is even built.
+        self._replies: set[asyncio.Task[None]] = set()
 
     async def handle(self, headers: Mapping[str, str], body: bytes) -> WebhookResult:
         """Verify, parse and act on one webhook call; never raises for bad input.
@@ -149,8 +153,18 @@ class LineWebhook:
         result = await self.handle(request.headers, await request.read())
         return web.json_response(dict(result.body), status=result.status)
 
+    async def settled(self) -> None:
+        """Wait for the replies already under way (tests, and a graceful shutdown)."""
+        while self._replies:
+            await asyncio.gather(*self._replies, return_exceptions=True)
+
     async def close(self) -> None:
-        """Close the SDK client's HTTP session; a later reply opens a new one."""
+        """Let replies under way finish (bounded), then close the SDK client's session."""
+        try:
+            await asyncio.wait_for(self.settled(), self._timeout)
+        except TimeoutError:
+            for task in self._replies:
+                task.cancel()
         client, self._client = self._client, None
         if client is not None:
             await client.close()
@@ -161,27 +175,41 @@ class LineWebhook:
         return WebhookResult(status=status, body={"error": error})
 
     async def _handle_event(self, event: _Event, started: float) -> None:
-        """Claim the event id, act, reply; one event's failure never touches the others.
+        """Act once per event id, reply; one event's failure never touches the others.
 
-        The id is claimed before acting so two deliveries of one event (a
-        redelivery racing the original) act once. A crash between the claim
-        and the decision loses that tap; the button stays tappable, so the
-        approver can tap again (a new tap is a new event).
+        A tap's event id is remembered in the same transaction as its decision
+        (see ``core.taps.tap``): a redelivery racing the original acts once,
+        and a crash cannot leave an event "seen" but undecided. Other events
+        (``id``, follow) are claimed on their own before the reply.
         """
         try:
-            now = self._gate.clock.now()
-            if not await self._gate.store.remember_event("line", event.event_id, now):
-                redelivered = " (redelivery)" if event.redelivery else ""
-                _log.info("LINE event %s already handled%s; skipped", event.event_id, redelivered)
-                return
+            if event.kind != "postback" or not self._is_tap(event):
+                now = self._gate.clock.now()
+                if not await self._gate.store.remember_event("line", event.event_id, now):
+                    self._skipped(event)
+                    return
             message = await self._respond(event, started)
         except Exception:  # one bad event must not cost the others their decisions
             _log.exception("LINE event %s could not be handled", event.event_id)
             message = _TRY_AGAIN
+        if message is None:
+            self._skipped(event)
+            return
         if event.reply_token is not None:
-            await self._reply(event.reply_token, message)
+            task = asyncio.create_task(self._reply(event.reply_token, message))
+            self._replies.add(task)
+            task.add_done_callback(self._replies.discard)
 
-    async def _respond(self, event: _Event, started: float) -> str:
+    @staticmethod
+    def _is_tap(event: _Event) -> bool:
+        return event.source_type == "user" and event.user_id is not None
+
+    @staticmethod
+    def _skipped(event: _Event) -> None:
+        redelivered = " (redelivery)" if event.redelivery else ""
+        _log.info("LINE event %s already handled%s; skipped", event.event_id, redelivered)
+
+    async def _respond(self, event: _Event, started: float) -> str | None:
         # In a group or room LINE does not promise the tapper's userId, and a
         # decision must be attributable to one approver.
         if event.source_type != "user" or event.user_id is None:
@@ -190,12 +218,23 @@ class LineWebhook:
             return f"Your LINE user id is {event.user_id}; add it to tapgate.yaml under approvers."
         parsed = parse_postback_data(event.data)
         if parsed is None:
+            if not await self._gate.store.remember_event(
+                "line", event.event_id, self._gate.clock.now()
+            ):
+                return None
             _log.info("LINE postback %s carries unknown data; refused", event.event_id)
             return _NO_LONGER_VALID
         action, request_id = parsed
         outcome = await tap(
-            self._gate, channel="line", user_id=event.user_id, action=action, request_id=request_id
+            self._gate,
+            channel="line",
+            user_id=event.user_id,
+            action=action,
+            request_id=request_id,
+            event=event.event_id,
         )
+        if outcome.kind == "duplicate":
+            return None
         _log.info(
             "LINE tap %s by %s on request %s: %s",
             action,

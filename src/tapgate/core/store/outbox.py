@@ -30,10 +30,13 @@ from tapgate.core.store import engine as _engine
 from tapgate.core.store.rows import request_from_row
 from tapgate.core.store.schema import UTCDateTime, outbox, requests
 
-__all__ = ["MAX_UPDATE_ATTEMPTS", "Outbox", "OutboxItem"]
+__all__ = ["MAX_UPDATE_ATTEMPTS", "NOT_EDITABLE", "Outbox", "OutboxItem"]
 
 MAX_UPDATE_ATTEMPTS = 10
 """Tries to bring one sent message up to date before leaving it as it is."""
+
+NOT_EDITABLE = "-"
+"""``updated_status`` of a message on a channel that cannot edit messages."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -103,9 +106,18 @@ class Outbox:
         )
 
     async def mark_sent(
-        self, item_id: int, *, owner: str, receipt: Mapping[str, Any], now: datetime
+        self,
+        item_id: int,
+        *,
+        owner: str,
+        receipt: Mapping[str, Any],
+        now: datetime,
+        editable: bool = True,
     ) -> bool:
-        """Record a delivery; False if the lease was lost (another dispatcher took over)."""
+        """Record a delivery; False if the lease was lost (another dispatcher took over).
+
+        A message that cannot be edited (LINE) is marked as needing no update.
+        """
         return await self._finish(
             item_id,
             owner,
@@ -113,6 +125,7 @@ class Outbox:
             status="sent",
             receipt=json.dumps(dict(receipt), sort_keys=True),
             last_error=None,
+            updated_status=None if editable else NOT_EDITABLE,
         )
 
     async def mark_retry(
@@ -150,18 +163,23 @@ class Outbox:
         return await self.runner.read(lambda c: c.execute(query).scalar())
 
     async def stale(self, *, channels: Iterable[str], limit: int = 50) -> list[OutboxItem]:
-        """Sent messages whose request was decided since they were last shown."""
+        """Sent messages whose request was decided and that do not show it yet.
+
+        A request is decided once, so a message needs at most one update;
+        rows drop out of the partial index ``ix_outbox_to_update`` as soon as
+        they are updated (or sent on a channel that cannot edit), which keeps
+        this query small however long the outbox grows.
+        """
         wanted = list(channels)
         query = (
             select(outbox, requests)
             .join(requests, requests.c.id == outbox.c.request_id)
             .where(
                 outbox.c.status == "sent",
+                outbox.c.updated_status.is_(None),
                 outbox.c.channel.in_(wanted),
                 requests.c.status != "pending",
-                or_(
-                    outbox.c.updated_status.is_(None), outbox.c.updated_status != requests.c.status
-                ),
+                outbox.c.update_attempts < MAX_UPDATE_ATTEMPTS,
             )
             .order_by(outbox.c.id)
             .limit(limit)

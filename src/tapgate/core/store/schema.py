@@ -145,6 +145,13 @@ outbox = Table(
     CheckConstraint("status IN ('pending', 'sent', 'failed', 'cancelled')", name="status"),
     Index("ix_outbox_status_next_attempt_at", "status", "next_attempt_at"),
     Index("ix_outbox_request_id", "request_id"),
+    # Sent messages still to be updated after a decision: small, whatever the history.
+    Index(
+        "ix_outbox_to_update",
+        "request_id",
+        sqlite_where=text("status = 'sent' AND updated_status IS NULL"),
+        postgresql_where=text("status = 'sent' AND updated_status IS NULL"),
+    ),
 )
 
 grants = Table(

@@ -125,7 +125,7 @@ _SELECT_GRANT = (
     .limit(1)
 )
 
-Outcome = Literal["applied", "expired", "refused", "unauthorized", "missing"]
+Outcome = Literal["applied", "expired", "refused", "unauthorized", "missing", "duplicate"]
 TargetStatus = Literal["approved", "denied", "cancelled"]
 
 
@@ -161,7 +161,9 @@ class Transition:
     ``applied``: this call decided the request. ``expired``: the request was
     overdue and this call expired it instead. ``refused``: it was already final.
     ``unauthorized``: ``by`` is not among the request's approvers.
-    ``missing``: there is no such request. Every outcome but ``missing`` is audited.
+    ``missing``: there is no such request. ``duplicate``: the platform event
+    that carried this decision was handled before (a redelivery): nothing was
+    done. Every outcome but ``missing`` and ``duplicate`` is audited.
     """
 
     request: Request | None
@@ -280,11 +282,15 @@ class Store:
         grant: Callable[[Request], Grant | None] | None = None,
         approver_check: bool = False,
         detail: dict[str, Any] | None = None,
+        event: tuple[str, str] | None = None,
     ) -> Transition:
         """Compare-and-set a pending, unexpired request to ``to``; audit either way.
 
         With ``approver_check``, ``by`` must be one of the request's approvers,
-        checked in the same transaction. ``grant`` builds the grant this decision
+        checked in the same transaction. ``event`` (platform, event id) is
+        remembered in the same transaction too, so a redelivered webhook event
+        can neither decide twice nor be lost between "seen" and "decided".
+        ``grant`` builds the grant this decision
         makes ("allow for session", "always") from the current request; it
         commits with the decision, so it exists exactly when the approval does.
         """
@@ -298,6 +304,7 @@ class Store:
             grant=grant,
             approver_check=approver_check,
             detail=detail or {},
+            event=event,
         )
         return await self.runner.run(change)
 
@@ -478,8 +485,14 @@ class _Change:
     grant: Callable[[Request], Grant | None] | None
     approver_check: bool
     detail: dict[str, Any]
+    event: tuple[str, str] | None = None
 
     def __call__(self, conn: Connection) -> Transition:
+        if self.event is not None:
+            source, event_id = self.event
+            seen = {"source": source, "event_id": event_id, "received_at": self.now}
+            if conn.execute(_INSERT_EVENT[conn.dialect.name], seen).rowcount != 1:
+                return Transition(request=None, outcome="duplicate")
         extra = {"reason": self.reason, "scope": self.scope, **self.detail}
         params = {
             "b_id": self.request_id,

@@ -88,6 +88,14 @@ def upgrade() -> None:
     )
     op.create_index("ix_outbox_status_next_attempt_at", "outbox", ["status", "next_attempt_at"])
     op.create_index("ix_outbox_request_id", "outbox", ["request_id"])
+    to_update = sa.text("status = 'sent' AND updated_status IS NULL")
+    op.create_index(
+        "ix_outbox_to_update",
+        "outbox",
+        ["request_id"],
+        sqlite_where=to_update,
+        postgresql_where=to_update,
+    )
     op.create_table(
         "grants",
         sa.Column("id", sa.String(32), primary_key=True),

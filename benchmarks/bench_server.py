@@ -1,0 +1,335 @@
+"""The webhook server under load: tap-to-resume, signed taps per second, 10,000 long-polls.
+
+Run: ``python benchmarks/bench_server.py [--polls 10000]``. The tapgate server
+runs as its own process (``tapgate serve``) on SQLite; this process plays the
+agents, LINE (signed webhook taps) and the fake LINE API.
+
+1. tap-to-resume: an agent long-polls ``GET /v1/tool-calls/{id}?wait=30``; we
+   POST a signed LINE postback tap and time until the long-poll answers.
+   Target p99 <= 10 ms.
+2. signed taps resolved per second, 8 concurrent clients, each tap deciding a
+   different pending request; baseline in the same run: a bare aiohttp server
+   process whose handler only verifies the HMAC. Target >= 0.4 of the bare figure.
+3. 10,000 concurrent agent long-polls held by one server: its resident memory
+   (VmRSS) with all of them parked, against the same server idle. Target <= 300 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import hashlib
+import hmac
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the test fakes
+
+import aiohttp
+from tests.fakes import FakeLine
+
+from _util import machine
+
+SECRET = "bench-channel-secret"
+LINE_TOKEN = "bench-line-token"
+AGENT_TOKEN = "bench-agent-token-0123456789"
+APPROVER = "U" + "b" * 32
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def config_text(db: Path, line_url: str, port: int) -> str:
+    return textwrap.dedent(f"""
+        server: {{host: 127.0.0.1, port: {port}, heartbeat_interval: 5}}
+        store: {{url: "sqlite:///{db}"}}
+        agents: [{{name: bench, token: "{AGENT_TOKEN}"}}]
+        approvers: [{{name: alice, line: "{APPROVER}"}}]
+        channels:
+          line: {{channel_access_token: "{LINE_TOKEN}", channel_secret: "{SECRET}",
+                  api_base_url: "{line_url}"}}
+        policy:
+          default_timeout: 1h
+          rules: [{{tool: deploy, action: ask}}]
+    """)
+
+
+def signed_tap(request_id: str) -> tuple[bytes, dict[str, str]]:
+    body = json.dumps(
+        {
+            "destination": "Ubot",
+            "events": [
+                {
+                    "type": "postback",
+                    "mode": "active",
+                    "timestamp": int(time.time() * 1000),
+                    "webhookEventId": uuid.uuid4().hex.upper(),
+                    "replyToken": uuid.uuid4().hex,
+                    "deliveryContext": {"isRedelivery": False},
+                    "source": {"type": "user", "userId": APPROVER},
+                    "postback": {"data": f"v=1&a=approve&r={request_id}"},
+                }
+            ],
+        }
+    ).encode()
+    digest = hmac.new(SECRET.encode(), body, hashlib.sha256).digest()
+    return body, {
+        "X-Line-Signature": base64.b64encode(digest).decode(),
+        "Content-Type": "application/json",
+    }
+
+
+class Server:
+    """``tapgate serve`` in a child process."""
+
+    def __init__(self, tmp: Path, line_url: str) -> None:
+        self.port = free_port()
+        self.config = tmp / "tapgate.yaml"
+        self.config.write_text(config_text(tmp / "bench.db", line_url, self.port))
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    async def __aenter__(self) -> Server:
+        exe = Path(sys.executable).with_name("tapgate")
+        self.proc = subprocess.Popen(
+            [str(exe), "serve", "--config", str(self.config)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        async with aiohttp.ClientSession() as s:
+            for _ in range(400):
+                try:
+                    async with s.get(self.url + "/readyz") as r:
+                        if r.status == 200:
+                            return self
+                except aiohttp.ClientError:
+                    pass
+                await asyncio.sleep(0.05)
+        raise RuntimeError("tapgate serve did not become ready")
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(self.proc.wait, 30)
+
+    def rss_mb(self) -> float:
+        assert self.proc is not None
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        raise RuntimeError("no VmRSS")
+
+
+AUTH = {"Authorization": f"Bearer {AGENT_TOKEN}"}
+
+
+async def ask(session: aiohttp.ClientSession, url: str, n: int) -> str:
+    async with session.post(
+        url + "/v1/tool-calls", headers=AUTH, json={"tool": "deploy", "arguments": {"n": n}}
+    ) as r:
+        body = await r.json()
+        assert body["decision"] == "pending", body
+        return str(body["id"])
+
+
+async def drained(line: FakeLine, pushes: int) -> None:
+    """Wait until the approval messages are out: a tap comes after the push, not during it."""
+    while len(line.pushes) < pushes:
+        await asyncio.sleep(0.002)
+
+
+async def tap_to_resume(server: Server, fake: FakeLine, n: int = 300) -> list[float]:
+    out = []
+    async with aiohttp.ClientSession() as agent, aiohttp.ClientSession() as line:
+        for i in range(n):
+            rid = await ask(agent, server.url, i)
+            await drained(fake, len(fake.pushes) + 1)
+            poll = asyncio.create_task(
+                agent.get(f"{server.url}/v1/tool-calls/{rid}?wait=30", headers=AUTH)
+            )
+            await asyncio.sleep(0.01)  # let the long-poll park on the server
+            body, headers = signed_tap(rid)
+            start = time.perf_counter()
+            async with line.post(server.url + "/webhooks/line", data=body, headers=headers) as r:
+                assert r.status == 200
+            response = await poll
+            decided = await response.json()
+            out.append((time.perf_counter() - start) * 1000)
+            response.release()
+            assert decided["status"] == "approved", decided
+    return out
+
+
+async def taps_per_second(url: str, ids: list[str], clients: int = 8) -> float:
+    queue = list(ids)
+
+    async def client(session: aiohttp.ClientSession) -> None:
+        while queue:
+            body, headers = signed_tap(queue.pop())
+            async with session.post(url + "/webhooks/line", data=body, headers=headers) as r:
+                assert r.status == 200
+
+    async with aiohttp.ClientSession() as session:
+        start = time.perf_counter()
+        await asyncio.gather(*(client(session) for _ in range(clients)))
+        return len(ids) / (time.perf_counter() - start)
+
+
+BARE = textwrap.dedent("""
+    import base64, hashlib, hmac, sys
+    from aiohttp import web
+    SECRET = sys.argv[2].encode()
+
+    async def handle(request):
+        body = await request.read()
+        sig = base64.b64encode(hmac.new(SECRET, body, hashlib.sha256).digest()).decode()
+        if not hmac.compare_digest(sig, request.headers.get("X-Line-Signature", "")):
+            return web.Response(status=401)
+        return web.json_response({})
+
+    app = web.Application()
+    app.router.add_post("/webhooks/line", handle)
+    web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None)
+""")
+
+
+async def bare_taps_per_second(tmp: Path, n: int) -> float:
+    port = free_port()
+    script = tmp / "bare.py"
+    script.write_text(BARE)
+    proc = subprocess.Popen([sys.executable, str(script), str(port), SECRET])
+    url = f"http://127.0.0.1:{port}"
+    try:
+        async with aiohttp.ClientSession() as s:
+            for _ in range(200):
+                try:
+                    async with s.post(url + "/webhooks/line", data=b"x"):
+                        break
+                except aiohttp.ClientError:
+                    await asyncio.sleep(0.05)
+        return await taps_per_second(url, [uuid.uuid4().hex[:22] for _ in range(n)])
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(proc.wait, 30)
+
+
+POLLER = textwrap.dedent("""
+    import asyncio, json, sys, aiohttp
+    url, token, ids_file = sys.argv[1], sys.argv[2], sys.argv[3]
+    ids = json.load(open(ids_file))
+
+    async def main():
+        headers = {"Authorization": f"Bearer {token}"}
+        connector = aiohttp.TCPConnector(limit=0)
+        timeout = aiohttp.ClientTimeout(total=None)
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as s:
+            async def poll(rid):
+                async with s.get(f"{url}/v1/tool-calls/{rid}?wait=120", headers=headers) as r:
+                    await r.read()
+            tasks = [asyncio.create_task(poll(rid)) for rid in ids]
+            print("started", flush=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    asyncio.run(main())
+""")
+
+
+async def long_polls(server: Server, tmp: Path, n: int) -> tuple[float, float]:
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as agent:
+        ids = await asyncio.gather(*(ask(agent, server.url, 100_000 + i) for i in range(n)))
+    idle = server.rss_mb()
+    (tmp / "ids.json").write_text(json.dumps(ids))
+    (tmp / "poller.py").write_text(POLLER)
+    poller = subprocess.Popen(
+        [sys.executable, str(tmp / "poller.py"), server.url, AGENT_TOKEN, str(tmp / "ids.json")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        held = await _count_connections(server, n)
+        peak = server.rss_mb()
+        assert held >= n, f"only {held} long-polls were held"
+        return idle, peak
+    finally:
+        poller.kill()
+        await asyncio.to_thread(poller.wait)
+        if poller.stdout:
+            poller.stdout.close()
+
+
+async def _count_connections(server: Server, n: int) -> int:
+    """Wait until the server holds ``n`` established connections on its port (or 60 s)."""
+    assert server.proc is not None
+    held = 0
+    for _ in range(600):
+        held = sum(
+            1
+            for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
+            if line.split()[1].endswith(f":{server.port:04X}") and line.split()[3] == "01"
+        )
+        if held >= n:
+            await asyncio.sleep(1.0)  # let the handlers park and allocate
+            return held
+        await asyncio.sleep(0.1)
+    return held
+
+
+def pct(values: list[float], q: int) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--polls", type=int, default=10_000)
+    parser.add_argument("--taps", type=int, default=2000)
+    args = parser.parse_args()
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    with tempfile.TemporaryDirectory() as tmpdir:
+        tmp = Path(tmpdir)
+        async with FakeLine(access_token=LINE_TOKEN) as line, Server(tmp, line.url) as server:
+            latencies = await tap_to_resume(server, line)
+            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as s:
+                ids = list(
+                    await asyncio.gather(
+                        *(ask(s, server.url, 10_000 + i) for i in range(args.taps))
+                    )
+                )
+            await drained(line, len(latencies) + args.taps)
+            taps = await taps_per_second(server.url, ids)
+            idle, peak = await long_polls(server, tmp, args.polls)
+        bare = await bare_taps_per_second(tmp, args.taps)
+    print(f"# webhook server ({machine()}, tapgate serve on SQLite, clients in another process)")
+    print(
+        f"tap-to-resume: p50 {pct(latencies, 50):.2f} ms, p99 {pct(latencies, 99):.2f} ms "
+        f"(target p99 <= 10 ms)"
+    )
+    print(
+        f"signed taps resolved: {taps:.0f}/s; bare aiohttp HMAC-only handler: {bare:.0f}/s; "
+        f"ratio {taps / bare:.2f} (target >= 0.4)"
+    )
+    print(
+        f"{args.polls} concurrent long-polls: server RSS {peak:.0f} MB "
+        f"(idle, same server: {idle:.0f} MB) (target <= 300 MB)"
+    )
+    ok = pct(latencies, 99) <= 10 and taps / bare >= 0.4 and peak <= 300
+    print("targets:", "met" if ok else "MISSED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
