@@ -307,3 +307,28 @@ def test_ids_are_long_url_safe_and_never_look_like_options() -> None:
     assert len(ids) == 5000
     assert all(len(i) == 22 and not i.startswith("-") for i in ids)
     assert all(c.isalnum() or c in "-_" for i in ids for c in i)
+
+
+async def test_release_waiters_sends_long_polls_home_unchanged(gate: Gate) -> None:
+    ticket = await gate.submit(DEPLOY)
+    assert ticket.request_id is not None
+    waiting = asyncio.create_task(gate.wait_for(ticket.request_id))
+    await until(lambda: bool(gate._waiters))
+    gate.release_waiters()
+    request = await waiting
+    assert request.status == "pending"
+    assert (await gate.status(ticket.request_id)).status == "pending"
+
+
+async def test_a_parked_waiter_is_a_timer_not_a_task(gate: Gate, clock: ManualClock) -> None:
+    ticket = await gate.submit(DEPLOY)
+    assert ticket.request is not None
+    before = len(asyncio.all_tasks())
+    waiters = [
+        asyncio.create_task(gate.wait_for(ticket.request.id, known=ticket.request))
+        for _ in range(50)
+    ]
+    await until(lambda: len(gate._waiters.get(ticket.request.id, ())) == 50)
+    assert len(asyncio.all_tasks()) == before + 50  # only the callers' own tasks
+    clock.advance(60)
+    assert {(await w).status for w in waiters} == {"expired"}

@@ -16,7 +16,7 @@ import contextlib
 import logging
 import secrets
 from collections import defaultdict
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Literal
 
@@ -92,7 +92,8 @@ class Gate:
         self.clock: Clock = clock or SystemClock()
         self.bus = bus or EventBus()
         self.reconcile_interval = reconcile_interval
-        self._waiters: defaultdict[str, set[asyncio.Future[Request]]] = defaultdict(set)
+        self._waiters: defaultdict[str, set[asyncio.Future[Request | None]]] = defaultdict(set)
+        self._released = False
         self._sweeper: asyncio.Task[None] | None = None
 
     # -- lifecycle ------------------------------------------------------------------
@@ -165,44 +166,31 @@ class Gate:
         """
         return (await self.wait_for(request_id, timeout)).decision()
 
-    async def wait_for(self, request_id: str, timeout: float | None = None) -> Request:
+    async def wait_for(
+        self, request_id: str, timeout: float | None = None, *, known: Request | None = None
+    ) -> Request:
         """Like :meth:`wait`, but the request itself: decided, or as it was if still pending.
 
         The decided request comes from whoever decided it, so a woken waiter
-        answers without reading the store again (the HTTP long-poll's path).
+        answers without reading the store again (the HTTP long-poll's path);
+        ``known`` saves the first read when the caller just read the request.
+        A parked waiter is a future and a clock timer, no task of its own.
         """
-        request = await self.store.get_request(request_id)
+        request = known if known is not None else await self.store.get_request(request_id)
         if not request.is_pending:
             return request
-        future: asyncio.Future[Request] = asyncio.get_running_loop().create_future()
-        self._waiters[request_id].add(future)
-        try:
-            return await self._park(request, future, timeout)
-        finally:
-            waiters = self._waiters.get(request_id)
-            if waiters is not None:
-                waiters.discard(future)
-                if not waiters:
-                    del self._waiters[request_id]
-
-    async def _park(
-        self, request: Request, future: asyncio.Future[Request], timeout: float | None
-    ) -> Request:
         wait_end = None
         if timeout is not None:
             wait_end = self.clock.now() + timedelta(seconds=max(timeout, 0.0))
         while True:
             deadline = request.expires_at if wait_end is None else min(request.expires_at, wait_end)
-            sleeper: asyncio.Future[None] = asyncio.ensure_future(self.clock.sleep_until(deadline))
-            racers: set[asyncio.Future[Any]] = {future, sleeper}
-            try:
-                await asyncio.wait(racers, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                sleeper.cancel()
-            if future.done():
-                return future.result()
-            if wait_end is not None and wait_end < request.expires_at:
+            decided = await self._park(request_id, deadline)
+            if decided is not None:
+                return decided
+            if self._released or (wait_end is not None and wait_end < request.expires_at):
                 return request
+            if self.clock.now() < request.expires_at:
+                continue  # a timer can fire a hair early by this clock: wait again
             transition = await self.store.expire(request.id, self.clock.now())
             if transition.request is None:
                 raise RequestNotFound(request.id)
@@ -210,7 +198,38 @@ class Gate:
                 self._settle(transition.request, "expired")
             if not transition.request.is_pending:
                 return transition.request
-            # A timer can fire a hair before the deadline by the clock: wait again.
+
+    async def _park(self, request_id: str, deadline: datetime) -> Request | None:
+        """The decided request, or ``None`` when ``deadline`` comes (or waiters are released)."""
+        future: asyncio.Future[Request | None] = asyncio.get_running_loop().create_future()
+
+        def timeout() -> None:
+            if not future.done():
+                future.set_result(None)
+
+        self._waiters[request_id].add(future)
+        cancel = self.clock.call_at(deadline, timeout)
+        try:
+            return await future
+        finally:
+            cancel()
+            waiters = self._waiters.get(request_id)
+            if waiters is not None:
+                waiters.discard(future)
+                if not waiters:
+                    del self._waiters[request_id]
+
+    def release_waiters(self) -> None:
+        """Send every parked waiter home with the request as it is (server shutdown).
+
+        Long-polls then answer "still pending" at once instead of holding a
+        rolling restart for minutes; nothing changes in the store.
+        """
+        self._released = True
+        for waiters in list(self._waiters.values()):
+            for future in list(waiters):
+                if not future.done():
+                    future.set_result(None)
 
     async def status(self, request_id: str) -> Request:
         """The request as the store has it now."""
