@@ -175,7 +175,7 @@ async def tap_to_resume(server: Server, fake: FakeLine, n: int = 300) -> list[fl
     return out
 
 
-async def taps_per_second(url: str, ids: list[str], clients: int = 8) -> float:
+async def taps_per_second(url: str, ids: list[str], clients: int = 16) -> float:
     queue = list(ids)
 
     async def client(session: aiohttp.ClientSession) -> None:
@@ -188,6 +188,65 @@ async def taps_per_second(url: str, ids: list[str], clients: int = 8) -> float:
         start = time.perf_counter()
         await asyncio.gather(*(client(session) for _ in range(clients)))
         return len(ids) / (time.perf_counter() - start)
+
+
+FAKE_LINE = textwrap.dedent("""
+    import asyncio, sys
+    sys.path.insert(0, sys.argv[1])
+    from tests.fakes import FakeLine
+
+    async def main():
+        async with FakeLine(access_token=sys.argv[2]) as line:
+            print(line.url, flush=True)
+            await asyncio.Event().wait()
+
+    asyncio.run(main())
+""")
+
+
+async def tapgate_taps_per_second(tmp: Path, n: int) -> float:
+    """Taps against a server whose LINE replies go to a fake in a third process.
+
+    The load generator must not also be the LINE API the server replies to:
+    the bare baseline gets no replies to serve, so neither may we.
+    """
+    tmp.mkdir()
+    (tmp / "fake_line.py").write_text(FAKE_LINE)
+    root = str(Path(__file__).resolve().parent.parent)
+    fake = subprocess.Popen(
+        [sys.executable, str(tmp / "fake_line.py"), root, LINE_TOKEN],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert fake.stdout is not None
+        line_url = (await asyncio.to_thread(fake.stdout.readline)).strip()
+        async with Server(tmp, line_url) as server:
+            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as s:
+                ids = list(await asyncio.gather(*(ask(s, server.url, i) for i in range(n))))
+                await _deliveries(s, server.url, n)
+            return await taps_per_second(server.url, ids)
+    finally:
+        fake.kill()
+        await asyncio.to_thread(fake.wait)
+        if fake.stdout:
+            fake.stdout.close()
+
+
+async def _deliveries(session: aiohttp.ClientSession, url: str, n: int) -> None:
+    """Wait until the server reports ``n`` approval messages delivered (its /metrics)."""
+    for _ in range(6000):
+        async with session.get(url + "/metrics") as r:
+            text = await r.text()
+        done = sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("tapgate_deliveries_total")
+        )
+        if done >= n:
+            return
+        await asyncio.sleep(0.05)
+    raise RuntimeError("the approval messages were never all delivered")
 
 
 BARE = textwrap.dedent("""
@@ -303,15 +362,8 @@ async def main() -> int:
         tmp = Path(tmpdir)
         async with FakeLine(access_token=LINE_TOKEN) as line, Server(tmp, line.url) as server:
             latencies = await tap_to_resume(server, line)
-            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as s:
-                ids = list(
-                    await asyncio.gather(
-                        *(ask(s, server.url, 10_000 + i) for i in range(args.taps))
-                    )
-                )
-            await drained(line, len(latencies) + args.taps)
-            taps = await taps_per_second(server.url, ids)
             idle, peak = await long_polls(server, tmp, args.polls)
+        taps = await tapgate_taps_per_second(tmp / "taps", args.taps)
         bare = await bare_taps_per_second(tmp, args.taps)
     print(f"# webhook server ({machine()}, tapgate serve on SQLite, clients in another process)")
     print(

@@ -88,6 +88,9 @@ def setup_api(app: web.Application) -> None:
 async def _shutting_down(app: web.Application) -> None:
     # on_shutdown runs before aiohttp waits for handlers: parked polls return now.
     app[_SHUTDOWN].set()
+    gate = app.get(GATE)
+    if gate is not None:
+        gate.release_waiters()
 
 
 # -- plumbing ---------------------------------------------------------------------------
@@ -175,17 +178,16 @@ async def _own(request: web.Request, request_id: str) -> Request:
 
 
 async def _long_poll(app: web.Application, pending: Request, seconds: float) -> Request:
-    """Park until the request is decided, ``seconds`` pass, or the server shuts down."""
-    waiter = asyncio.ensure_future(app[GATE].wait_for(pending.id, timeout=seconds))
-    stopper = asyncio.ensure_future(app[_SHUTDOWN].wait())
-    try:
-        await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        waiter.cancel()
-        stopper.cancel()
-    if waiter.done() and not waiter.cancelled():
-        return waiter.result()  # the request as its decider left it: no second read
-    return await app[GATE].status(pending.id)
+    """Park until the request is decided, ``seconds`` pass, or the server shuts down.
+
+    The handler awaits the gate directly: a parked poll is one future and one
+    timer (no helper tasks), and shutdown releases it through
+    ``Gate.release_waiters``. The decided request comes from whoever decided
+    it, so the answer needs no second read.
+    """
+    if app[_SHUTDOWN].is_set():
+        return pending
+    return await app[GATE].wait_for(pending.id, timeout=seconds, known=pending)
 
 
 # -- handlers ---------------------------------------------------------------------------
