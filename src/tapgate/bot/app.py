@@ -85,11 +85,14 @@ def _core(
     async def context(app: web.Application) -> AsyncIterator[None]:
         config, clock = app[CONFIG], app[CLOCK]
         store = await Store.open(config.store_url)
+        # Decisions made by another process (the operator's CLI) reach waiters
+        # through the reconciliation sweep: one query per second for all of them.
         gate = Gate(
             store=store,
             policy=Policy(config.policy_spec()),
             directory=config.directory(),
             clock=clock,
+            reconcile_interval=1.0,
         )
         app[METRICS].watch(gate.bus)
         app[METRICS].pending.set(len(await store.list_requests(status="pending", limit=100_000)))

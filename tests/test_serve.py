@@ -1,0 +1,107 @@
+"""``tapgate serve`` as users run it: a real process on a real port, stopped by SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import aiohttp
+
+TOKEN = "serve-test-agent-token-0123456789"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+async def wait_ready(session: aiohttp.ClientSession, url: str) -> None:
+    for _ in range(300):
+        try:
+            async with session.get(url + "/readyz") as response:
+                if response.status == 200:
+                    return
+        except aiohttp.ClientError:
+            pass
+        await asyncio.sleep(0.05)
+    raise AssertionError("tapgate serve never became ready")
+
+
+async def tapgate(*argv: str, env: dict[str, str]) -> tuple[int, str]:
+    exe = str(Path(sys.executable).with_name("tapgate"))
+    proc = await asyncio.create_subprocess_exec(
+        exe, *argv, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    out, _ = await proc.communicate()
+    return proc.returncode or 0, out.decode()
+
+
+async def test_serve_answers_agents_and_an_operator_decision_wakes_them(tmp_path: Path) -> None:
+    port = free_port()
+    config = tmp_path / "tapgate.yaml"
+    config.write_text(
+        f"server: {{host: 127.0.0.1, port: {port}}}\n"
+        f"store: {{url: 'sqlite:///{tmp_path / 'serve.db'}'}}\n"
+        "agents: [{name: ci, token: \"${AGENT_TOKEN}\"}]\n"
+        "approvers: [{name: alice}]\n"
+        "channels: {console: {enabled: true}}\n"
+        "policy: {rules: [{tool: deploy, action: ask}]}\n"
+    )
+    env = {**os.environ, "AGENT_TOKEN": TOKEN}
+    exe = str(Path(sys.executable).with_name("tapgate"))
+    server = await asyncio.create_subprocess_exec(
+        exe,
+        "serve",
+        "--config",
+        str(config),
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    try:
+        async with aiohttp.ClientSession() as session:
+            await wait_ready(session, url)
+            async with session.get(url + "/healthz") as response:
+                assert response.status == 200
+            async with session.post(
+                url + "/v1/tool-calls",
+                headers=auth,
+                json={"tool": "deploy", "arguments": {"env": "prod"}},
+            ) as r:
+                created = await r.json()
+            assert created["decision"] == "pending"
+            poll = asyncio.create_task(
+                session.get(f"{url}/v1/tool-calls/{created['id']}?wait=30", headers=auth)
+            )
+            code, out = await tapgate(
+                "resolve",
+                created["id"],
+                "approve",
+                "--as",
+                "alice",
+                "--config",
+                str(config),
+                env=env,
+            )
+            assert code == 0, out
+            response = await asyncio.wait_for(poll, 10)  # the sweep runs every second
+            decided = await response.json()
+            response.release()
+            assert (decided["decision"], decided["decided_by"]) == ("allow", "alice")
+            async with session.get(url + "/metrics") as r:
+                assert "tapgate_pending_requests" in await r.text()
+    finally:
+        server.send_signal(signal.SIGTERM)
+        output, _ = await asyncio.wait_for(server.communicate(), 30)
+    assert server.returncode == 0
+    text = output.decode()
+    assert f"tapgate resolve {created['id']} approve --as alice" in text  # the console notifier
+    assert "Traceback" not in text
