@@ -332,19 +332,23 @@ async def long_polls(server: Server, tmp: Path, n: int) -> tuple[float, float]:
 
 
 async def _count_connections(server: Server, n: int) -> int:
-    """Wait until the server holds ``n`` established connections on its port (or 60 s)."""
-    assert server.proc is not None
+    """Wait until the server reports ``n`` parked waiters on /metrics (or 90 s)."""
     held = 0
-    for _ in range(600):
-        held = sum(
-            1
-            for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
-            if line.split()[1].endswith(f":{server.port:04X}") and line.split()[3] == "01"
-        )
-        if held >= n:
-            await asyncio.sleep(1.0)  # let the handlers park and allocate
-            return held
-        await asyncio.sleep(0.1)
+    async with aiohttp.ClientSession() as session:
+        for _ in range(900):
+            async with session.get(server.url + "/metrics") as r:
+                text = await r.text()
+            held = int(
+                next(
+                    float(line.split()[1])
+                    for line in text.splitlines()
+                    if line.startswith("tapgate_parked_waiters ")
+                )
+            )
+            if held >= n:
+                await asyncio.sleep(1.0)  # let allocation settle
+                return held
+            await asyncio.sleep(0.1)
     return held
 
 

@@ -95,6 +95,7 @@ def _core(
             reconcile_interval=1.0,
         )
         app[METRICS].watch(gate.bus)
+        app[METRICS].waiters.set_function(lambda: gate.waiting)
         app[METRICS].pending.set(len(await store.list_requests(status="pending", limit=100_000)))
         pace = {"slack": config.channels.slack.pace} if config.channels.slack else {}
         dispatcher = Dispatcher(

@@ -48,6 +48,11 @@ class Metrics:
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
             registry=self.registry,
         )
+        self.waiters = Gauge(
+            "tapgate_parked_waiters",
+            "Agents waiting for a decision in this process",
+            registry=self.registry,
+        )
         self.webhook_rejections = Counter(
             "tapgate_webhook_rejections",
             "Webhook calls refused, by platform and reason",

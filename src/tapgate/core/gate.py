@@ -219,6 +219,11 @@ class Gate:
                 if not waiters:
                     del self._waiters[request_id]
 
+    @property
+    def waiting(self) -> int:
+        """How many waiters are parked in this process (long-polls, ``check`` calls)."""
+        return sum(len(futures) for futures in self._waiters.values())
+
     def release_waiters(self) -> None:
         """Send every parked waiter home with the request as it is (server shutdown).
 
