@@ -48,7 +48,7 @@ async def test_serve_answers_agents_and_an_operator_decision_wakes_them(tmp_path
     config.write_text(
         f"server: {{host: 127.0.0.1, port: {port}}}\n"
         f"store: {{url: 'sqlite:///{tmp_path / 'serve.db'}'}}\n"
-        "agents: [{name: ci, token: \"${AGENT_TOKEN}\"}]\n"
+        'agents: [{name: ci, token: "${AGENT_TOKEN}"}]\n'
         "approvers: [{name: alice}]\n"
         "channels: {console: {enabled: true}}\n"
         "policy: {rules: [{tool: deploy, action: ask}]}\n"
