@@ -1,0 +1,28 @@
+"""The agent side of tapgate: remote gates over the HTTP API and a tool wrapper.
+
+``RemoteGate`` / ``SyncRemoteGate`` let an agent that runs apart from the
+server ask it exactly as it would ask an in-process ``Gate``; ``guard`` wraps a
+tool function so that it runs only when a gate (any of the three) allows it.
+This package talks to the server only through HTTP (httpx): it imports the
+domain records and errors, never the server, webhooks or notifiers.
+"""
+
+from __future__ import annotations
+
+from tapgate.client._errors import ClientError, GuardError, ToolDenied, Unauthorized
+from tapgate.client._guard import AsyncChecker, Denied, SyncChecker, guard
+from tapgate.client._remote import LONG_POLL, RemoteGate, SyncRemoteGate
+
+__all__ = [
+    "LONG_POLL",
+    "AsyncChecker",
+    "ClientError",
+    "Denied",
+    "GuardError",
+    "RemoteGate",
+    "SyncChecker",
+    "SyncRemoteGate",
+    "ToolDenied",
+    "Unauthorized",
+    "guard",
+]

@@ -1,0 +1,207 @@
+"""The tool wrapper: ``@guard(gate)`` asks a gate before a tool runs.
+
+One decorator for sync and async tools and for any gate with a ``check``:
+the in-process :class:`~tapgate.core.gate.Gate`, :class:`RemoteGate` and
+:class:`SyncRemoteGate`. The call it sends is the tool's name (or ``tool=``)
+and its bound arguments, so approvers see exactly what will run. A denial
+raises :class:`ToolDenied` or comes back as a :class:`Denied` value; either way
+the decision's ``reason`` is there for the model.
+
+Mixed cases: a sync tool with an async gate runs the check under
+``asyncio.run`` (and refuses inside a running loop, where that would block or
+fail); an async tool with a sync gate runs the check in a worker thread, so a
+long wait for a human never blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import functools
+import inspect
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from typing import Any, Literal, ParamSpec, Protocol, TypeVar, cast, overload
+
+from tapgate.client._errors import GuardError, ToolDenied
+from tapgate.core.models import Decision, Risk, ToolCall
+
+__all__ = ["AsyncChecker", "Denied", "SyncChecker", "guard", "tool_arguments"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class AsyncChecker(Protocol):
+    """Anything that decides a call asynchronously: ``Gate``, ``RemoteGate``."""
+
+    def check(self, call: ToolCall) -> Awaitable[Decision]: ...  # pragma: no cover
+
+
+class SyncChecker(Protocol):
+    """Anything that decides a call synchronously: ``SyncRemoteGate``."""
+
+    def check(self, call: ToolCall) -> Decision: ...  # pragma: no cover
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class Denied:
+    """What a guarded tool returns instead of running, with ``on_deny="return"``.
+
+    A value rather than an exception suits frameworks that hand a tool's
+    return value straight back to the model: ``reason`` tells it why.
+    """
+
+    tool: str
+    reason: str
+    decision: Decision
+    kind: Literal["denied"] = "denied"
+
+    def __str__(self) -> str:
+        return f"{self.tool} was denied: {self.reason}"
+
+
+class _Raising(Protocol):
+    def __call__(self, fn: F, /) -> F: ...  # pragma: no cover
+
+
+class _Returning(Protocol):
+    @overload
+    def __call__(
+        self, fn: Callable[P, Coroutine[Any, Any, R]], /
+    ) -> Callable[P, Coroutine[Any, Any, R | Denied]]: ...  # pragma: no cover
+    @overload
+    def __call__(self, fn: Callable[P, R], /) -> Callable[P, R | Denied]: ...  # pragma: no cover
+
+
+@overload
+def guard(
+    gate: AsyncChecker | SyncChecker,
+    *,
+    tool: str | None = ...,
+    risk: Risk | None = ...,
+    on_deny: Literal["raise"] = ...,
+    session: str | None = ...,
+    agent: str = ...,
+) -> _Raising: ...
+@overload
+def guard(
+    gate: AsyncChecker | SyncChecker,
+    *,
+    tool: str | None = ...,
+    risk: Risk | None = ...,
+    on_deny: Literal["return"],
+    session: str | None = ...,
+    agent: str = ...,
+) -> _Returning: ...
+def guard(
+    gate: AsyncChecker | SyncChecker,
+    *,
+    tool: str | None = None,
+    risk: Risk | None = None,
+    on_deny: Literal["raise", "return"] = "raise",
+    session: str | None = None,
+    agent: str = "default",
+) -> _Raising | _Returning:
+    """Run the decorated tool only when ``gate`` allows the call.
+
+    ``risk`` is the author's declaration (the operator's config wins over it);
+    ``agent`` matters only to an in-process gate, a remote one takes the agent
+    from its token. With ``on_deny="raise"`` a denial raises
+    :class:`ToolDenied`; with ``"return"`` the tool returns a :class:`Denied`.
+    """
+    is_async_gate = inspect.iscoroutinefunction(gate.check)
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        name = tool or fn.__name__
+        signature = inspect.signature(fn)
+
+        def call_for(args: tuple[Any, ...], kwargs: dict[str, Any]) -> ToolCall:
+            arguments = tool_arguments(signature, args, kwargs)
+            return ToolCall(tool=name, arguments=arguments, agent=agent, session=session, risk=risk)
+
+        def refused(decision: Decision) -> Denied:
+            if on_deny == "raise":
+                raise ToolDenied(decision, tool=name)
+            return Denied(tool=name, reason=decision.reason, decision=decision)
+
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def guarded_async(*args: Any, **kwargs: Any) -> Any:
+                call = call_for(args, kwargs)
+                if is_async_gate:
+                    decision = await cast(AsyncChecker, gate).check(call)
+                else:
+                    decision = await asyncio.to_thread(cast(SyncChecker, gate).check, call)
+                if not decision.allowed:
+                    return refused(decision)
+                return await fn(*args, **kwargs)
+
+            return guarded_async
+
+        @functools.wraps(fn)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            call = call_for(args, kwargs)
+            if is_async_gate:
+                decision = _run_async_check(cast(AsyncChecker, gate), call)
+            else:
+                decision = cast(SyncChecker, gate).check(call)
+            if not decision.allowed:
+                return refused(decision)
+            return fn(*args, **kwargs)
+
+        return guarded
+
+    return cast(_Raising | _Returning, decorate)
+
+
+def _run_async_check(gate: AsyncChecker, call: ToolCall) -> Decision:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise GuardError(
+            f"{call.tool} is a sync tool guarded by an async gate, called inside a running "
+            "event loop, where the check cannot be run to completion. Make the tool an "
+            "async function, or guard it with a SyncRemoteGate."
+        )
+
+    async def check() -> Decision:
+        return await gate.check(call)
+
+    return asyncio.run(check())
+
+
+def tool_arguments(
+    signature: inspect.Signature, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The call's arguments by parameter name, defaults included, as JSON-able values.
+
+    Defaults are included so that approvers see everything the tool will get
+    and the same call always has the same arguments. A leading ``self`` or
+    ``cls`` is left out. Values JSON cannot carry become text (paths, enums,
+    datetimes and other objects via ``str``); dataclasses become objects.
+    """
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    params = list(signature.parameters)
+    skip = params[0] if params and params[0] in ("self", "cls") else None
+    return {k: _jsonable(v) for k, v in bound.arguments.items() if k != skip}
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value, key=repr) if isinstance(value, set | frozenset) else value
+        return [_jsonable(v) for v in items]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _jsonable(dataclasses.asdict(value))
+    if isinstance(value, enum.Enum):
+        return _jsonable(value.value)
+    return str(value)

@@ -1,0 +1,212 @@
+"""The remote gates: :class:`RemoteGate` (async) and :class:`SyncRemoteGate`, over the HTTP API.
+
+Both are thin drivers of the plans in :mod:`tapgate.client._plans`: they make
+the requests and sleeps a plan asks for, with ``httpx.AsyncClient`` or
+``httpx.Client``. Everything else (bodies, parsing, errors, retries,
+long-poll slices) is shared, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from types import TracebackType
+
+import httpx
+
+from tapgate.client._plans import Finished, Pause, Plan, Planner, Send, T, resume
+from tapgate.core.models import Decision, Ticket, ToolCall
+
+__all__ = ["LONG_POLL", "RemoteGate", "SyncRemoteGate"]
+
+LONG_POLL = 60.0
+"""Seconds per long-poll request: well under the server's default ``max_wait`` (300)."""
+
+_USER_AGENT = "tapgate-client"
+
+
+def _headers(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}", "User-Agent": _USER_AGENT}
+
+
+class RemoteGate:
+    """The in-process :class:`~tapgate.core.gate.Gate`'s agent half, over HTTP.
+
+    An agent that runs apart from the tapgate server swaps its ``Gate`` for
+    this and keeps calling ``check`` / ``submit`` / ``wait``. The agent's name
+    comes from ``token`` on the server, so ``ToolCall.agent`` is ignored.
+
+    ``check`` submits and then long-polls in slices of ``long_poll`` seconds
+    (which must not exceed the server's ``max_wait``); each HTTP read timeout
+    is ``timeout`` plus the slice. Transport failures are retried ``retries``
+    times with capped exponential backoff from ``backoff`` seconds, reads and
+    submits always (the server reuses an identical pending request, so a
+    resubmit is safe), a cancel only when the connection was never made.
+    HTTP errors raise :class:`~tapgate.client.ClientError` (401:
+    :class:`~tapgate.client.Unauthorized`), ``RequestNotFound`` or
+    ``AlreadyResolved`` with the server's message.
+
+    Inside ``async with`` (until :meth:`aclose`) calls share one connection
+    pool. Outside it each call opens and closes its own connection, so a gate
+    used from several event loops (a sync tool guarded by it runs each check
+    under ``asyncio.run``) never touches a connection of a finished loop.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = 10.0,
+        retries: int = 3,
+        transport: httpx.AsyncBaseTransport | None = None,
+        backoff: float = 0.5,
+        long_poll: float = LONG_POLL,
+    ) -> None:
+        self.base_url = base_url
+        self._token = token
+        self._transport = transport
+        self._planner = Planner(
+            timeout=timeout, retries=retries, backoff=backoff, long_poll=long_poll
+        )
+        self._pool: httpx.AsyncClient | None = None
+
+    def __repr__(self) -> str:
+        return f"RemoteGate({self.base_url!r})"  # never the token
+
+    async def check(self, call: ToolCall) -> Decision:
+        """Decide ``call``, waiting as long as it takes for a human if policy asks one."""
+        return await self._run(self._planner.check(call))
+
+    async def submit(self, call: ToolCall) -> Ticket:
+        """A decision now, or the pending request to follow (see ``ticket_from`` for its gaps)."""
+        return await self._run(self._planner.submit(call))
+
+    async def wait(self, request_id: str, timeout: float | None = None) -> Decision | None:
+        """The decision, or ``None`` while still pending after ``timeout`` seconds, if given."""
+        return await self._run(self._planner.wait(request_id, timeout))
+
+    async def cancel(self, request_id: str, *, reason: str | None = None) -> Decision:
+        """Withdraw a pending request the agent no longer needs; it counts as a denial."""
+        return await self._run(self._planner.cancel(request_id, reason))
+
+    async def __aenter__(self) -> RemoteGate:
+        if self._pool is None:
+            self._pool = self._client()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the shared connection pool (a no-op outside ``async with``)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.aclose()
+
+    def _client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=self.base_url, headers=_headers(self._token), transport=self._transport
+        )
+
+    async def _run(self, plan: Plan[T]) -> T:
+        if self._pool is not None:
+            return await _drive(self._pool, plan)
+        async with self._client() as client:
+            return await _drive(client, plan)
+
+
+async def _drive(client: httpx.AsyncClient, plan: Plan[T]) -> T:
+    outcome: httpx.Response | httpx.TransportError | None = None
+    while True:
+        step = resume(plan, outcome)
+        outcome = None
+        if isinstance(step, Finished):
+            return step.value
+        if isinstance(step, Pause):
+            await asyncio.sleep(step.seconds)
+            continue
+        try:
+            outcome = await client.send(_request(client, step))
+        except httpx.TransportError as exc:
+            outcome = exc
+
+
+class SyncRemoteGate:
+    """:class:`RemoteGate` for sync agent frameworks: the same calls, blocking.
+
+    Built on ``httpx.Client`` and the same plans as :class:`RemoteGate`, so it
+    behaves identically (retries, slices, errors). It holds one connection
+    pool, shareable between threads; close it with :meth:`close` or ``with``.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = 10.0,
+        retries: int = 3,
+        transport: httpx.BaseTransport | None = None,
+        backoff: float = 0.5,
+        long_poll: float = LONG_POLL,
+    ) -> None:
+        self.base_url = base_url
+        self._planner = Planner(
+            timeout=timeout, retries=retries, backoff=backoff, long_poll=long_poll
+        )
+        self._client = httpx.Client(base_url=base_url, headers=_headers(token), transport=transport)
+
+    def __repr__(self) -> str:
+        return f"SyncRemoteGate({self.base_url!r})"
+
+    def check(self, call: ToolCall) -> Decision:
+        """Decide ``call``, blocking until a human decides if policy asks one."""
+        return self._run(self._planner.check(call))
+
+    def submit(self, call: ToolCall) -> Ticket:
+        """A decision now, or the pending request to follow."""
+        return self._run(self._planner.submit(call))
+
+    def wait(self, request_id: str, timeout: float | None = None) -> Decision | None:
+        """The decision, or ``None`` if still pending after ``timeout`` seconds."""
+        return self._run(self._planner.wait(request_id, timeout))
+
+    def cancel(self, request_id: str, *, reason: str | None = None) -> Decision:
+        """Withdraw a pending request; it counts as a denial."""
+        return self._run(self._planner.cancel(request_id, reason))
+
+    def __enter__(self) -> SyncRemoteGate:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._client.close()
+
+    def _run(self, plan: Plan[T]) -> T:
+        outcome: httpx.Response | httpx.TransportError | None = None
+        while True:
+            step = resume(plan, outcome)
+            outcome = None
+            if isinstance(step, Finished):
+                return step.value
+            if isinstance(step, Pause):
+                time.sleep(step.seconds)
+                continue
+            try:
+                outcome = self._client.send(_request(self._client, step))
+            except httpx.TransportError as exc:
+                outcome = exc
+
+
+def _request(client: httpx.AsyncClient | httpx.Client, step: Send) -> httpx.Request:
+    return client.build_request(
+        step.method, step.path, json=step.json, params=step.params, timeout=step.timeout
+    )

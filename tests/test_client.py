@@ -1,0 +1,484 @@
+"""The Python client: remote gates over HTTP and the ``guard`` tool wrapper.
+
+HTTP behaviour (retries, long-poll slices, errors, timeouts) is pinned with
+respx, which scripts the server's answers; then the same gates and guarded
+tools run against the real server (``build_app`` on a real loopback port),
+where an approver's decision comes from ``app[GATE].resolve`` as a webhook
+would make it. No backoff sleeps: every gate here has ``backoff=0``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+import pytest
+import respx
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from tapgate.bot.app import build_app
+from tapgate.bot.keys import GATE
+from tapgate.client import (
+    ClientError,
+    Denied,
+    GuardError,
+    RemoteGate,
+    SyncRemoteGate,
+    ToolDenied,
+    Unauthorized,
+    guard,
+)
+from tapgate.core.models import Decision, ToolCall
+from tapgate.errors import AlreadyResolved, RequestNotFound
+from tapgate.notifiers.recording import RecordingNotifier
+from tests.test_api import CI, make_config
+
+BASE = "http://tapgate.test"
+DEPLOY = ToolCall(tool="deploy", arguments={"env": "prod"})
+
+
+def state(decision: str = "pending", **fields: Any) -> dict[str, Any]:
+    """A tool-call state as the server sends it."""
+    decided = decision != "pending"
+    body: dict[str, Any] = {
+        "id": "req-1",
+        "decision": decision,
+        "status": {"allow": "approved", "deny": "denied"}.get(decision, "pending"),
+        "reason": "deploys need a human",
+        "decided_by": "alice" if decided else None,
+        "source": "approver" if decided else None,
+        "rule": "policy.rules[0]",
+        "reused": False,
+        "tool": "deploy",
+        "session": None,
+        "created_at": "2026-11-21T06:00:00.944345Z",
+        "expires_at": "2026-11-21T06:10:00.944345Z",
+        "resolved_at": None,
+        "approvers": ["alice"],
+    }
+    return body | fields
+
+
+def error(status: int, code: str, message: str, **extra: Any) -> httpx.Response:
+    return httpx.Response(
+        status, json={"error": {"code": code, "message": message, "path": None}, **extra}
+    )
+
+
+def remote(**options: Any) -> RemoteGate:
+    return RemoteGate(BASE, CI, backoff=0, **options)
+
+
+def sync_remote(**options: Any) -> SyncRemoteGate:
+    return SyncRemoteGate(BASE, CI, backoff=0, **options)
+
+
+@pytest.fixture
+def api() -> Iterator[respx.MockRouter]:
+    with respx.mock(base_url=BASE, assert_all_called=False) as router:
+        yield router
+
+
+# -- RemoteGate over scripted HTTP -------------------------------------------------------
+
+
+async def test_an_immediate_allow_needs_one_request_without_the_agent(
+    api: respx.MockRouter,
+) -> None:
+    allowed = state("allow", id=None, status="allowed", source="policy", decided_by="rule")
+    route = api.post("/v1/tool-calls").respond(200, json=allowed)
+    call = ToolCall(tool="deploy", arguments={"env": "prod"}, agent="ignored", risk="write")
+    decision = await remote().check(call)
+    assert decision.allowed and decision.status == "allowed" and decision.request_id is None
+    sent = route.calls.last.request
+    assert sent.headers["Authorization"] == f"Bearer {CI}"
+    assert json.loads(sent.content) == {
+        "tool": "deploy",
+        "arguments": {"env": "prod"},
+        "risk": "write",
+        "wait": 60,
+    }
+
+
+async def test_an_immediate_deny_carries_the_reason(api: respx.MockRouter) -> None:
+    denied = state("deny", id=None, status="denied", source="policy", reason="no prod on Fridays")
+    api.post("/v1/tool-calls").respond(200, json=denied)
+    decision = await remote().check(DEPLOY)
+    assert not decision.allowed and decision.reason == "no prod on Fridays"
+
+
+async def test_check_long_polls_in_slices_until_approved(api: respx.MockRouter) -> None:
+    api.post("/v1/tool-calls").respond(201, json=state())
+    poll = api.get("/v1/tool-calls/req-1").mock(
+        side_effect=[
+            httpx.Response(200, json=state()),
+            httpx.Response(200, json=state("allow", reason="approved by alice")),
+        ]
+    )
+    # long_poll=0 makes every slice return "early", so this also walks the pause path.
+    decision = await remote(long_poll=0).check(DEPLOY)
+    assert decision.allowed and decision.decided_by == "alice" and decision.request_id == "req-1"
+    assert poll.call_count == 2
+    assert [c.request.url.params["wait"] for c in poll.calls] == ["0", "0"]
+
+
+async def test_submit_returns_a_ticket_for_a_pending_request(api: respx.MockRouter) -> None:
+    api.post("/v1/tool-calls").respond(200, json=state(reused=True))
+    ticket = await remote().submit(DEPLOY)
+    assert ticket.decision is None and ticket.request_id == "req-1" and ticket.reused
+    assert ticket.request is not None and ticket.request.approvers == ("alice",)
+    assert "wait" not in json.loads(api.calls.last.request.content)
+
+
+async def test_a_401_raises_unauthorized_with_the_servers_message(
+    api: respx.MockRouter,
+) -> None:
+    api.post("/v1/tool-calls").mock(return_value=error(401, "unauthorized", "invalid bearer token"))
+    with pytest.raises(Unauthorized, match="invalid bearer token") as caught:
+        await remote().check(DEPLOY)
+    assert caught.value.status == 401 and caught.value.code == "unauthorized"
+    assert isinstance(caught.value, ClientError)
+
+
+async def test_a_400_is_a_client_error_and_is_not_retried(api: respx.MockRouter) -> None:
+    route = api.post("/v1/tool-calls").mock(
+        return_value=error(400, "invalid_body", "must be a finite number")
+    )
+    with pytest.raises(ClientError, match="must be a finite number") as caught:
+        await remote().submit(DEPLOY)
+    assert caught.value.code == "invalid_body" and route.call_count == 1
+
+
+async def test_a_connection_error_is_retried_then_succeeds(api: respx.MockRouter) -> None:
+    route = api.post("/v1/tool-calls").mock(
+        side_effect=[
+            httpx.ConnectError("refused"),
+            httpx.ReadTimeout("slow"),
+            httpx.Response(200, json=state("allow")),
+        ]
+    )
+    assert (await remote().check(DEPLOY)).allowed
+    assert route.call_count == 3
+
+
+async def test_retries_give_up_with_an_unreachable_error(api: respx.MockRouter) -> None:
+    route = api.get("/v1/tool-calls/req-1").mock(side_effect=httpx.ConnectError("refused"))
+    with pytest.raises(ClientError, match="refused") as caught:
+        await remote(retries=2).wait("req-1")
+    assert caught.value.code == "unreachable" and caught.value.status is None
+    assert route.call_count == 3
+
+
+async def test_a_503_from_a_proxy_is_retried(api: respx.MockRouter) -> None:
+    route = api.get("/v1/tool-calls/req-1").mock(
+        side_effect=[httpx.Response(503, text="busy"), httpx.Response(200, json=state("deny"))]
+    )
+    decision = await remote().wait("req-1", timeout=0)
+    assert decision is not None and decision.verdict == "deny" and route.call_count == 2
+
+
+async def test_wait_honours_its_timeout_and_the_read_timeout_exceeds_the_wait(
+    api: respx.MockRouter,
+) -> None:
+    route = api.get("/v1/tool-calls/req-1").respond(200, json=state())
+    assert await remote(timeout=5).wait("req-1", timeout=0) is None
+    assert route.call_count == 1
+    assert route.calls.last.request.url.params["wait"] == "0"
+
+    api.post("/v1/tool-calls").respond(200, json=state("allow"))
+    await remote(timeout=5, long_poll=30).check(DEPLOY)
+    read = api.calls.last.request.extensions["timeout"]["read"]
+    assert read == 35
+
+
+async def test_cancel_returns_the_denial_and_a_decided_one_is_already_resolved(
+    api: respx.MockRouter,
+) -> None:
+    cancelled = state("deny", status="cancelled", source="cancel", decided_by="agent:ci-bot")
+    route = api.post("/v1/tool-calls/req-1/cancel").mock(
+        side_effect=[
+            httpx.Response(200, json=cancelled),
+            error(
+                409, "already_decided", "the tool call is already cancelled", tool_call=cancelled
+            ),
+        ]
+    )
+    async with remote() as gate:
+        decision = await gate.cancel("req-1", reason="changed my mind")
+        assert decision.status == "cancelled" and not decision.allowed
+        assert json.loads(route.calls.last.request.content) == {"reason": "changed my mind"}
+        with pytest.raises(AlreadyResolved) as caught:
+            await gate.cancel("req-1")
+    assert caught.value.status == "cancelled" and caught.value.resolved_by == "agent:ci-bot"
+
+
+async def test_a_cancel_that_may_have_arrived_is_not_resent(api: respx.MockRouter) -> None:
+    route = api.post("/v1/tool-calls/req-1/cancel").mock(side_effect=httpx.ReadTimeout("slow"))
+    with pytest.raises(ClientError, match="slow"):
+        await remote().cancel("req-1")
+    assert route.call_count == 1
+
+
+async def test_an_unknown_id_raises_request_not_found(api: respx.MockRouter) -> None:
+    api.get("/v1/tool-calls/nope").mock(return_value=error(404, "not_found", "no tool call"))
+    with pytest.raises(RequestNotFound):
+        await remote().wait("nope")
+
+
+async def test_a_malformed_answer_is_a_client_error(api: respx.MockRouter) -> None:
+    api.post("/v1/tool-calls").respond(200, json={"decision": "maybe"})
+    with pytest.raises(ClientError) as caught:
+        await remote().check(DEPLOY)
+    assert caught.value.code == "bad_response"
+
+
+# -- SyncRemoteGate over scripted HTTP ---------------------------------------------------
+
+
+def test_sync_gate_long_polls_until_denied(api: respx.MockRouter) -> None:
+    api.post("/v1/tool-calls").respond(201, json=state())
+    api.get("/v1/tool-calls/req-1").mock(
+        side_effect=[
+            httpx.Response(200, json=state()),
+            httpx.Response(200, json=state("deny", reason="not today")),
+        ]
+    )
+    with sync_remote(long_poll=0) as gate:
+        decision = gate.check(DEPLOY)
+    assert not decision.allowed and decision.reason == "not today"
+
+
+def test_sync_gate_retries_and_maps_errors(api: respx.MockRouter) -> None:
+    route = api.post("/v1/tool-calls").mock(
+        side_effect=[httpx.ConnectError("refused"), error(401, "unauthorized", "missing token")]
+    )
+    with sync_remote() as gate, pytest.raises(Unauthorized, match="missing token"):
+        gate.submit(DEPLOY)
+    assert route.call_count == 2
+
+
+def test_sync_gate_wait_and_cancel(api: respx.MockRouter) -> None:
+    api.get("/v1/tool-calls/req-1").respond(200, json=state())
+    cancelled = state("deny", status="cancelled", source="cancel", decided_by="agent:ci-bot")
+    api.post("/v1/tool-calls/req-1/cancel").respond(200, json=cancelled)
+    with sync_remote() as gate:
+        assert gate.wait("req-1", timeout=0) is None
+        assert gate.cancel("req-1").source == "cancel"
+
+
+# -- guard without a server ---------------------------------------------------------------
+
+
+@dataclass
+class FakeGate:
+    """A gate that answers from a script and records the calls it saw."""
+
+    verdict: str = "allow"
+    seen: list[ToolCall] | None = None
+
+    async def check(self, call: ToolCall) -> Decision:
+        self.seen = [*(self.seen or []), call]
+        return Decision(
+            verdict="allow" if self.verdict == "allow" else "deny",
+            status="allowed" if self.verdict == "allow" else "denied",
+            source="policy",
+            decided_by="test",
+            reason=f"{self.verdict} by the script",
+        )
+
+
+def test_guard_binds_arguments_and_keeps_metadata() -> None:
+    gate = FakeGate()
+
+    @guard(gate, tool="files.write", risk="write", session="s1", agent="me")
+    def write(path: Path, text: str, *, mode: str = "w") -> int:
+        """Write a file."""
+        return len(text)
+
+    assert write(Path("/tmp/x"), "hi") == 2
+    assert write.__name__ == "write" and write.__doc__ == "Write a file."
+    assert gate.seen == [
+        ToolCall(
+            tool="files.write",
+            arguments={"path": "/tmp/x", "text": "hi", "mode": "w"},
+            agent="me",
+            session="s1",
+            risk="write",
+        )
+    ]
+
+
+async def test_a_sync_tool_with_an_async_gate_refuses_inside_a_running_loop() -> None:
+    @guard(FakeGate())
+    def tool() -> None:
+        raise AssertionError("must not run")
+
+    with pytest.raises(GuardError, match="SyncRemoteGate"):
+        tool()
+
+
+def test_guard_on_a_method_leaves_self_out() -> None:
+    gate = FakeGate(verdict="deny")
+
+    class Db:
+        @guard(gate, on_deny="return")
+        def drop(self, name: str) -> str:
+            return name
+
+    result = Db().drop("prod")
+    assert isinstance(result, Denied) and result.reason == "deny by the script"
+    assert gate.seen is not None and gate.seen[0].arguments == {"name": "prod"}
+
+
+# -- against the real server --------------------------------------------------------------
+
+
+@dataclass
+class Served:
+    app: web.Application
+    url: str
+
+    async def pending(self) -> str:
+        """The id of the one pending request, once the client has created it."""
+        for _ in range(5000):
+            found = await self.app[GATE].store.list_requests(status="pending")
+            if found:
+                return found[0].id
+            await asyncio.sleep(0.002)
+        raise AssertionError("no pending request appeared")
+
+    async def decide(self, verdict: Literal["approve", "deny"], reason: str | None = None) -> None:
+        request_id = await self.pending()
+        await self.app[GATE].resolve(request_id, verdict, by="alice", reason=reason)
+
+
+@pytest.fixture
+async def served(tmp_path: Path) -> AsyncIterator[Served]:
+    config = make_config(f"sqlite:///{tmp_path / 'tapgate.db'}")
+    app = build_app(config, notifiers=[RecordingNotifier("console")])
+    async with TestServer(app, host="127.0.0.1") as server:
+        yield Served(app=app, url=str(server.make_url("")))
+
+
+async def test_a_guarded_async_tool_is_approved_then_runs(served: Served) -> None:
+    ran: list[str] = []
+    async with RemoteGate(served.url, CI, long_poll=0.2) as gate:
+
+        @guard(gate)
+        async def deploy(env: str) -> str:
+            ran.append(env)
+            return f"deployed {env}"
+
+        task = asyncio.create_task(deploy("prod"))
+        await served.decide("approve")
+        assert await task == "deployed prod"
+    assert ran == ["prod"]
+
+
+async def test_a_guarded_async_tool_is_denied_with_the_reason(served: Served) -> None:
+    @guard(RemoteGate(served.url, CI))
+    async def deploy(env: str) -> str:
+        raise AssertionError("must not run")
+
+    task = asyncio.create_task(deploy("prod"))
+    await served.decide("deny", reason="not during the freeze")
+    with pytest.raises(ToolDenied, match="not during the freeze") as caught:
+        await task
+    assert caught.value.decision.source == "approver" and caught.value.tool == "deploy"
+
+
+async def test_a_guarded_sync_tool_in_a_thread_is_approved_and_denied(served: Served) -> None:
+    with SyncRemoteGate(served.url, CI, long_poll=0.2) as gate:
+
+        @guard(gate, on_deny="return")
+        def deploy(env: str) -> str:
+            return f"deployed {env}"
+
+        task = asyncio.create_task(asyncio.to_thread(deploy, "staging"))
+        await served.decide("approve")
+        assert await task == "deployed staging"
+
+        task = asyncio.create_task(asyncio.to_thread(deploy, "prod"))
+        await served.decide("deny", reason="prod is frozen")
+        denied = await task
+    assert isinstance(denied, Denied) and denied.reason == "prod is frozen"
+    assert denied.decision.request_id is not None
+
+
+async def test_a_sync_tool_with_an_async_remote_gate_runs_its_own_loop(served: Served) -> None:
+    @guard(RemoteGate(served.url, CI))
+    def read_file(path: str) -> str:
+        return f"read {path}"
+
+    assert await asyncio.to_thread(read_file, "a") == "read a"
+    assert await asyncio.to_thread(read_file, "b") == "read b"  # a second, fresh event loop
+
+
+async def test_allowed_by_policy_runs_at_once_and_denied_by_policy_never(served: Served) -> None:
+    gate = RemoteGate(served.url, CI)
+
+    @guard(gate)
+    async def read_file(path: str) -> str:
+        return f"read {path}"
+
+    @guard(gate, on_deny="return")
+    async def drop_db(name: str) -> str:
+        raise AssertionError("must not run")
+
+    assert await read_file("README.md") == "read README.md"
+    denied = await drop_db("prod")
+    assert isinstance(denied, Denied) and "destructive" in denied.reason
+    assert await served.app[GATE].store.list_requests() == []
+
+
+async def test_a_wrong_token_is_unauthorized_against_the_real_server(served: Served) -> None:
+    with pytest.raises(Unauthorized, match="invalid bearer token"):
+        await RemoteGate(served.url, "wrong-token-0123456789").check(DEPLOY)
+
+
+async def test_remote_submit_wait_and_cancel_against_the_real_server(served: Served) -> None:
+    async with RemoteGate(served.url, CI) as gate:
+        ticket = await gate.submit(DEPLOY)
+        assert ticket.request_id is not None and ticket.request is not None
+        assert ticket.request.approvers == ("alice", "bob")
+        assert await gate.wait(ticket.request_id, timeout=0.05) is None
+        assert (await gate.submit(DEPLOY)).reused
+        decision = await gate.cancel(ticket.request_id, reason="no longer needed")
+        assert decision.status == "cancelled" and decision.reason == "no longer needed"
+        with pytest.raises(AlreadyResolved):
+            await gate.cancel(ticket.request_id)
+        with pytest.raises(RequestNotFound):
+            await gate.wait("no-such-id")
+
+
+async def test_the_in_process_gate_works_with_guard(served: Served) -> None:
+    gate = served.app[GATE]
+
+    @guard(gate, agent="ci-bot")
+    async def deploy(env: str) -> str:
+        return f"deployed {env}"
+
+    @guard(gate, agent="ci-bot", risk="read_only")
+    async def read_file(path: str) -> str:
+        return path
+
+    assert await read_file("x") == "x"
+    task = asyncio.create_task(deploy("prod"))
+    await served.decide("deny", reason="use the pipeline")
+    with pytest.raises(ToolDenied, match="use the pipeline"):
+        await task
+
+
+def test_guard_wrapper_is_a_functools_wrapper() -> None:
+    def tool(x: int) -> int:
+        return x
+
+    wrapped = guard(FakeGate())(tool)
+    assert wrapped.__wrapped__ is tool  # type: ignore[attr-defined]
+    assert wrapped(3) == 3  # a sync tool, an async gate, no running loop: asyncio.run
