@@ -113,17 +113,32 @@ EXPORTS: dict[str, set[str]] = {
         "render_slack_resolved",
     },
     "tapgate.webhooks": set(),
+    "tapgate.client": {
+        "AsyncChecker",
+        "ClientError",
+        "Denied",
+        "GuardError",
+        "LONG_POLL",
+        "RemoteGate",
+        "SyncChecker",
+        "SyncRemoteGate",
+        "ToolDenied",
+        "Unauthorized",
+        "guard",
+    },
 }
 
 # What each layer may import from tapgate itself, and which outside packages
 # it must not import (core stays free of web frameworks, chat SDKs and YAML).
 ALLOWED_INTERNAL = {
+    "client": {"tapgate.client", "tapgate.core.models", "tapgate.errors"},
     "core": {"tapgate.core", "tapgate.errors"},
     "notifiers": {"tapgate.core", "tapgate.errors", "tapgate.notifiers"},
     "webhooks": {"tapgate.core", "tapgate.errors", "tapgate.webhooks"},
     "bot": {"tapgate"},
 }
 FORBIDDEN_EXTERNAL = {
+    "client": {"aiohttp", "yaml", "linebot", "slack_sdk", "slack_bolt"},
     "core": {"aiohttp", "linebot", "slack_sdk", "slack_bolt", "yaml", "httpx", "tenacity"},
     "notifiers": {"yaml"},
     "webhooks": {"yaml"},
