@@ -37,6 +37,7 @@ from tapgate.core.models import (
 )
 from tapgate.core.policy import Policy, PolicyVerdict
 from tapgate.core.store import GrantKey, Store, Transition
+from tapgate.core.store.notify import DecisionListener
 from tapgate.errors import (
     AlreadyResolved,
     DuplicateEvent,
@@ -94,17 +95,28 @@ class Gate:
         self.reconcile_interval = reconcile_interval
         self._waiters: defaultdict[str, set[asyncio.Future[Request | None]]] = defaultdict(set)
         self._released = False
+        self._listener: DecisionListener | None = None
+        self._lookups: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
 
     # -- lifecycle ------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start the reconciliation sweep (idempotent)."""
+        """Start the reconciliation sweep and, on PostgreSQL, the LISTEN for decisions."""
         if self._sweeper is None:
             self._sweeper = asyncio.create_task(self._reconcile_forever(), name="tapgate-reconcile")
+        if self._listener is None:
+            self._listener = self.store.decision_listener(self._on_remote_decision, self.reconcile)
+            if self._listener is not None:
+                self._listener.start()
 
     async def close(self) -> None:
-        """Stop the sweep. Pending requests stay pending in the store."""
+        """Stop the sweep and the listener. Pending requests stay pending in the store."""
+        if self._listener is not None:
+            await self._listener.close()
+            self._listener = None
+        for lookup in list(self._lookups):
+            lookup.cancel()
         if self._sweeper is not None:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -356,6 +368,23 @@ class Gate:
             if not request.is_pending:
                 woken += self._wake(request)
         return woken
+
+    def _on_remote_decision(self, request_id: str) -> None:
+        """A replica decided ``request_id``: wake our waiters for it, if we have any."""
+        if request_id not in self._waiters:
+            return
+        lookup = asyncio.create_task(self._wake_from_store(request_id))
+        self._lookups.add(lookup)
+        lookup.add_done_callback(self._lookups.discard)
+
+    async def _wake_from_store(self, request_id: str) -> None:
+        try:
+            request = await self.store.get_request(request_id)
+        except Exception:  # the sweep will catch up
+            log.exception("could not read request %s after a remote decision", request_id)
+            return
+        if not request.is_pending:
+            self._wake(request)
 
     async def _reconcile_forever(self) -> None:
         while True:

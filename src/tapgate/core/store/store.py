@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypeVar
@@ -37,6 +37,7 @@ from sqlalchemy.exc import IntegrityError
 
 from tapgate.core.models import AuditEntry, Delivery, Grant, Request, RequestStatus, Scope
 from tapgate.core.store import engine as _engine
+from tapgate.core.store.notify import DecisionListener
 from tapgate.core.store.outbox import Outbox
 from tapgate.core.store.rows import (
     audit_from_row,
@@ -198,6 +199,14 @@ class Store:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    def decision_listener(
+        self, on_decided: Callable[[str], None], on_connected: Callable[[], Awaitable[Any]]
+    ) -> DecisionListener | None:
+        """A listener for decisions made by other replicas (PostgreSQL), else ``None``."""
+        if isinstance(self.runner, _engine.AsyncRunner) and self.dialect == "postgresql":
+            return DecisionListener(self.runner.engine, on_decided, on_connected)
+        return None
 
     @property
     def dialect(self) -> str:

@@ -167,6 +167,8 @@ BEGIN
             jsonb_strip_nulls(jsonb_build_object(
                 'reason', NEW.resolution_reason, 'scope', NEW.scope))
             || coalesce(NEW.resolution_detail::jsonb, '{}'::jsonb))::text);
+        -- Wake waiters on every replica; delivered when the transaction commits.
+        PERFORM pg_notify('tapgate_decided', NEW.id);
     END IF;
     RETURN NEW;
 END $$

@@ -1,0 +1,92 @@
+"""Two gates on one PostgreSQL database act as two replicas: decisions wake waiters across them.
+
+The reconciliation sweep is pushed out of the way (one hour), so only
+LISTEN/NOTIFY can wake the waiter; the listener's connection is also killed
+from the server side to show it comes back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import text
+
+from tapgate.core import Approver, Directory, Gate, Policy, PolicySpec, Rule, Store, ToolCall
+from tapgate.core.clock import SystemClock
+from tapgate.core.store.notify import CHANNEL
+
+POLICY = Policy(PolicySpec(rules=(Rule(tool="deploy", action="ask", source="r"),)))
+DIRECTORY = Directory([Approver(name="alice")], channels=())
+
+
+@pytest.fixture
+async def replicas(db_url: str) -> AsyncIterator[tuple[Gate, Gate]]:
+    if not db_url.startswith("postgresql"):
+        pytest.skip("replicas share a PostgreSQL database; SQLite is one process per file")
+    async with await Store.open(db_url) as store_a, await Store.open(db_url) as store_b:
+        gate_a = Gate(
+            store=store_a,
+            policy=POLICY,
+            directory=DIRECTORY,
+            clock=SystemClock(),
+            reconcile_interval=3600,
+        )
+        gate_b = Gate(
+            store=store_b,
+            policy=POLICY,
+            directory=DIRECTORY,
+            clock=SystemClock(),
+            reconcile_interval=3600,
+        )
+        async with gate_a, gate_b:
+            for gate in (gate_a, gate_b):
+                assert gate._listener is not None
+                await asyncio.wait_for(gate._listener.connected.wait(), 10)
+            yield gate_a, gate_b
+
+
+async def decide_elsewhere(waiter_gate: Gate, deciding_gate: Gate, n: int) -> float:
+    ticket = await waiter_gate.submit(ToolCall(tool="deploy", arguments={"n": n}, agent="ci"))
+    assert ticket.request_id is not None
+    waiting = asyncio.create_task(waiter_gate.wait(ticket.request_id))
+    while not waiter_gate._waiters:
+        await asyncio.sleep(0.001)
+    start = time.perf_counter()
+    await deciding_gate.resolve(ticket.request_id, "approve", by="alice")
+    decision = await asyncio.wait_for(waiting, 5)
+    assert decision is not None and decision.status == "approved"
+    return time.perf_counter() - start
+
+
+async def test_a_decision_on_one_replica_wakes_the_other(replicas: tuple[Gate, Gate]) -> None:
+    gate_a, gate_b = replicas
+    took = [await decide_elsewhere(gate_a, gate_b, n) for n in range(20)]
+    assert max(took) < 0.5, took  # event-driven: milliseconds, never the hour-long sweep
+
+
+async def test_the_listener_comes_back_after_its_connection_dies(
+    replicas: tuple[Gate, Gate],
+) -> None:
+    gate_a, gate_b = replicas
+    listener = gate_a._listener
+    assert listener is not None
+    await gate_b.store.run(
+        lambda c: c.execute(
+            text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                f"WHERE query LIKE 'LISTEN%{CHANNEL}%' OR query = 'SELECT 1'"
+            )
+        )
+    )
+    lost = False
+    for _ in range(400):  # the listener notices (at once, or at its 5 s keep-alive)
+        if not listener.connected.is_set():
+            lost = True
+            break
+        await asyncio.sleep(0.025)
+    assert lost, "the listener's connection was not killed"
+    await asyncio.wait_for(listener.connected.wait(), 15)  # ... reconnects and reconciles
+    assert await decide_elsewhere(gate_a, gate_b, 100) < 0.5
