@@ -14,7 +14,7 @@ import io
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from aiohttp import ClientResponse, web
@@ -45,12 +45,14 @@ OTHER = "other-agent-token-0123456789"
 MAX_WAIT = 60
 
 Client = TestClient[web.Request, web.Application]
+T = TypeVar("T")
 
 
 def make_config(db_url: str) -> Config:
     return parse_config(
         {
-            "server": {"max_wait": MAX_WAIT},
+            # The heartbeat's sweeps are not under test here; keep them out of the way.
+            "server": {"max_wait": MAX_WAIT, "heartbeat_interval": 3600},
             "store": {"url": db_url},
             "agents": [{"name": "ci-bot", "token": CI}, {"name": "other", "token": OTHER}],
             "approvers": [{"name": "alice", "slack": "U0ALICE"}, {"name": "bob", "slack": "U0BOB"}],
@@ -146,6 +148,11 @@ class Api:
         return value or 0.0
 
 
+async def within(awaitable: Awaitable[T], seconds: float = 10) -> T:
+    """Await with a bound, so a poll that never returns fails the test instead of hanging it."""
+    return await asyncio.wait_for(awaitable, seconds)
+
+
 @pytest.fixture
 def config(db_url: str) -> Config:
     return make_config(db_url)
@@ -209,7 +216,7 @@ async def test_submit_with_wait_returns_when_an_approver_decides(api: Api) -> No
         await asyncio.sleep(0.001)
     await api.parked(pending[0].id)
     await api.gate.resolve(pending[0].id, "approve", by="alice")
-    status, body = await poll
+    status, body = await within(poll)
     assert status == 201
     assert body["decision"] == "allow" and body["status"] == "approved"
     assert body["decided_by"] == "alice" and body["source"] == "approver"
@@ -225,7 +232,7 @@ async def test_a_long_poll_returns_when_the_request_is_resolved(api: Api) -> Non
     await api.parked(request_id)
     assert not poll.done()
     await api.gate.resolve(request_id, "deny", by="bob", reason="not on a Friday")
-    status, body, _ = await poll
+    status, body, _ = await within(poll)
     assert status == 200
     assert body["decision"] == "deny" and body["status"] == "denied"
     assert body["decided_by"] == "bob" and body["reason"] == "not on a Friday"
@@ -233,10 +240,11 @@ async def test_a_long_poll_returns_when_the_request_is_resolved(api: Api) -> Non
 
 async def test_a_long_poll_that_times_out_reports_pending(api: Api) -> None:
     request_id = await api.ask()
-    poll = asyncio.create_task(api.call("GET", f"/v1/tool-calls/{request_id}?wait=5"))
+    # 2 s stays below the gate's 5 s reconciliation sweep, which is not under test.
+    poll = asyncio.create_task(api.call("GET", f"/v1/tool-calls/{request_id}?wait=2"))
     await api.parked(request_id)
-    api.clock.advance(5)
-    status, body, _ = await poll
+    api.clock.advance(2)
+    status, body, _ = await within(poll)
     assert status == 200 and body["decision"] == "pending" and body["id"] == request_id
 
 
@@ -257,7 +265,7 @@ async def test_parked_long_polls_hold_no_database_connection(api: Api) -> None:
     status, listed, _ = await api.call("GET", "/v1/tool-calls?status=pending")
     assert status == 200 and [c["id"] for c in listed["tool_calls"]] == [request_id]
     await api.gate.resolve(request_id, "approve", by="alice")
-    results = await asyncio.gather(*polls)
+    results = await within(asyncio.gather(*polls))
     assert {body["status"] for _, body, _ in results} == {"approved"}
 
 
@@ -266,7 +274,7 @@ async def test_a_parked_long_poll_answers_at_once_when_the_server_shuts_down(api
     poll = asyncio.create_task(api.call("GET", f"/v1/tool-calls/{request_id}?wait=60"))
     await api.parked(request_id)
     await api.client.server.close()
-    status, body, _ = await poll
+    status, body, _ = await within(poll)
     assert status == 200 and body["decision"] == "pending"
 
 

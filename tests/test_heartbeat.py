@@ -36,6 +36,7 @@ async def test_beat_expires_reminds_once_and_updates(store: Store, clock: Manual
     assert {u.request.status for u in slack.updates} == {"expired"}
     assert len(slack.updates) == 2  # the request message and the reminder
     await dispatcher.close()
+    await heartbeat.close()
 
 
 async def test_heartbeat_runs_on_its_clock(store: Store, clock: ManualClock) -> None:

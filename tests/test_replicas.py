@@ -16,7 +16,6 @@ from sqlalchemy import text
 
 from tapgate.core import Approver, Directory, Gate, Policy, PolicySpec, Rule, Store, ToolCall
 from tapgate.core.clock import SystemClock
-from tapgate.core.store.notify import CHANNEL
 
 POLICY = Policy(PolicySpec(rules=(Rule(tool="deploy", action="ask", source="r"),)))
 DIRECTORY = Directory([Approver(name="alice")], channels=())
@@ -73,13 +72,10 @@ async def test_the_listener_comes_back_after_its_connection_dies(
     gate_a, gate_b = replicas
     listener = gate_a._listener
     assert listener is not None
+    pid = listener.server_pid
+    assert pid is not None
     await gate_b.store.run(
-        lambda c: c.execute(
-            text(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                f"WHERE query LIKE 'LISTEN%{CHANNEL}%' OR query = 'SELECT 1'"
-            )
-        )
+        lambda c: c.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
     )
     lost = False
     for _ in range(400):  # the listener notices (at once, or at its 5 s keep-alive)
@@ -90,3 +86,26 @@ async def test_the_listener_comes_back_after_its_connection_dies(
     assert lost, "the listener's connection was not killed"
     await asyncio.wait_for(listener.connected.wait(), 15)  # ... reconnects and reconciles
     assert await decide_elsewhere(gate_a, gate_b, 100) < 0.5
+
+
+async def test_one_replica_at_a_time_runs_the_timed_duties(replicas: tuple[Gate, Gate]) -> None:
+    from datetime import timedelta
+
+    from tapgate.bot.heartbeat import Heartbeat
+    from tapgate.core import Request
+    from tests.factories import make_request
+
+    gate_a, gate_b = replicas
+    now = gate_a.clock.now()
+    overdue: Request = make_request(now - timedelta(seconds=120), ttl=60)
+    await gate_a.store.create_request(overdue, [], now - timedelta(seconds=120))
+    first, second = Heartbeat(gate_a), Heartbeat(gate_b)
+    assert await first.leads()
+    assert not await second.leads()
+    await second.beat()  # not the leader: leaves the overdue request alone
+    assert (await gate_a.status(overdue.id)).status == "pending"
+    await first.beat()
+    assert (await gate_a.status(overdue.id)).status == "expired"
+    await first.close()  # the leader goes away: the other replica takes over
+    assert await second.leads()
+    await second.close()

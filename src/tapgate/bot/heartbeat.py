@@ -1,9 +1,11 @@
 """The heartbeat: the owned background task for everything that happens on time.
 
-Each beat expires overdue requests (waking their waiters and, through the
-event, updating their messages), queues one reminder for requests pending
-longer than ``remind_after``, nudges the dispatcher so retries that are due
-go out even if no event woke it, and forgets old webhook event ids.
+Each beat nudges the dispatcher so retries that are due go out even if no
+event woke it; then, on the one replica that holds the heartbeat lock
+(PostgreSQL; always on SQLite), it expires overdue requests (waking their
+waiters and, through the event, updating their messages), queues one
+reminder for requests pending longer than ``remind_after``, and forgets old
+webhook event ids.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class Heartbeat:
         self.interval = interval
         self.remind_after = remind_after
         self._task: asyncio.Task[None] | None = None
+        self._leadership = gate.store.leadership()
 
     async def start(self) -> None:
         """Start beating (idempotent)."""
@@ -47,15 +50,25 @@ class Heartbeat:
             self._task = asyncio.create_task(self._loop(), name="tapgate-heartbeat")
 
     async def close(self) -> None:
-        """Stop beating."""
+        """Stop beating and hand the duties to another replica."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        if self._leadership is not None:
+            await self._leadership.close()
+
+    async def leads(self) -> bool:
+        """True when this replica runs the timed duties (always, on SQLite)."""
+        return self._leadership is None or await self._leadership.hold()
 
     async def beat(self) -> None:
-        """One round of timed duties."""
+        """One round of timed duties, on the one replica that leads them."""
+        if self.dispatcher is not None:
+            self.dispatcher.wake()
+        if not await self.leads():
+            return
         now = self.gate.clock.now()
         expired = await self.gate.expire_overdue()
         if expired:
@@ -63,8 +76,6 @@ class Heartbeat:
         if self.remind_after is not None:
             await self._remind(now - timedelta(seconds=self.remind_after))
         await self.gate.store.forget_events(now - EVENT_MEMORY)
-        if self.dispatcher is not None:
-            self.dispatcher.wake()
 
     async def _remind(self, cutoff: datetime) -> None:
         store, directory = self.gate.store, self.gate.directory

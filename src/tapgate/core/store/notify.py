@@ -44,6 +44,7 @@ class DecisionListener:
         self._retry = retry
         self._task: asyncio.Task[None] | None = None
         self.connected = asyncio.Event()
+        self.server_pid: int | None = None  # the listening backend (operators, tests)
 
     def start(self) -> None:
         """Start listening in an owned task (idempotent)."""
@@ -80,6 +81,7 @@ class DecisionListener:
             assert raw is not None
             raw.add_termination_listener(lambda _conn: lost.set())
             await raw.add_listener(CHANNEL, notified)
+            self.server_pid = raw.get_server_pid()
             self.connected.set()
             await self._on_connected()  # catch up on anything decided while not listening
             try:
@@ -88,6 +90,12 @@ class DecisionListener:
                         await asyncio.wait_for(lost.wait(), 5.0)
                     if not lost.is_set():
                         await raw.execute("SELECT 1")  # notice a silently dead connection
+            except Exception:
+                lost.set()
+                raise
             finally:
-                with contextlib.suppress(Exception):
-                    await raw.remove_listener(CHANNEL, notified)
+                if lost.is_set():
+                    await conn.invalidate()  # a dead connection must not go back to the pool
+                else:
+                    with contextlib.suppress(Exception):
+                        await raw.remove_listener(CHANNEL, notified)

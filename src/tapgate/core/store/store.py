@@ -37,6 +37,7 @@ from sqlalchemy.exc import IntegrityError
 
 from tapgate.core.models import AuditEntry, Delivery, Grant, Request, RequestStatus, Scope
 from tapgate.core.store import engine as _engine
+from tapgate.core.store.leader import Leadership
 from tapgate.core.store.notify import DecisionListener
 from tapgate.core.store.outbox import Outbox
 from tapgate.core.store.rows import (
@@ -206,6 +207,12 @@ class Store:
         """A listener for decisions made by other replicas (PostgreSQL), else ``None``."""
         if isinstance(self.runner, _engine.AsyncRunner) and self.dialect == "postgresql":
             return DecisionListener(self.runner.engine, on_decided, on_connected)
+        return None
+
+    def leadership(self) -> Leadership | None:
+        """Who runs the timed duties among replicas (PostgreSQL); ``None``: always this one."""
+        if isinstance(self.runner, _engine.AsyncRunner) and self.dialect == "postgresql":
+            return Leadership(self.runner.engine)
         return None
 
     @property
