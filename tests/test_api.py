@@ -240,10 +240,12 @@ async def test_a_long_poll_returns_when_the_request_is_resolved(api: Api) -> Non
 
 async def test_a_long_poll_that_times_out_reports_pending(api: Api) -> None:
     request_id = await api.ask()
-    # 2 s stays below the gate's 5 s reconciliation sweep, which is not under test.
-    poll = asyncio.create_task(api.call("GET", f"/v1/tool-calls/{request_id}?wait=2"))
+    # Half a second stays below the gate's reconciliation sweep (1 s in build_app), which
+    # is not under test: on PostgreSQL a sweep cancelled mid-query at teardown can
+    # swallow its cancellation and hang Gate.close (reported; see the store's read()).
+    poll = asyncio.create_task(api.call("GET", f"/v1/tool-calls/{request_id}?wait=0.5"))
     await api.parked(request_id)
-    api.clock.advance(2)
+    api.clock.advance(0.5)
     status, body, _ = await within(poll)
     assert status == 200 and body["decision"] == "pending" and body["id"] == request_id
 
