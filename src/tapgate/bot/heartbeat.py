@@ -90,4 +90,7 @@ class Heartbeat:
             try:
                 await self.beat()
             except Exception:  # the heartbeat must outlive a database hiccup
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # a driver error raised while we are being stopped: stop
                 log.exception("heartbeat failed")

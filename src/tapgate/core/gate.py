@@ -115,8 +115,10 @@ class Gate:
         if self._listener is not None:
             await self._listener.close()
             self._listener = None
-        for lookup in list(self._lookups):
+        lookups = list(self._lookups)
+        for lookup in lookups:
             lookup.cancel()
+        await asyncio.gather(*lookups, return_exceptions=True)
         if self._sweeper is not None:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -392,6 +394,8 @@ class Gate:
             try:
                 await self.reconcile()
             except Exception:  # the sweep is a safety net; it must outlive a bad moment
+                if _cancelling():
+                    raise  # a driver error raised while we are being stopped: stop
                 log.exception("reconciliation sweep failed")
 
     def _settle(self, request: Request, kind: EventKind) -> None:
@@ -428,6 +432,12 @@ class Gate:
             on_timeout=self.policy.spec.on_timeout,
             grantable=verdict.grantable,
         )
+
+
+def _cancelling() -> bool:
+    """True when the current task is being cancelled (a close() is waiting for it)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _policy_decision(verdict: PolicyVerdict) -> Decision:

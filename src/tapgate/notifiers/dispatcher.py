@@ -155,6 +155,9 @@ class Dispatcher:
             except asyncio.CancelledError:
                 raise
             except Exception:  # a bad moment (database restart) must not end delivery
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # a driver error raised while we are being stopped: stop
                 log.exception("outbox dispatcher pass failed")
                 await self._sleep()
 

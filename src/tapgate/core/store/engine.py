@@ -201,13 +201,10 @@ class AsyncRunner:
             return await conn.run_sync(fn)
 
     async def read(self, fn: Callable[[Connection], T]) -> T:
+        # The connection's exit rolls back and returns it to the pool, also
+        # when the caller is cancelled (no rollback of our own to interrupt).
         async with self.engine.connect() as conn:
-            conn.sync_connection.info["read_only"] = True  # type: ignore[union-attr]
-            try:
-                return await conn.run_sync(fn)
-            finally:
-                await conn.rollback()
-                conn.sync_connection.info.pop("read_only", None)  # type: ignore[union-attr]
+            return await conn.run_sync(fn)
 
     async def close(self) -> None:
         await self.engine.dispose()

@@ -66,6 +66,9 @@ class DecisionListener:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # PostgreSQL restarted, network blip: listen again
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # a driver error raised while we are being stopped: stop
                 log.warning("LISTEN %s lost (%s); reconnecting", CHANNEL, exc)
             self.connected.clear()
             await asyncio.sleep(self._retry)
