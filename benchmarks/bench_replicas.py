@@ -97,7 +97,9 @@ async def cross_replica(db_url: str, n: int = 300) -> list[float]:
                     agent.get(f"{a.url}/v1/tool-calls/{rid}?wait=30", headers=bench_server.AUTH)
                 )
                 await asyncio.sleep(0.01)
-                body, headers = bench_server.signed_tap(rid)
+                body, headers = bench_server.signed_line_tap(
+                    bench_server.SECRET, bench_server.APPROVER, rid
+                )
                 start = time.perf_counter()
                 async with tapper.post(b.url + "/webhooks/line", data=body, headers=headers) as r:
                     assert r.status == 200

@@ -18,13 +18,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
-import hashlib
-import hmac
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the test fake
 
 import aiohttp
 from tests.fakes import FakeLine
+from tests.fakes.taps import free_port, signed_line_tap
 
 from _util import machine
 
@@ -45,13 +42,6 @@ SECRET = "bench-channel-secret"
 LINE_TOKEN = "bench-line-token"
 AGENT_TOKEN = "bench-agent-token-0123456789"
 APPROVER = "U" + "b" * 32
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def config_text(db: Path, line_url: str, port: int) -> str:
@@ -67,31 +57,6 @@ def config_text(db: Path, line_url: str, port: int) -> str:
           default_timeout: 1h
           rules: [{{tool: deploy, action: ask}}]
     """)
-
-
-def signed_tap(request_id: str) -> tuple[bytes, dict[str, str]]:
-    body = json.dumps(
-        {
-            "destination": "Ubot",
-            "events": [
-                {
-                    "type": "postback",
-                    "mode": "active",
-                    "timestamp": int(time.time() * 1000),
-                    "webhookEventId": uuid.uuid4().hex.upper(),
-                    "replyToken": uuid.uuid4().hex,
-                    "deliveryContext": {"isRedelivery": False},
-                    "source": {"type": "user", "userId": APPROVER},
-                    "postback": {"data": f"v=1&a=approve&r={request_id}"},
-                }
-            ],
-        }
-    ).encode()
-    digest = hmac.new(SECRET.encode(), body, hashlib.sha256).digest()
-    return body, {
-        "X-Line-Signature": base64.b64encode(digest).decode(),
-        "Content-Type": "application/json",
-    }
 
 
 class Server:
@@ -163,7 +128,7 @@ async def tap_to_resume(server: Server, fake: FakeLine, n: int = 300) -> list[fl
                 agent.get(f"{server.url}/v1/tool-calls/{rid}?wait=30", headers=AUTH)
             )
             await asyncio.sleep(0.01)  # let the long-poll park on the server
-            body, headers = signed_tap(rid)
+            body, headers = signed_line_tap(SECRET, APPROVER, rid)
             start = time.perf_counter()
             async with line.post(server.url + "/webhooks/line", data=body, headers=headers) as r:
                 assert r.status == 200
@@ -180,7 +145,7 @@ async def taps_per_second(url: str, ids: list[str], clients: int = 16) -> float:
 
     async def client(session: aiohttp.ClientSession) -> None:
         while queue:
-            body, headers = signed_tap(queue.pop())
+            body, headers = signed_line_tap(SECRET, APPROVER, queue.pop())
             async with session.post(url + "/webhooks/line", data=body, headers=headers) as r:
                 assert r.status == 200
 

@@ -97,7 +97,16 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'tapgate.db'}"
         return
-    server = request.getfixturevalue("pg_server")
+    yield from _pg_database(request.getfixturevalue("pg_server"))
+
+
+@pytest.fixture
+def pg_url(pg_server: str) -> Iterator[str]:
+    """A fresh PostgreSQL database, for what only PostgreSQL can do (several replicas)."""
+    yield from _pg_database(pg_server)
+
+
+def _pg_database(server: str) -> Iterator[str]:
     name = f"t_{uuid.uuid4().hex[:12]}"
     asyncio.run(_admin(server, f'CREATE DATABASE "{name}"'))
     try:

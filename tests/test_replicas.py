@@ -22,10 +22,8 @@ DIRECTORY = Directory([Approver(name="alice")], channels=())
 
 
 @pytest.fixture
-async def replicas(db_url: str) -> AsyncIterator[tuple[Gate, Gate]]:
-    if not db_url.startswith("postgresql"):
-        pytest.skip("replicas share a PostgreSQL database; SQLite is one process per file")
-    async with await Store.open(db_url) as store_a, await Store.open(db_url) as store_b:
+async def replicas(pg_url: str) -> AsyncIterator[tuple[Gate, Gate]]:
+    async with await Store.open(pg_url) as store_a, await Store.open(pg_url) as store_b:
         gate_a = Gate(
             store=store_a,
             policy=POLICY,

@@ -5,20 +5,14 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import sys
 from pathlib import Path
 
 import aiohttp
 
+from tests.fakes.taps import free_port
+
 TOKEN = "serve-test-agent-token-0123456789"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 async def wait_ready(session: aiohttp.ClientSession, url: str) -> None:

@@ -7,16 +7,11 @@ replica B; 200 asks spread over both replicas are each pushed exactly once.
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
-import hmac
 import json
 import os
 import signal
-import socket
 import sys
 import time
-import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,43 +20,12 @@ import aiohttp
 import pytest
 
 from tests.fakes import FakeLine
+from tests.fakes.taps import free_port, signed_line_tap
 
 TOKEN = "replica-agent-token-0123456789"
 SECRET = "replica-channel-secret"
 LINE_TOKEN = "replica-line-token"
 APPROVER = "U" + "d" * 32
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def signed_tap(request_id: str) -> tuple[bytes, dict[str, str]]:
-    body = json.dumps(
-        {
-            "destination": "Ubot",
-            "events": [
-                {
-                    "type": "postback",
-                    "mode": "active",
-                    "timestamp": int(time.time() * 1000),
-                    "webhookEventId": uuid.uuid4().hex.upper(),
-                    "replyToken": uuid.uuid4().hex,
-                    "deliveryContext": {"isRedelivery": False},
-                    "source": {"type": "user", "userId": APPROVER},
-                    "postback": {"data": f"v=1&a=approve&r={request_id}"},
-                }
-            ],
-        }
-    ).encode()
-    digest = hmac.new(SECRET.encode(), body, hashlib.sha256).digest()
-    return body, {
-        "X-Line-Signature": base64.b64encode(digest).decode(),
-        "Content-Type": "application/json",
-    }
 
 
 async def start_replica(tmp: Path, name: str, db_url: str, line_url: str) -> tuple[str, object]:
@@ -101,12 +65,10 @@ async def start_replica(tmp: Path, name: str, db_url: str, line_url: str) -> tup
 
 
 @pytest.fixture
-async def two_replicas(db_url: str, tmp_path: Path) -> AsyncIterator[tuple[str, str, FakeLine]]:
-    if not db_url.startswith("postgresql"):
-        pytest.skip("replicas share a PostgreSQL database; SQLite is one process per file")
+async def two_replicas(pg_url: str, tmp_path: Path) -> AsyncIterator[tuple[str, str, FakeLine]]:
     async with FakeLine(access_token=LINE_TOKEN) as line:
-        a_url, a = await start_replica(tmp_path, "a", db_url, line.url)
-        b_url, b = await start_replica(tmp_path, "b", db_url, line.url)
+        a_url, a = await start_replica(tmp_path, "a", pg_url, line.url)
+        b_url, b = await start_replica(tmp_path, "b", pg_url, line.url)
         try:
             yield a_url, b_url, line
         finally:
@@ -140,7 +102,7 @@ async def test_a_tap_on_b_wakes_the_agent_waiting_on_a(
                 session.get(f"{a_url}/v1/tool-calls/{request_id}?wait=30", headers=AUTH)
             )
             await asyncio.sleep(0.2)  # the long-poll parks on A
-            body, headers = signed_tap(request_id)
+            body, headers = signed_line_tap(SECRET, APPROVER, request_id)
             start = time.perf_counter()
             async with session.post(
                 b_url + "/webhooks/line", data=body, headers=headers
