@@ -47,6 +47,7 @@ EXPORTS: dict[str, set[str]] = {
         "__version__",
     },
     "tapgate.core": {
+        "CONTACT_TOOL",
         "DEFAULT_RISK_ACTIONS",
         "HAZARD_RULE",
         "RISKS",

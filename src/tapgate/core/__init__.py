@@ -9,6 +9,7 @@ from tapgate.core.directory import Approver, Directory
 from tapgate.core.events import EventBus
 from tapgate.core.gate import Gate, new_id
 from tapgate.core.models import (
+    CONTACT_TOOL,
     RISKS,
     Action,
     AuditEntry,
@@ -35,6 +36,7 @@ from tapgate.core.rules import DEFAULT_RISK_ACTIONS, PolicySpec, Rule, ToolSpec
 from tapgate.core.store import Store
 
 __all__ = [
+    "CONTACT_TOOL",
     "DEFAULT_RISK_ACTIONS",
     "HAZARD_RULE",
     "RISKS",

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 __all__ = [
+    "CONTACT_TOOL",
     "RISKS",
     "Action",
     "AuditEntry",
@@ -65,6 +66,16 @@ Scope = Literal["once", "session", "always"]
 GrantScope = Literal["session", "always"]
 
 EventKind = Literal["requested", "notified", "resolved", "expired", "cancelled"]
+
+CONTACT_TOOL = "human_contact"
+"""The tool name of a question for a human rather than a call to approve.
+
+A request for ``human_contact`` (arguments ``{"message": ..., "subject"?: ...}``)
+is rendered with a *Reply* button instead of Approve / Deny; the approver's
+typed answer resolves it as ``approved`` with the answer as the decision's
+``reason``. The HumanLayer-compatible API's ``human_as_tool`` contacts use it,
+and the operator's policy routes it (approvers, timeout) like any other tool.
+"""
 
 
 def canonical_json(value: Any) -> str:
