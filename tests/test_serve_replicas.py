@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import sys
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -20,74 +17,19 @@ import aiohttp
 import pytest
 
 from tests.fakes import FakeLine
-from tests.fakes.taps import free_port, signed_line_tap
-
-TOKEN = "replica-agent-token-0123456789"
-SECRET = "replica-channel-secret"
-LINE_TOKEN = "replica-line-token"
-APPROVER = "U" + "d" * 32
-
-
-async def start_replica(tmp: Path, name: str, db_url: str, line_url: str) -> tuple[str, object]:
-    port = free_port()
-    config = tmp / f"{name}.yaml"
-    config.write_text(
-        f"server: {{host: 127.0.0.1, port: {port}}}\n"
-        f"store: {{url: '{db_url}'}}\n"
-        f"agents: [{{name: ci, token: '{TOKEN}'}}]\n"
-        f"approvers: [{{name: alice, line: '{APPROVER}'}}]\n"
-        f"channels: {{line: {{channel_access_token: '{LINE_TOKEN}', "
-        f"channel_secret: '{SECRET}', api_base_url: '{line_url}'}}}}\n"
-        "policy: {default_timeout: 10m, rules: [{tool: deploy, action: ask}]}\n"
-    )
-    exe = str(Path(sys.executable).with_name("tapgate"))
-    proc = await asyncio.create_subprocess_exec(
-        exe,
-        "serve",
-        "--config",
-        str(config),
-        env=dict(os.environ),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    async with aiohttp.ClientSession() as session:
-        for _ in range(400):
-            try:
-                async with session.get(url + "/readyz") as response:
-                    if response.status == 200:
-                        return url, proc
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.05)
-    proc.kill()
-    raise AssertionError(f"replica {name} never became ready")
+from tests.fakes.taps import signed_line_tap
+from tests.replicas import APPROVER, AUTH, LINE_TOKEN, SECRET, ask, start_replica
 
 
 @pytest.fixture
 async def two_replicas(pg_url: str, tmp_path: Path) -> AsyncIterator[tuple[str, str, FakeLine]]:
     async with FakeLine(access_token=LINE_TOKEN) as line:
-        a_url, a = await start_replica(tmp_path, "a", pg_url, line.url)
-        b_url, b = await start_replica(tmp_path, "b", pg_url, line.url)
+        a = await start_replica(tmp_path, "a", pg_url, line.url)
+        b = await start_replica(tmp_path, "b", pg_url, line.url)
         try:
-            yield a_url, b_url, line
+            yield a.url, b.url, line
         finally:
-            for proc in (a, b):
-                proc.send_signal(signal.SIGTERM)  # type: ignore[attr-defined]
-            for proc in (a, b):
-                await asyncio.wait_for(proc.wait(), 30)  # type: ignore[attr-defined]
-
-
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
-
-
-async def ask(session: aiohttp.ClientSession, url: str, n: int) -> str:
-    async with session.post(
-        url + "/v1/tool-calls", headers=AUTH, json={"tool": "deploy", "arguments": {"n": n}}
-    ) as response:
-        body = await response.json()
-    assert body["decision"] == "pending", body
-    return str(body["id"])
+            await asyncio.gather(a.stop(), b.stop())
 
 
 async def test_a_tap_on_b_wakes_the_agent_waiting_on_a(

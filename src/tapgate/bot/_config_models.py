@@ -212,6 +212,7 @@ class ServerConfig(Section):
     max_wait: Duration = 300.0
     heartbeat_interval: Duration = 5.0
     remind_after: Duration | None = None
+    delivery_lease: Duration = 60.0
 
 
 class StoreConfig(Section):

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
+import sqlalchemy.exc
 from aiohttp import hdrs, web
 from pydantic import BaseModel
 
@@ -113,9 +114,32 @@ async def _api_middleware(request: web.Request, handler: Handler) -> web.StreamR
         code = _HTTP_CODES.get(exc.status, f"http_{exc.status}")
         headers = {k: v for k, v in exc.headers.items() if k == hdrs.ALLOW}
         return _error_response(ApiError(exc.status, code, exc.reason, headers=headers))
-    except Exception:
+    except Exception as exc:
+        if _database_unavailable(exc):
+            # An outage, not a bug: one line, and a status the client retries.
+            log.warning(
+                "agent API: database unavailable on %s %s: %r", request.method, request.path, exc
+            )
+            return _error_response(
+                ApiError(
+                    503,
+                    "unavailable",
+                    "database unavailable; retry",
+                    headers={hdrs.RETRY_AFTER: "1"},
+                )
+            )
         log.exception("agent API: unexpected error on %s %s", request.method, request.path)
         return _error_response(ApiError(500, "internal", "internal error; see the server log"))
+
+
+def _database_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` means the database cannot be reached (PostgreSQL down or restarting)."""
+    if isinstance(exc, OSError | sqlalchemy.exc.TimeoutError):
+        return True
+    return isinstance(exc, sqlalchemy.exc.DBAPIError) and (
+        exc.connection_invalidated
+        or isinstance(exc, sqlalchemy.exc.OperationalError | sqlalchemy.exc.InterfaceError)
+    )
 
 
 def _authenticate(request: web.Request) -> str:

@@ -104,6 +104,7 @@ def _core(
             clock=clock,
             bus=gate.bus,
             pace=pace,
+            lease=config.server.delivery_lease,
         )
         heartbeat = Heartbeat(
             gate,

@@ -1,0 +1,113 @@
+"""Real ``tapgate serve`` processes for the replica tests: start, ask, tap, stop.
+
+Each replica is the installed console script in its own process, with a
+config written to the test's directory, so what is tested is what a team
+deploys: separate processes that share nothing but the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+
+from tests.fakes.taps import free_port
+
+TOKEN = "replica-agent-token-0123456789"
+SECRET = "replica-channel-secret"
+LINE_TOKEN = "replica-line-token"
+APPROVER = "U" + "d" * 32
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+DEFAULT_POLICY = "{default_timeout: 10m, rules: [{tool: deploy, action: ask}]}"
+
+
+@dataclass
+class Replica:
+    """One running ``tapgate serve``: its base URL and its process."""
+
+    name: str
+    url: str
+    proc: asyncio.subprocess.Process
+
+    async def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM, then its exit status (it must stop cleanly within ``timeout``)."""
+        if self.proc.returncode is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return await asyncio.wait_for(self.proc.wait(), timeout)
+
+    async def kill(self) -> None:
+        """SIGKILL: no shutdown code runs, exactly like a machine that dies."""
+        self.proc.send_signal(signal.SIGKILL)
+        await self.proc.wait()
+
+
+async def start_replica(
+    tmp: Path,
+    name: str,
+    db_url: str,
+    line_url: str,
+    *,
+    server: str = "",
+    policy: str = DEFAULT_POLICY,
+    line: str = "",
+) -> Replica:
+    """Start ``tapgate serve`` on a free port and wait until ``/readyz`` says 200.
+
+    ``server`` and ``line`` are extra YAML flow-mapping entries (``"a: 1, b: 2"``)
+    for the ``server`` and ``channels.line`` sections.
+    """
+    port = free_port()
+    config = tmp / f"{name}.yaml"
+    config.write_text(
+        f"server: {{host: 127.0.0.1, port: {port}{', ' + server if server else ''}}}\n"
+        f"store: {{url: '{db_url}'}}\n"
+        f"agents: [{{name: ci, token: '{TOKEN}'}}]\n"
+        f"approvers: [{{name: alice, line: '{APPROVER}'}}]\n"
+        f"channels: {{line: {{channel_access_token: '{LINE_TOKEN}', "
+        f"channel_secret: '{SECRET}', api_base_url: '{line_url}'"
+        f"{', ' + line if line else ''}}}}}\n"
+        f"policy: {policy}\n"
+    )
+    exe = str(Path(sys.executable).with_name("tapgate"))
+    log = (tmp / f"{name}.log").open("ab")  # the child process keeps its own copy
+    proc = await asyncio.create_subprocess_exec(
+        exe,
+        "serve",
+        "--config",
+        str(config),
+        env=dict(os.environ),
+        stdout=log,
+        stderr=log,
+    )
+    log.close()
+    url = f"http://127.0.0.1:{port}"
+    async with aiohttp.ClientSession() as session:
+        for _ in range(400):
+            try:
+                async with session.get(url + "/readyz") as response:
+                    if response.status == 200:
+                        return Replica(name, url, proc)
+            except aiohttp.ClientError:
+                pass
+            if proc.returncode is not None:
+                break
+            await asyncio.sleep(0.05)
+    proc.kill()
+    await proc.wait()
+    logged = (tmp / f"{name}.log").read_text(errors="replace")[-2000:]
+    raise AssertionError(f"replica {name} never became ready:\n{logged}")
+
+
+async def ask(session: aiohttp.ClientSession, url: str, n: int, tool: str = "deploy") -> str:
+    """Submit one call that the policy asks about; its request id."""
+    async with session.post(
+        url + "/v1/tool-calls", headers=AUTH, json={"tool": tool, "arguments": {"n": n}}
+    ) as response:
+        body = await response.json()
+    assert body["decision"] == "pending", body
+    return str(body["id"])
