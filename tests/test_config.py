@@ -323,7 +323,7 @@ def test_unknown_key_lists_the_allowed_ones_without_a_close_match() -> None:
     error = config_error({"server": {"zzz": 1}})
     assert error.message == (
         "unknown key 'zzz' (expected one of host, port, public_url, max_wait, "
-        "heartbeat_interval, remind_after)"
+        "heartbeat_interval, remind_after, delivery_lease)"
     )
 
 
