@@ -24,6 +24,7 @@ from typing import Any
 
 import sqlalchemy.exc
 from aiohttp import hdrs, web
+from aiohttp.typedefs import Middleware
 from pydantic import BaseModel
 
 from tapgate.bot._api_models import (
@@ -44,7 +45,14 @@ from tapgate.bot.openapi import openapi_document
 from tapgate.core.models import GateEvent, Request, ToolCall
 from tapgate.errors import RequestNotFound, ResolveError
 
-__all__ = ["AGENT", "HEARTBEAT_INTERVAL", "STREAM_QUEUE_SIZE", "setup_api"]
+__all__ = [
+    "AGENT",
+    "HEARTBEAT_INTERVAL",
+    "STREAM_QUEUE_SIZE",
+    "authenticate",
+    "json_api_middleware",
+    "setup_api",
+]
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +85,7 @@ def setup_api(app: web.Application) -> None:
     """Register the agent API routes, its error middleware and its shutdown signal."""
     app[_SHUTDOWN] = asyncio.Event()
     app.on_shutdown.append(_shutting_down)
-    app.middlewares.append(_api_middleware)
+    app.middlewares.append(json_api_middleware(_PREFIX, public=_PUBLIC))
     app.router.add_post("/v1/tool-calls", submit_tool_call)
     app.router.add_get("/v1/tool-calls", list_tool_calls)
     app.router.add_get("/v1/tool-calls/{id}", get_tool_call)
@@ -97,39 +105,50 @@ async def _shutting_down(app: web.Application) -> None:
 # -- plumbing ---------------------------------------------------------------------------
 
 
-@web.middleware
-async def _api_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Authenticate ``/v1`` requests and render every error there as JSON."""
-    if request.path != _PREFIX and not request.path.startswith(_PREFIX + "/"):
-        return await handler(request)
-    try:
-        if request.path not in _PUBLIC:
-            request[AGENT] = _authenticate(request)
-        return await handler(request)
-    except ApiError as exc:
-        return _error_response(exc)
-    except web.HTTPException as exc:
-        if exc.status < 400:
-            raise
-        code = _HTTP_CODES.get(exc.status, f"http_{exc.status}")
-        headers = {k: v for k, v in exc.headers.items() if k == hdrs.ALLOW}
-        return _error_response(ApiError(exc.status, code, exc.reason, headers=headers))
-    except Exception as exc:
-        if _database_unavailable(exc):
-            # An outage, not a bug: one line, and a status the client retries.
-            log.warning(
-                "agent API: database unavailable on %s %s: %r", request.method, request.path, exc
-            )
-            return _error_response(
-                ApiError(
+def json_api_middleware(
+    prefix: str, *, public: frozenset[str] = frozenset(), name: str = "agent API"
+) -> Middleware:
+    """Authenticate requests under ``prefix`` and render every error there as JSON.
+
+    Shared by ``/v1`` and the HumanLayer-compatible API so that both make the
+    very same token check and answer failures (aiohttp's own 404 / 405 / 413
+    and a database outage included) in the same shape. ``public`` paths skip
+    authentication.
+    """
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path != prefix and not request.path.startswith(prefix + "/"):
+            return await handler(request)
+        try:
+            if request.path not in public:
+                request[AGENT] = authenticate(request)
+            return await handler(request)
+        except ApiError as exc:
+            return _error_response(exc)
+        except web.HTTPException as exc:
+            if exc.status < 400:
+                raise
+            code = _HTTP_CODES.get(exc.status, f"http_{exc.status}")
+            headers = {k: v for k, v in exc.headers.items() if k == hdrs.ALLOW}
+            return _error_response(ApiError(exc.status, code, exc.reason, headers=headers))
+        except Exception as exc:
+            if _database_unavailable(exc):
+                # An outage, not a bug: one line, and a status the client retries.
+                log.warning(
+                    "%s: database unavailable on %s %s: %r", name, request.method, request.path, exc
+                )
+                unavailable = ApiError(
                     503,
                     "unavailable",
                     "database unavailable; retry",
                     headers={hdrs.RETRY_AFTER: "1"},
                 )
-            )
-        log.exception("agent API: unexpected error on %s %s", request.method, request.path)
-        return _error_response(ApiError(500, "internal", "internal error; see the server log"))
+                return _error_response(unavailable)
+            log.exception("%s: unexpected error on %s %s", name, request.method, request.path)
+            return _error_response(ApiError(500, "internal", "internal error; see the server log"))
+
+    return middleware
 
 
 def _database_unavailable(exc: BaseException) -> bool:
@@ -142,7 +161,7 @@ def _database_unavailable(exc: BaseException) -> bool:
     )
 
 
-def _authenticate(request: web.Request) -> str:
+def authenticate(request: web.Request) -> str:
     """The agent named by the bearer token, or a 401 that tells nothing about near misses."""
     scheme, _, token = request.headers.get(hdrs.AUTHORIZATION, "").partition(" ")
     token = token.strip(" ")

@@ -17,6 +17,7 @@ from tapgate.bot.api import setup_api
 from tapgate.bot.config import Config
 from tapgate.bot.health import setup_health
 from tapgate.bot.heartbeat import Heartbeat
+from tapgate.bot.humanlayer import setup_humanlayer
 from tapgate.bot.keys import CLOCK, CONFIG, DISPATCHER, GATE, METRICS, STORE
 from tapgate.bot.metrics import Metrics
 from tapgate.bot.routes import setup_webhooks
@@ -46,6 +47,7 @@ def build_app(
     app.cleanup_ctx.append(_core(notifiers))
     setup_health(app)
     setup_api(app)
+    setup_humanlayer(app)
     setup_webhooks(app)
     return app
 

@@ -32,6 +32,7 @@ from sqlalchemy.types import TypeDecorator
 __all__ = [
     "UTCDateTime",
     "audit",
+    "client_calls",
     "grants",
     "metadata",
     "outbox",
@@ -195,4 +196,19 @@ webhook_events = Table(
     Column("event_id", String(100), primary_key=True),
     Column("received_at", UTCDateTime, nullable=False),
     Index("ix_webhook_events_received_at", "received_at"),
+)
+
+# Calls an agent named itself (HumanLayer's call_id): the body it sent, and
+# either the request that follows the call or the decision made at once.
+client_calls = Table(
+    "client_calls",
+    metadata,
+    Column("agent", String(200), primary_key=True),
+    Column("call_id", String(200), primary_key=True),
+    Column("kind", String(32), nullable=False),
+    Column("body", Text, nullable=False),
+    Column("request_id", String(32), ForeignKey("requests.id")),
+    Column("decision", Text),
+    Column("created_at", UTCDateTime, nullable=False),
+    CheckConstraint("(request_id IS NULL) <> (decision IS NULL)", name="one_answer"),
 )

@@ -37,6 +37,7 @@ from sqlalchemy.exc import IntegrityError
 
 from tapgate.core.models import AuditEntry, Delivery, Grant, Request, RequestStatus, Scope
 from tapgate.core.store import engine as _engine
+from tapgate.core.store.calls import ClientCalls
 from tapgate.core.store.leader import Leadership
 from tapgate.core.store.notify import DecisionListener
 from tapgate.core.store.outbox import Outbox
@@ -178,6 +179,7 @@ class Store:
     def __init__(self, runner: _engine.Runner) -> None:
         self.runner = runner
         self.outbox = Outbox(runner)
+        self.calls = ClientCalls(runner)
 
     @classmethod
     async def open(cls, url: str, *, migrate: bool = True) -> Store:

@@ -1,4 +1,4 @@
-"""Initial schema: requests, outbox, grants, append-only audit log.
+"""Initial schema: requests, outbox, grants, append-only audit log, client-named calls.
 
 Revision ID: 0001
 Revises:
@@ -129,6 +129,19 @@ def upgrade() -> None:
         sa.Column("received_at", UTCDateTime, nullable=False),
     )
     op.create_index("ix_webhook_events_received_at", "webhook_events", ["received_at"])
+    op.create_table(
+        "client_calls",
+        sa.Column("agent", sa.String(200), primary_key=True),
+        sa.Column("call_id", sa.String(200), primary_key=True),
+        sa.Column("kind", sa.String(32), nullable=False),
+        sa.Column("body", sa.Text, nullable=False),
+        sa.Column("request_id", sa.String(32), sa.ForeignKey("requests.id")),
+        sa.Column("decision", sa.Text),
+        sa.Column("created_at", UTCDateTime, nullable=False),
+        sa.CheckConstraint(
+            "(request_id IS NULL) <> (decision IS NULL)", name="ck_client_calls_one_answer"
+        ),
+    )
     op.create_index("ix_audit_request_id", "audit", ["request_id"])
     op.create_index("ix_audit_at", "audit", ["at"])
     _append_only_audit()
@@ -217,5 +230,5 @@ def downgrade() -> None:
         op.execute("DROP FUNCTION IF EXISTS tapgate_audit_request()")
         op.execute("DROP TRIGGER IF EXISTS audit_append_only ON audit")
         op.execute("DROP FUNCTION IF EXISTS tapgate_audit_append_only()")
-    for table in ("webhook_events", "audit", "grants", "outbox", "requests"):
+    for table in ("client_calls", "webhook_events", "audit", "grants", "outbox", "requests"):
         op.drop_table(table)
