@@ -125,7 +125,9 @@ EXPORTS: dict[str, set[str]] = {
         "SyncRemoteGate",
         "ToolDenied",
         "Unauthorized",
+        "claude_code_hook",
         "guard",
+        "run_approved",
     },
 }
 

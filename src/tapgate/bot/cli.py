@@ -1,5 +1,8 @@
 """The ``tapgate`` command line: run the server, check a config, explain a verdict, operate.
 
+The agent-side commands (``tapgate hook claude-code``, ``tapgate run``) are
+wired in :mod:`tapgate.bot._cli_agent`.
+
 Every command reports bad input (a missing file, invalid YAML or JSON, a config
 mistake) as one clear line on stderr and exit status 2, never as a traceback:
 operators run these by hand and in CI.
@@ -18,6 +21,7 @@ from typing import Any
 from sqlalchemy.engine import make_url
 
 from tapgate.bot import _cli_ops as ops
+from tapgate.bot._cli_agent import add_agent_commands
 from tapgate.bot.config import Config, load_config, parse_config
 from tapgate.core.models import RISKS, ToolCall
 from tapgate.core.policy import Policy
@@ -35,7 +39,13 @@ class _UsageError(Exception):
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tapgate`` console script."""
     parser = _parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        reject = getattr(args, "reject_extra", None)
+        if reject is None:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        rejected: int = reject(extra)  # the hook answers even this in JSON
+        return rejected
     try:
         result: int = args.func(args)
     except (TapgateError, _UsageError) as exc:
@@ -68,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--json", action="store_true", help="print a JSON object")
     explain.set_defaults(func=_explain)
     _operator_commands(sub)
+    add_agent_commands(sub)
     return parser
 
 

@@ -1,8 +1,10 @@
-"""The agent side of tapgate: remote gates over the HTTP API and a tool wrapper.
+"""The agent side of tapgate: remote gates over the HTTP API, a tool wrapper, two commands.
 
 ``RemoteGate`` / ``SyncRemoteGate`` let an agent that runs apart from the
 server ask it exactly as it would ask an in-process ``Gate``; ``guard`` wraps a
 tool function so that it runs only when a gate (any of the three) allows it.
+``claude_code_hook`` and ``run_approved`` are the logic of ``tapgate hook
+claude-code`` and ``tapgate run``, callable from Python for custom wrappers.
 This package talks to the server only through HTTP (httpx): it imports the
 domain records and errors, never the server, webhooks or notifiers.
 """
@@ -11,7 +13,9 @@ from __future__ import annotations
 
 from tapgate.client._errors import ClientError, GuardError, ToolDenied, Unauthorized
 from tapgate.client._guard import AsyncChecker, Denied, SyncChecker, guard
+from tapgate.client._hook import claude_code_hook
 from tapgate.client._remote import LONG_POLL, RemoteGate, SyncRemoteGate
+from tapgate.client._run import run_approved
 
 __all__ = [
     "LONG_POLL",
@@ -24,5 +28,7 @@ __all__ = [
     "SyncRemoteGate",
     "ToolDenied",
     "Unauthorized",
+    "claude_code_hook",
     "guard",
+    "run_approved",
 ]

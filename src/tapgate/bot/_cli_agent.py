@@ -1,0 +1,162 @@
+"""The agent-side commands of the CLI: ``tapgate hook claude-code`` and ``tapgate run``.
+
+Argument wiring only: what they do lives in :mod:`tapgate.client`
+(``claude_code_hook``, ``run_approved``), next to the remote gates they use.
+Both find the server in ``--url`` / ``$TAPGATE_URL`` and the agent token in an
+environment variable, never on the command line, where ``ps`` and shell
+history would show it.
+
+The hook's contract with Claude Code is "exit 0, JSON on stdout" whatever
+happens, so even a mistyped flag in Claude Code's settings is answered with a
+JSON deny that names the mistake, rather than argparse's exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from tapgate.client import claude_code_hook, run_approved
+from tapgate.client._hook import DEFAULT_HOOK_TIMEOUT, hook_refusal
+from tapgate.client._run import EXIT_CONFIG
+
+__all__ = ["DEFAULT_URL", "TOKEN_ENV", "add_agent_commands"]
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+TOKEN_ENV = "TAPGATE_AGENT_TOKEN"  # noqa: S105 - the variable's name, not a token
+
+
+class _HookParser(argparse.ArgumentParser):
+    """An argument parser whose errors are hook answers (JSON deny, exit status 0)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        problem = f"the hook command is misconfigured ({message})"
+        _answer(hook_refusal(_read_stdin(interactive=False), problem))
+        raise SystemExit(0)
+
+
+def add_agent_commands(sub: Any) -> None:
+    """Add ``hook`` and ``run`` to the CLI's subcommands."""
+    hook = sub.add_parser("hook", help="answer an agent's hook (Claude Code) with tapgate")
+    hooks = hook.add_subparsers(dest="hook_command", required=True, parser_class=_HookParser)
+    claude = hooks.add_parser(
+        "claude-code",
+        help="a Claude Code PreToolUse / PermissionRequest hook: hook JSON in, decision out",
+        allow_abbrev=False,  # "--token X" must be an error, not --token-env X
+    )
+    _connection_options(claude)
+    claude.add_argument(
+        "--on-error",
+        choices=("deny", "ask", "allow"),
+        default="deny",
+        help="the answer when tapgate cannot decide: unreachable, bad token, bad input "
+        "(default: deny)",
+    )
+    claude.add_argument(
+        "--on-expired",
+        choices=("deny", "ask"),
+        default="deny",
+        help="the answer when nobody decides in time (default: deny)",
+    )
+    claude.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=DEFAULT_HOOK_TIMEOUT,
+        help="seconds to wait for an approver (default: %(default)g); keep it below the "
+        "hook's timeout in Claude Code's settings",
+    )
+    claude.set_defaults(func=_hook_claude_code, reject_extra=_hook_extra)
+
+    run = sub.add_parser(
+        "run", help="run a command only when tapgate approves it", allow_abbrev=False
+    )
+    _connection_options(run)
+    run.add_argument("--tool", default="shell", help="tool name sent to tapgate (default: shell)")
+    run.add_argument("--session", help="session id, e.g. the CI pipeline id (session grants)")
+    run.add_argument(
+        "--timeout", type=_seconds, help="seconds to wait (default: the request's own timeout)"
+    )
+    run.add_argument("argv", nargs=argparse.REMAINDER, help="-- COMMAND [ARG ...]")
+    run.set_defaults(func=_run)
+
+
+def _connection_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("TAPGATE_URL") or DEFAULT_URL,
+        help=f"tapgate server (default: $TAPGATE_URL, else {DEFAULT_URL})",
+    )
+    parser.add_argument(
+        "--token-env",
+        default=TOKEN_ENV,
+        metavar="NAME",
+        help=f"environment variable holding the agent token (default: {TOKEN_ENV})",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    return value
+
+
+def _hook_claude_code(args: argparse.Namespace) -> int:
+    answer = claude_code_hook(
+        _read_stdin(),
+        url=args.url,
+        token=os.environ.get(args.token_env),
+        on_error=args.on_error,
+        on_expired=args.on_expired,
+        timeout=args.timeout,
+    )
+    _answer(answer)
+    return 0
+
+
+def _hook_extra(extra: Sequence[str]) -> int:
+    problem = f"the hook command is misconfigured (unrecognized arguments: {' '.join(extra)})"
+    _answer(hook_refusal(_read_stdin(interactive=False), problem))
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    argv = list(args.argv)
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    token = os.environ.get(args.token_env)
+    if not token:
+        sys.stderr.write(f"tapgate: no agent token: set ${args.token_env}\n")
+        return EXIT_CONFIG
+    return run_approved(
+        argv,
+        url=args.url,
+        token=token,
+        tool=args.tool,
+        session=args.session,
+        timeout=args.timeout,
+    )
+
+
+def _read_stdin(*, interactive: bool = True) -> str:
+    """Claude Code's hook input; a terminal is read only where a person means to type it."""
+    try:
+        if not interactive and sys.stdin.isatty():
+            return ""
+        return sys.stdin.read()
+    except (OSError, UnicodeDecodeError, ValueError):
+        return ""  # answered as unreadable input, like any other malformed hook input
+
+
+def _answer(answer: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(answer) + "\n")
+    sys.stdout.flush()

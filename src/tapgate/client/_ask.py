@@ -1,0 +1,97 @@
+"""Ask once and wait with a deadline: the shared core of the hook and ``tapgate run``.
+
+``RemoteGate.check`` waits as long as the server lets a request live. A hook
+and a wrapped command cannot: Claude Code kills a hook that outlives its own
+timeout, and a deploy script wants a bound. :func:`decide` therefore submits,
+long-polls up to a deadline of its own, and when that passes *withdraws* the
+request (a cancel), so that a late tap cannot approve a call nobody is waiting
+for any more and the approvers see that the question is gone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from tapgate.client._errors import ClientError, Unauthorized
+from tapgate.client._remote import SyncRemoteGate
+from tapgate.core.models import Decision, Request, ToolCall
+from tapgate.errors import AlreadyResolved, TapgateError
+
+__all__ = ["decide", "describe", "failure", "withdraw"]
+
+
+def decide(
+    gate: SyncRemoteGate,
+    call: ToolCall,
+    *,
+    timeout: float | None,
+    on_pending: Callable[[Request], None] | None = None,
+) -> Decision | None:
+    """The decision on ``call``, or ``None`` when ``timeout`` seconds passed without one.
+
+    ``on_pending`` is told about the request as soon as it exists (to show a
+    countdown, or to know what to cancel on Ctrl-C). A ``None`` answer means
+    the request was withdrawn on the server (see :func:`withdraw`). Errors of
+    the gate (unreachable, 401, ...) propagate: only the caller knows what
+    they should turn into.
+    """
+    started = time.monotonic()
+    ticket = gate.submit(call)
+    if ticket.decision is not None:
+        return ticket.decision
+    request = ticket.request
+    assert request is not None  # a ticket without a decision carries its request
+    if on_pending is not None:
+        on_pending(request)
+    remaining = None if timeout is None else max(timeout - (time.monotonic() - started), 0.0)
+    decision = gate.wait(request.id, remaining)
+    if decision is not None or timeout is None:
+        return decision
+    return withdraw(gate, request.id, f"nobody decided within {timeout:g}s; withdrawn by the agent")
+
+
+def withdraw(gate: SyncRemoteGate, request_id: str, reason: str) -> Decision | None:
+    """Cancel a request the caller stops waiting for; ``None`` once it is cancelled.
+
+    A decision that arrived in the meantime wins the race (the cancel answers
+    409) and is returned instead, so an approval in the last second is not
+    lost. If the server cannot be reached the request simply expires there.
+    """
+    try:
+        gate.cancel(request_id, reason=reason)
+    except AlreadyResolved:
+        try:
+            return gate.wait(request_id, 0)
+        except TapgateError:
+            return None
+    except TapgateError:
+        return None
+    return None
+
+
+def describe(decision: Decision) -> str:
+    """One line on who or what decided, for the model and for a terminal.
+
+    Approvers' reasons are free text that often leaves out who decided, and
+    policy reasons name no rule, so both are completed here.
+    """
+    if decision.source == "approver" and decision.decided_by not in decision.reason:
+        verb = "approved" if decision.allowed else "denied"
+        return f"{verb} by {decision.decided_by}: {decision.reason}"
+    if decision.source == "policy" and decision.rule and decision.rule not in decision.reason:
+        return f"{decision.reason} ({decision.rule})"
+    return decision.reason
+
+
+def failure(url: str, exc: BaseException) -> str:
+    """What kept the server at ``url`` from deciding, in words an operator can act on."""
+    if isinstance(exc, Unauthorized):
+        return f"the server at {url} refused the agent token ({exc.message})"
+    if isinstance(exc, ClientError) and exc.code == "unreachable":
+        cause = exc.__cause__
+        detail = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
+        return f"server unreachable at {url} ({detail})"
+    if isinstance(exc, TapgateError):
+        return f"the server at {url} failed the request ({exc})"
+    return f"unexpected failure ({type(exc).__name__}: {exc})"

@@ -1,0 +1,187 @@
+"""The Claude Code hook: Claude Code's hook JSON in, tapgate's decision out as hook JSON.
+
+Claude Code runs a command hook with the event on stdin and reads a decision
+from stdout. Two events can carry a permission decision, and both are served:
+
+- ``PreToolUse`` runs before every matching tool call. Its answer is
+  ``hookSpecificOutput.permissionDecision``: ``allow`` (skip Claude Code's
+  prompt), ``deny`` (``permissionDecisionReason`` is shown to Claude) or
+  ``ask`` (show Claude Code's own prompt, with the reason).
+- ``PermissionRequest`` runs only when Claude Code is about to show its
+  permission dialog. Its answer is ``hookSpecificOutput.decision`` with
+  ``behavior`` ``allow`` or ``deny`` (``message`` tells Claude why). It has no
+  "ask": a hook that wants the dialog to appear gives no decision, so that
+  verdict is answered with only a ``systemMessage`` for the user.
+
+(Shapes as in the Claude Agent SDK's ``PreToolUseHookSpecificOutput`` and
+``PermissionRequestHookSpecificOutput``, anthropics/claude-agent-sdk-python.)
+
+A hook that fails is worse than a hook that says no: this module never
+raises. Unreadable input, a missing or refused token, an unreachable server
+and a request nobody decided in time all become an explicit verdict chosen by
+the operator (``on_error``, ``on_expired``; deny by default) whose reason says
+what went wrong, so a broken gate never silently lets a call through.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+from tapgate.client._ask import decide, describe, failure
+from tapgate.client._remote import SyncRemoteGate
+from tapgate.core.models import Decision, ToolCall
+
+__all__ = [
+    "HOOK_EVENTS",
+    "HookEvent",
+    "HookInput",
+    "HookVerdict",
+    "claude_code_hook",
+    "hook_output",
+    "hook_refusal",
+    "parse_hook_input",
+]
+
+HookEvent = Literal["PreToolUse", "PermissionRequest"]
+HookVerdict = Literal["allow", "deny", "ask"]
+HOOK_EVENTS: tuple[HookEvent, ...] = ("PreToolUse", "PermissionRequest")
+
+DEFAULT_HOOK_TIMEOUT = 300.0
+"""Seconds the hook waits for a human: half of Claude Code's default command-hook timeout."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HookInput:
+    """The part of Claude Code's hook input that tapgate decides on."""
+
+    event: HookEvent
+    tool: str
+    arguments: dict[str, Any]
+    session: str | None
+
+
+class _BadInput(ValueError):
+    """The hook input is not what Claude Code sends."""
+
+
+def parse_hook_input(raw: str) -> HookInput:
+    """The hook input in ``raw``; ``ValueError`` names the first thing that is wrong.
+
+    Only the fields a decision needs are checked; Claude Code adds fields over
+    time (``permission_mode``, ``agent_id``...) and they are ignored.
+    """
+    try:
+        body = json.loads(raw)
+    except ValueError as exc:
+        raise _BadInput(f"stdin is not JSON ({exc})") from None
+    if not isinstance(body, dict):
+        raise _BadInput("stdin is not a JSON object")
+    event = body.get("hook_event_name")
+    if event not in HOOK_EVENTS:
+        raise _BadInput(f"hook_event_name {event!r} is not PreToolUse or PermissionRequest")
+    tool = body.get("tool_name")
+    if not isinstance(tool, str) or not tool:
+        raise _BadInput("tool_name is missing or not a string")
+    arguments = body.get("tool_input", {})
+    if not isinstance(arguments, dict):
+        raise _BadInput("tool_input is not a JSON object")
+    session = body.get("session_id")
+    return HookInput(
+        event=cast(HookEvent, event),
+        tool=tool,
+        arguments=arguments,
+        session=session if isinstance(session, str) and session else None,
+    )
+
+
+def hook_output(event: HookEvent, verdict: HookVerdict, reason: str) -> dict[str, Any]:
+    """The JSON object Claude Code reads from the hook's stdout for ``verdict``."""
+    if event == "PreToolUse":
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": verdict,
+                "permissionDecisionReason": reason,
+            }
+        }
+    if verdict == "ask":
+        # No decision: Claude Code shows its own permission dialog; tell the user why.
+        return {"systemMessage": reason}
+    decision: dict[str, Any] = {"behavior": verdict}
+    if verdict == "deny":
+        decision["message"] = reason
+    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}
+
+
+def claude_code_hook(
+    raw: str,
+    *,
+    url: str,
+    token: str | None,
+    on_error: HookVerdict = "deny",
+    on_expired: Literal["deny", "ask"] = "deny",
+    timeout: float = DEFAULT_HOOK_TIMEOUT,
+) -> dict[str, Any]:
+    """Decide the tool call in the hook input ``raw`` with the tapgate server at ``url``.
+
+    The call sent is exactly Claude Code's: ``tool_name`` as the tool,
+    ``tool_input`` as the arguments and ``session_id`` as the session, so the
+    operator's policy names Claude Code's tools (``Bash``, ``Edit``,
+    ``mcp__github__create_issue``) and "allow for this session" means this
+    Claude Code session. The agent is whoever ``token`` belongs to.
+
+    ``timeout`` bounds the wait for a human; the request is then withdrawn
+    and, like a request that expired on the server, answered with
+    ``on_expired``. Everything that prevents a decision is answered with
+    ``on_error``. Returns the hook's JSON output; never raises.
+    """
+    event = _event_of(raw)
+    try:
+        hook = parse_hook_input(raw)
+    except ValueError as exc:
+        return _fallback(event, on_error, f"could not read the hook input: {exc}", "--on-error")
+    if not token:
+        problem = "no agent token (set TAPGATE_AGENT_TOKEN, or the variable --token-env names)"
+        return _fallback(event, on_error, problem, "--on-error")
+    call = ToolCall(tool=hook.tool, arguments=hook.arguments, session=hook.session)
+    try:
+        with SyncRemoteGate(url, token) as gate:
+            decision = decide(gate, call, timeout=timeout)
+    except Exception as exc:  # a hook must answer, whatever went wrong
+        return _fallback(event, on_error, failure(url, exc), "--on-error")
+    if decision is None:
+        problem = f"nobody decided within {timeout:g}s, so tapgate withdrew the request"
+        return _fallback(event, on_expired, problem, "--on-expired")
+    if decision.status == "expired" and not decision.allowed:
+        problem = f"request {decision.request_id} expired: {decision.reason}"
+        return _fallback(event, on_expired, problem, "--on-expired")
+    return hook_output(event, decision.verdict, _reason(decision))
+
+
+def hook_refusal(raw: str, problem: str) -> dict[str, Any]:
+    """A deny for the hook input ``raw`` when the hook cannot even start (a bad command line).
+
+    The command line is in Claude Code's settings, where an operator reads a
+    reason more easily than an exit status; a deny keeps the gate closed.
+    """
+    return hook_output(_event_of(raw), "deny", f"tapgate: {problem}; denied")
+
+
+def _event_of(raw: str) -> HookEvent:
+    """The event to answer, even for input that fails to parse (PreToolUse if unknown)."""
+    try:
+        event = json.loads(raw).get("hook_event_name")
+    except (ValueError, AttributeError):
+        return "PreToolUse"
+    return cast(HookEvent, event) if event in HOOK_EVENTS else "PreToolUse"
+
+
+def _fallback(event: HookEvent, verdict: HookVerdict, problem: str, flag: str) -> dict[str, Any]:
+    done = {"deny": "denied", "allow": "allowed", "ask": "asking in Claude Code instead"}[verdict]
+    return hook_output(event, verdict, f"tapgate: {problem}; {done} ({flag} {verdict})")
+
+
+def _reason(decision: Decision) -> str:
+    return f"tapgate: {describe(decision)}"

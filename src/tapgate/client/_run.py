@@ -1,0 +1,281 @@
+"""``tapgate run``: run a command only when tapgate approves it.
+
+The command line is sent as ``{"command": shlex.join(argv)}``, so a tool
+configured with ``shell: command`` is judged by the shell-aware policy
+(``git status && rm -rf /`` is two commands, hazards are never auto-allowed).
+What runs is ``argv`` itself, without a shell: the approved text and the
+executed program cannot differ by a shell's interpretation.
+
+Exit status: the command's own (a signal ``N`` gives ``128 + N``), or one of
+tapgate's, taken from ``sysexits.h`` where the meaning matches so that they
+stay clear of the 1, 2, 126, 127 and 128+ that commands and shells use:
+
+==== =================================================================
+69   the tapgate server is unreachable or failed (``EX_UNAVAILABLE``)
+75   nobody decided in time: the request expired (``EX_TEMPFAIL``)
+77   denied, by policy or by an approver (``EX_NOPERM``)
+78   no agent token, or the server refused it (``EX_CONFIG``)
+126  approved, but the command could not be executed
+127  approved, but the command was not found
+130  interrupted (Ctrl-C) while waiting; the request was cancelled
+143  terminated (SIGTERM) while waiting; the request was cancelled
+==== =================================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from types import FrameType
+from typing import TextIO
+
+from tapgate.client._ask import decide, describe, failure, withdraw
+from tapgate.client._errors import Unauthorized
+from tapgate.client._remote import SyncRemoteGate
+from tapgate.core.models import Decision, Request, ToolCall
+from tapgate.errors import TapgateError
+
+__all__ = [
+    "EXIT_CANNOT_EXECUTE",
+    "EXIT_CONFIG",
+    "EXIT_DENIED",
+    "EXIT_EXPIRED",
+    "EXIT_INTERRUPTED",
+    "EXIT_NOT_FOUND",
+    "EXIT_UNAVAILABLE",
+    "countdown_line",
+    "run_approved",
+]
+
+EXIT_UNAVAILABLE = 69
+EXIT_EXPIRED = 75
+EXIT_DENIED = 77
+EXIT_CONFIG = 78
+EXIT_CANNOT_EXECUTE = 126
+EXIT_NOT_FOUND = 127
+EXIT_INTERRUPTED = 130
+
+_SHOWN = 60  # characters of a command shown on the countdown line
+
+
+def run_approved(
+    argv: Sequence[str],
+    *,
+    url: str,
+    token: str | None,
+    tool: str = "shell",
+    session: str | None = None,
+    timeout: float | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Ask tapgate about ``argv`` as tool ``tool``, run it if allowed; the exit status.
+
+    ``timeout`` bounds the wait (the request is then withdrawn, status 75);
+    without it the server's request timeout decides. tapgate's own messages
+    go to ``stderr``; while waiting on a terminal a countdown is drawn there.
+    """
+    err = stderr if stderr is not None else sys.stderr
+    if not argv:
+        return _fail(err, "no command given (tapgate run -- COMMAND ...)", 2)
+    if not token:
+        return _fail(err, "no agent token (set TAPGATE_AGENT_TOKEN)", EXIT_CONFIG)
+    command = shlex.join(argv)
+    call = ToolCall(tool=tool, arguments={"command": command}, session=session)
+    refusal = _ask(err, url, token, call, timeout)
+    if refusal is not None:
+        return refusal
+    return _execute(argv, err)
+
+
+def countdown_line(command: str, request_id: str, seconds_left: float) -> str:
+    """The line redrawn every second while a terminal user waits for a tap."""
+    shown = command if len(command) <= _SHOWN else command[: _SHOWN - 1] + "…"
+    left = max(int(seconds_left), 0)
+    hours, rest = divmod(left, 3600)
+    minutes, seconds = divmod(rest, 60)
+    clock = f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
+    return f"tapgate: waiting for approval of `{shown}` (request {request_id[:4]}…): {clock} left"
+
+
+def _ask(err: TextIO, url: str, token: str, call: ToolCall, timeout: float | None) -> int | None:
+    """Wait for the decision on ``call``: ``None`` to run it, else tapgate's exit status."""
+    waiting = _Waiting(err, str(call.arguments["command"]), timeout)
+    try:
+        with _stop_on_sigterm(), SyncRemoteGate(url, token) as gate:
+            decision = decide(gate, call, timeout=timeout, on_pending=waiting.start)
+    except KeyboardInterrupt:
+        waiting.stop()
+        how, status = "interrupted (Ctrl-C)", EXIT_INTERRUPTED
+        return _interrupted(err, url, token, waiting.request, how=how, status=status)
+    except _Stopped as stopped:
+        waiting.stop()
+        return _interrupted(
+            err, url, token, waiting.request, how="terminated", status=stopped.status
+        )
+    except Unauthorized as exc:
+        return _fail(err, failure(url, exc), EXIT_CONFIG)
+    except TapgateError as exc:
+        return _fail(err, failure(url, exc), EXIT_UNAVAILABLE)
+    finally:
+        waiting.stop()
+    return _refusal(err, decision, timeout, asked=waiting.request is not None)
+
+
+def _refusal(
+    err: TextIO, decision: Decision | None, timeout: float | None, *, asked: bool
+) -> int | None:
+    """The exit status when ``decision`` does not let the command run, else ``None``."""
+    if decision is None:
+        return _fail(err, f"nobody decided within {timeout:g}s; request withdrawn", EXIT_EXPIRED)
+    if not decision.allowed and decision.status == "expired":
+        return _fail(err, f"request expired: {decision.reason}", EXIT_EXPIRED)
+    if not decision.allowed:
+        return _fail(err, f"denied: {describe(decision)}", EXIT_DENIED)
+    if asked:  # a human approved: say who, before the command's output starts
+        err.write(f"tapgate: {describe(decision)}\n")
+        err.flush()
+    return None
+
+
+def _interrupted(
+    err: TextIO, url: str, token: str, request: Request | None, *, how: str, status: int
+) -> int:
+    """Stopped while waiting: withdraw the request (on a fresh connection), never run."""
+    if request is None:
+        return _fail(err, how, status)
+    try:
+        # The interrupted long-poll may have left its connection half-read: a new pool.
+        with SyncRemoteGate(url, token, retries=0) as gate:
+            late = withdraw(gate, request.id, f"{how} by the user of tapgate run")
+    except (KeyboardInterrupt, _Stopped):
+        return _fail(err, f"{how}: request {request.id} not run (and not cancelled)", status)
+    note = f"; it was already {late.status}" if late is not None else " and cancelled"
+    return _fail(err, f"{how}: request {request.id} not run{note}", status)
+
+
+class _Stopped(BaseException):
+    """SIGTERM while waiting (a CI job was cancelled): withdrawn like a Ctrl-C.
+
+    A ``BaseException``, like ``KeyboardInterrupt``, so that no ``except
+    Exception`` on the way (retries, the gate) swallows it.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.status = 128 + signum
+
+
+@contextlib.contextmanager
+def _stop_on_sigterm() -> Iterator[None]:
+    """Turn SIGTERM into :class:`_Stopped` while waiting (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise _Stopped(signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _execute(argv: Sequence[str], err: TextIO) -> int:
+    """Run ``argv`` with tapgate's stdio and pass its status on, shell-style."""
+    try:
+        child = subprocess.Popen(list(argv))  # noqa: S603 - argv is what the approver approved
+    except FileNotFoundError:
+        return _fail(err, f"command not found: {argv[0]}", EXIT_NOT_FOUND)
+    except OSError as exc:
+        return _fail(err, f"cannot execute {argv[0]}: {exc.strerror}", EXIT_CANNOT_EXECUTE)
+    with _forwarding(child):
+        while True:
+            try:
+                status = child.wait()
+                break
+            except KeyboardInterrupt:
+                continue  # the terminal sent SIGINT to the child too: its exit decides
+    return 128 - status if status < 0 else status
+
+
+@contextlib.contextmanager
+def _forwarding(child: subprocess.Popen[bytes]) -> Iterator[None]:
+    """Pass SIGTERM and SIGHUP on to the child, as a CI runner stopping a job expects."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set in the main thread (tests call from others)
+        return
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        child.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _fail(err: TextIO, message: str, status: int) -> int:
+    err.write(f"tapgate: {message}\n")
+    err.flush()
+    return status
+
+
+class _Waiting:
+    """What the user sees while a request waits: one line, then a countdown on a terminal."""
+
+    def __init__(self, err: TextIO, command: str, timeout: float | None) -> None:
+        self.err = err
+        self.command = command
+        self.request: Request | None = None
+        self._deadline = None if timeout is None else time.monotonic() + timeout
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, request: Request) -> None:
+        self.request = request
+        asked = ", ".join(request.approvers) or "the approvers"
+        self.err.write(
+            f"tapgate: asked {asked} to approve `{self.command}` (request {request.id})\n"
+        )
+        self.err.flush()
+        if _is_terminal(self.err):
+            self._thread = threading.Thread(target=self._draw, daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join()
+            self.err.write("\r\x1b[K")
+            self.err.flush()
+
+    def _draw(self) -> None:
+        assert self.request is not None
+        expires = self.request.expires_at
+        while not self._stop.is_set():
+            left = (expires - datetime.now(UTC)).total_seconds()
+            if self._deadline is not None:
+                left = min(left, self._deadline - time.monotonic())
+            line = countdown_line(self.command, self.request.id, left)
+            self.err.write(f"\r\x1b[K{line}")
+            self.err.flush()
+            self._stop.wait(1.0)
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,264 @@
+"""``tapgate run -- COMMAND``: the command runs only when tapgate approves it.
+
+The server is the real one of ``test_hook_claude_code`` (``build_app`` on a
+loopback port, SQLite, LINE through a fake API, signed taps). Commands are
+harmless Python one-liners that write a marker file in ``tmp_path`` and exit
+with a chosen status, so "did it run" is a file on disk, never a guess.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import signal
+import sys
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from tapgate.bot.keys import GATE
+from tapgate.client._run import countdown_line
+from tapgate.core.clock import ManualClock
+from tests.fakes.taps import free_port
+from tests.test_hook_claude_code import TAPGATE, TOKEN, Served, cli, serve
+
+EXIT_UNAVAILABLE, EXIT_EXPIRED, EXIT_DENIED, EXIT_CONFIG = 69, 75, 77, 78
+
+
+def marking(marker: Path, status: int = 0, *extra: str) -> list[str]:
+    """A command that records that it ran, then exits with ``status``."""
+    code = f"import pathlib, sys; pathlib.Path(sys.argv[1]).write_text('ran'); sys.exit({status})"
+    return [sys.executable, "-c", code, str(marker), *extra]
+
+
+Run = Callable[..., Awaitable[tuple[int, str]]]
+
+
+@pytest.fixture
+async def served(tmp_path: Path) -> AsyncIterator[Served]:
+    async with serve(tmp_path) as s:
+        yield s
+
+
+@pytest.fixture
+async def served_manual(tmp_path: Path) -> AsyncIterator[Served]:
+    async with serve(tmp_path, ManualClock()) as s:
+        yield s
+
+
+@pytest.fixture
+def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Run:
+    """``tapgate run`` through ``main`` in a worker thread: (exit status, stderr)."""
+    monkeypatch.setenv("TAPGATE_AGENT_TOKEN", TOKEN)
+
+    async def call(url: str, *argv: str) -> tuple[int, str]:
+        code = await asyncio.to_thread(cli, "run", "--url", url, *argv)
+        _, err = capsys.readouterr()
+        return code, err
+
+    return call
+
+
+async def test_a_command_the_policy_allows_runs_without_asking(
+    served: Served, run: Run, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    code, err = await run(served.url, "--", *marking(marker, 3))
+    assert code == 3  # the command's own status
+    assert marker.read_text() == "ran"
+    assert err == ""  # nothing to say when nobody was asked
+    assert await served.requests() == []
+
+
+async def test_an_approved_command_runs_and_its_status_is_passed_on(
+    served: Served, run: Run, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    task = asyncio.create_task(run(served.url, "--tool", "deploy", "--", *marking(marker, 3)))
+    request = await served.pending()
+    assert not marker.exists()  # nothing runs before the tap
+    await served.tap(request.id, "approve")
+    code, err = await task
+    assert code == 3 and marker.read_text() == "ran"
+    assert f"(request {request.id})" in err and "tapgate: approved by alice" in err
+    assert dict(request.arguments) == {"command": _joined(marking(marker, 3))}
+
+
+async def test_a_denied_command_never_runs(served: Served, run: Run, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    task = asyncio.create_task(run(served.url, "--tool", "deploy", "--", *marking(marker)))
+    await served.deny((await served.pending()).id, "wait for the release window")
+    code, err = await task
+    assert code == EXIT_DENIED
+    assert not marker.exists()
+    assert "tapgate: denied: denied by alice: wait for the release window" in err
+
+
+async def test_a_command_the_shell_aware_policy_denies_never_runs(
+    served: Served, run: Run, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    code, err = await run(served.url, "--", *marking(marker, 0, "deny-me"))
+    assert code == EXIT_DENIED and not marker.exists()
+    assert "tapgate: denied: not this" in err and "policy.rules[8]" in err
+    assert await served.requests() == []
+
+
+async def test_an_expired_request_never_runs(
+    served_manual: Served, run: Run, tmp_path: Path
+) -> None:
+    served, clock = served_manual, served_manual.clock
+    assert clock is not None
+    marker = tmp_path / "ran"
+    task = asyncio.create_task(run(served.url, "--tool", "deploy", "--", *marking(marker)))
+    request = await served.pending()
+    clock.advance(601)
+    code, err = await task
+    assert code == EXIT_EXPIRED and not marker.exists()
+    assert "tapgate: request expired: no approver answered" in err
+    assert (await served.app[GATE].status(request.id)).status == "expired"
+
+
+async def test_the_timeout_withdraws_the_request(served: Served, run: Run, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    argv = ("--tool", "deploy", "--timeout", "0.3", "--", *marking(marker))
+    code, err = await run(served.url, *argv)
+    assert code == EXIT_EXPIRED and not marker.exists()
+    assert "nobody decided within 0.3s; request withdrawn" in err
+    [request] = await served.requests()
+    assert request.status == "cancelled"
+
+
+async def test_an_unreachable_server_never_runs_the_command(run: Run, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    url = f"http://127.0.0.1:{free_port()}"
+    code, err = await run(url, "--", *marking(marker))
+    assert code == EXIT_UNAVAILABLE and not marker.exists()
+    assert f"tapgate: server unreachable at {url} (ConnectError" in err
+
+
+async def test_a_wrong_or_missing_token_is_a_configuration_error(
+    served: Served, run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = tmp_path / "ran"
+    monkeypatch.setenv("WRONG_TOKEN", "wrong-token-0123456789abcdef")
+    code, err = await run(served.url, "--token-env", "WRONG_TOKEN", "--", *marking(marker))
+    assert code == EXIT_CONFIG and "refused the agent token" in err
+    code, err = await run(served.url, "--token-env", "TAPGATE_TEST_UNSET", "--", *marking(marker))
+    assert code == EXIT_CONFIG and "no agent token: set $TAPGATE_TEST_UNSET" in err
+    assert not marker.exists()
+
+
+async def test_a_signal_becomes_128_plus_its_number(served: Served, run: Run) -> None:
+    kill = "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"
+    code, _ = await run(served.url, "--", sys.executable, "-c", kill)
+    assert code == 128 + signal.SIGTERM
+
+
+async def test_an_approved_command_that_does_not_exist_is_127(
+    served: Served, run: Run, tmp_path: Path
+) -> None:
+    code, err = await run(served.url, "--tool", "trusted", "--", str(tmp_path / "no-such-tool"))
+    assert code == 127 and "tapgate: command not found:" in err
+
+
+async def test_no_command_is_a_usage_error(served: Served, run: Run) -> None:
+    code, err = await run(served.url, "--")
+    assert code == 2 and "no command given" in err
+
+
+# -- the installed script: real signals, a real terminal ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("signum", "status", "how"),
+    [(signal.SIGINT, 130, "interrupted (Ctrl-C)"), (signal.SIGTERM, 143, "terminated")],
+)
+async def test_ctrl_c_or_sigterm_while_waiting_cancels_the_request(
+    served: Served, tmp_path: Path, signum: int, status: int, how: str
+) -> None:
+    marker = tmp_path / "ran"
+    proc = await asyncio.create_subprocess_exec(
+        TAPGATE,
+        "run",
+        "--url",
+        served.url,
+        "--tool",
+        "deploy",
+        "--",
+        *marking(marker),
+        env={**os.environ, "TAPGATE_AGENT_TOKEN": TOKEN},
+        stderr=asyncio.subprocess.PIPE,
+    )
+    request = await served.pending()
+    await asyncio.sleep(0.3)  # let it settle into its long-poll
+    proc.send_signal(signum)
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == status
+    assert f"{how}: request {request.id} not run and cancelled" in err.decode()
+    assert (await served.app[GATE].status(request.id)).status == "cancelled"
+    assert not marker.exists()
+    assert "Traceback" not in err.decode()
+
+
+async def test_a_terminal_sees_a_countdown_then_the_command_runs(
+    served: Served, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    leader, follower = os.openpty()
+    proc = await asyncio.create_subprocess_exec(
+        TAPGATE,
+        "run",
+        "--url",
+        served.url,
+        "--tool",
+        "deploy",
+        "--",
+        *marking(marker, 4),
+        env={**os.environ, "TAPGATE_AGENT_TOKEN": TOKEN, "TAPGATE_URL": "http://unused"},
+        stderr=follower,
+    )
+    os.close(follower)
+    seen = bytearray()
+    reader = threading.Thread(target=_drain, args=(leader, seen), daemon=True)
+    reader.start()
+    request = await served.pending()
+    for _ in range(500):
+        if b"left" in seen:
+            break
+        await asyncio.sleep(0.01)
+    await served.tap(request.id, "approve")
+    assert await asyncio.wait_for(proc.wait(), 30) == 4
+    reader.join(10)
+    os.close(leader)
+    text = seen.decode()
+    assert f"waiting for approval of `{_joined(marking(marker, 4))[:20]}" in text
+    assert f"(request {request.id[:4]}…): 9:5" in text  # 9:59 or 9:58 of the 10 minutes
+    assert "approved by alice" in text and marker.read_text() == "ran"
+
+
+def test_the_countdown_line() -> None:
+    assert countdown_line("make deploy", "3fA9x7", 272.9) == (
+        "tapgate: waiting for approval of `make deploy` (request 3fA9…): 4:32 left"
+    )
+    long = countdown_line("x" * 100, "abcdef", 3725)
+    assert "`" + "x" * 59 + "…`" in long and long.endswith("1:02:05 left")
+    assert countdown_line("ls", "abcd", -3).endswith("0:00 left")
+
+
+def _drain(fd: int, into: bytearray) -> None:
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # EIO: the other end closed
+            return
+        if not chunk:
+            return
+        into.extend(chunk)
+
+
+def _joined(argv: list[str]) -> str:
+    return shlex.join(argv)
