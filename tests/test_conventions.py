@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import importlib
 import pkgutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -208,3 +209,22 @@ def test_webhooks_and_notifiers_never_import_each_other() -> None:
             assert not any(i.startswith("tapgate.notifiers") for i in _imports(module))
         if module.startswith("tapgate.notifiers"):
             assert not any(i.startswith("tapgate.webhooks") for i in _imports(module))
+
+
+def test_agent_side_commands_start_without_the_server_stack() -> None:
+    """``tapgate hook claude-code`` runs on every Claude Code tool call: it must start fast.
+
+    Loading the client and the console script must not pull in the store
+    (SQLAlchemy, Alembic), the server (aiohttp), the chat SDKs or the config
+    models; those took the hook from 0.2 s to 0.9 s per call.
+    """
+    code = (
+        "import sys, tapgate.client, tapgate.bot.cli, tapgate.bot._cli_agent; "
+        "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout.split()
+    heavy = {"sqlalchemy", "alembic", "aiohttp", "linebot", "slack_sdk", "slack_bolt", "yaml"}
+    assert not heavy & set(loaded), heavy & set(loaded)
+    assert "httpx" in loaded

@@ -1,9 +1,36 @@
 """tapgate.bot: the deployable app. YAML config and the ``tapgate`` command line.
 
-The layer that wires everything below it; nothing imports it back.
+The layer that wires everything below it; nothing imports it back. Its names
+load on first use (PEP 562), so the console script's agent-side commands
+start without pydantic models and YAML.
 """
 
-from tapgate.bot.cli import main
-from tapgate.bot.config import Config, load_config, parse_config
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tapgate.bot.cli import main
+    from tapgate.bot.config import Config, load_config, parse_config
 
 __all__ = ["Config", "load_config", "main", "parse_config"]
+
+_LAZY = {
+    "Config": "tapgate.bot.config",
+    "load_config": "tapgate.bot.config",
+    "parse_config": "tapgate.bot.config",
+    "main": "tapgate.bot.cli",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tapgate.bot' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -16,16 +16,15 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.engine import make_url
-
-from tapgate.bot import _cli_ops as ops
 from tapgate.bot._cli_agent import add_agent_commands
-from tapgate.bot.config import Config, load_config, parse_config
 from tapgate.core.models import RISKS, ToolCall
-from tapgate.core.policy import Policy
 from tapgate.errors import TapgateError
+
+if TYPE_CHECKING:
+    from tapgate.bot.config import Config
 
 __all__ = ["main"]
 
@@ -87,13 +86,13 @@ def _operator_commands(sub: Any) -> None:
     _config_option(serve)
     serve.add_argument("--host", help="interface to bind (default: server.host)")
     serve.add_argument("--port", type=int, help="port (default: server.port)")
-    serve.set_defaults(func=_with_config(ops.serve))
+    serve.set_defaults(func=_with_config("serve"))
 
     pending = sub.add_parser("pending", help="list requests waiting for a decision")
     _config_option(pending)
     pending.add_argument("--limit", type=int, default=100)
     pending.add_argument("--json", action="store_true", help="one JSON object per line")
-    pending.set_defaults(func=_with_config(ops.pending))
+    pending.set_defaults(func=_with_config("pending"))
 
     resolve = sub.add_parser("resolve", help="decide a request by hand (audited break-glass)")
     _config_option(resolve)
@@ -102,7 +101,7 @@ def _operator_commands(sub: Any) -> None:
     resolve.add_argument("--as", dest="as_", required=True, help="the approver deciding")
     resolve.add_argument("--reason", help="told to the agent")
     resolve.add_argument("--scope", choices=("once", "session", "always"), default="once")
-    resolve.set_defaults(func=_with_config(ops.resolve))
+    resolve.set_defaults(func=_with_config("resolve"))
 
     grants = sub.add_parser("grants", help="list or revoke remembered approvals")
     grants_sub = grants.add_subparsers(dest="grants_command", required=True)
@@ -110,24 +109,32 @@ def _operator_commands(sub: Any) -> None:
     _config_option(listing)
     listing.add_argument("--all", action="store_true", help="include revoked and expired")
     listing.add_argument("--json", action="store_true")
-    listing.set_defaults(func=_with_config(ops.grants_list))
+    listing.set_defaults(func=_with_config("grants_list"))
     revoke = grants_sub.add_parser("revoke", help="revoke a grant")
     _config_option(revoke)
     revoke.add_argument("id", help="grant id")
     revoke.add_argument("--as", dest="as_", default="operator", help="who revokes (audited)")
-    revoke.set_defaults(func=_with_config(ops.grants_revoke))
+    revoke.set_defaults(func=_with_config("grants_revoke"))
 
     audit = sub.add_parser("audit", help="print the audit log")
     _config_option(audit)
     audit.add_argument("--since", help="ISO 8601 time, e.g. 2026-11-21T09:00")
     audit.add_argument("--request", help="only this request id")
     audit.add_argument("--format", choices=("text", "jsonl"), default="text")
-    audit.set_defaults(func=_with_config(ops.audit))
+    audit.set_defaults(func=_with_config("audit"))
 
 
-def _with_config(command: Any) -> Any:
+def _with_config(command: str) -> Any:
+    """The operator command ``command`` of ``_cli_ops``, given the loaded config.
+
+    Imported when run, not when the parser is built: the agent-side commands
+    (``hook``, ``run``) must start without loading the server, the store and
+    SQLAlchemy.
+    """
+
     def run(args: argparse.Namespace) -> int:
-        result: int = command(args, _load(args.config))
+        operation = getattr(import_module("tapgate.bot._cli_ops"), command)
+        result: int = operation(args, _load(args.config))
         return result
 
     return run
@@ -142,6 +149,8 @@ def _config_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _load(path: str | None) -> Config:
+    from tapgate.bot.config import load_config, parse_config
+
     return load_config(path) if path else parse_config({})
 
 
@@ -150,6 +159,8 @@ def _check_config(args: argparse.Namespace) -> int:
     spec = config.policy_spec()
     rules = len(spec.rules) + sum(len(r) for r in spec.agents.values())
     print(f"config OK: {args.config or '(built-in defaults)'}")
+    from sqlalchemy.engine import make_url
+
     print(f"  store: {make_url(config.store_url).render_as_string(hide_password=True)}")
     print(
         f"  agents: {len(config.agents)}, approvers: {len(config.approvers)}, "
@@ -188,6 +199,8 @@ def _explain(args: argparse.Namespace) -> int:
         raise _UsageError(f"--args is not valid JSON: {exc}") from None
     if not isinstance(arguments, dict):
         raise _UsageError('--args must be a JSON object, e.g. \'{"command": "ls"}\'')
+    from tapgate.core.policy import Policy
+
     policy = Policy(config.policy_spec())
     call = ToolCall(tool=args.tool, arguments=arguments, agent=args.agent, risk=args.risk)
     verdict = policy.evaluate(call)

@@ -2,12 +2,15 @@
 
 Imports no web framework, no chat SDK and no YAML (a test enforces it): the
 same core serves the in-process library, the HTTP server and the CLI.
+
+Only the records (``models``) load with the package; the rest loads on first
+use (PEP 562), so an agent-side client that needs ``ToolCall`` and
+``Decision`` does not pay for SQLAlchemy and Alembic.
 """
 
-from tapgate.core.clock import Clock, ManualClock, SystemClock
-from tapgate.core.directory import Approver, Directory
-from tapgate.core.events import EventBus
-from tapgate.core.gate import Gate, new_id
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from tapgate.core.models import (
     CONTACT_TOOL,
     RISKS,
@@ -31,9 +34,15 @@ from tapgate.core.models import (
     args_digest,
     canonical_json,
 )
-from tapgate.core.policy import HAZARD_RULE, Policy, PolicyVerdict
-from tapgate.core.rules import DEFAULT_RISK_ACTIONS, PolicySpec, Rule, ToolSpec
-from tapgate.core.store import Store
+
+if TYPE_CHECKING:
+    from tapgate.core.clock import Clock, ManualClock, SystemClock
+    from tapgate.core.directory import Approver, Directory
+    from tapgate.core.events import EventBus
+    from tapgate.core.gate import Gate, new_id
+    from tapgate.core.policy import HAZARD_RULE, Policy, PolicyVerdict
+    from tapgate.core.rules import DEFAULT_RISK_ACTIONS, PolicySpec, Rule, ToolSpec
+    from tapgate.core.store import Store
 
 __all__ = [
     "CONTACT_TOOL",
@@ -74,3 +83,35 @@ __all__ = [
     "canonical_json",
     "new_id",
 ]
+
+_LAZY = {
+    "Approver": "tapgate.core.directory",
+    "Clock": "tapgate.core.clock",
+    "DEFAULT_RISK_ACTIONS": "tapgate.core.rules",
+    "Directory": "tapgate.core.directory",
+    "EventBus": "tapgate.core.events",
+    "Gate": "tapgate.core.gate",
+    "HAZARD_RULE": "tapgate.core.policy",
+    "ManualClock": "tapgate.core.clock",
+    "Policy": "tapgate.core.policy",
+    "PolicySpec": "tapgate.core.rules",
+    "PolicyVerdict": "tapgate.core.policy",
+    "Rule": "tapgate.core.rules",
+    "Store": "tapgate.core.store",
+    "SystemClock": "tapgate.core.clock",
+    "ToolSpec": "tapgate.core.rules",
+    "new_id": "tapgate.core.gate",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tapgate.core' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
