@@ -36,6 +36,7 @@ from tapgate.bot.config import Config, parse_config
 from tapgate.bot.humanlayer import PREFIX
 from tapgate.bot.keys import GATE, STORE
 from tapgate.bot.routes import LINE_WEBHOOK
+from tapgate.core.actions import answer_prefill
 from tapgate.core.clock import ManualClock
 from tapgate.core.gate import Gate
 from tapgate.core.models import CONTACT_TOOL, Decision, Request
@@ -43,7 +44,7 @@ from tapgate.core.store import Store
 from tapgate.core.store.calls import ClientCall
 from tapgate.notifiers.recording import RecordingNotifier
 from tests.fakes import FakeLine
-from tests.fakes.taps import signed_line_tap
+from tests.fakes.taps import signed_line_tap, signed_line_text
 
 CI = "ci-agent-token-0123456789abcdef"
 OTHER = "other-agent-token-0123456789abc"
@@ -354,6 +355,34 @@ async def test_human_as_tool_returns_the_approvers_answer(served: Served) -> Non
     assert (request.agent, request.session, request.approvers) == ("ci", RUN, ("alice",))
     await served.gate.resolve(request.id, "approve", by="alice", reason="eu-west-1, as usual")
     assert await asyncio.wait_for(task, 10) == "eu-west-1, as usual"
+
+
+async def test_human_as_tool_answered_by_typing_on_line(served: Served) -> None:
+    """The whole path: the Reply button's prefill, typed and sent as a signed LINE text."""
+    ask = served.sdk().human_as_tool()
+    task = asyncio.create_task(asyncio.to_thread(ask, message="Which region?"))
+    request = await served.pending(CONTACT_TOOL)
+    typed = answer_prefill(request.id) + "eu-west-1, as usual"
+    body, headers = signed_line_text(SECRET, ALICE, typed)
+    async with served.session.post(
+        served.url + "/webhooks/line", data=body, headers=headers
+    ) as response:
+        assert response.status == 200
+    assert await asyncio.wait_for(task, 10) == "eu-west-1, as usual"
+    await served.app[LINE_WEBHOOK].settled()
+    assert served.line.replies[-1].messages[0]["text"].startswith("Answer sent")
+    # Bob is not an approver of this question: his typed answer changes nothing.
+    second = asyncio.create_task(asyncio.to_thread(ask, message="And the size?"))
+    request = await served.pending(CONTACT_TOOL)
+    body, headers = signed_line_text(SECRET, BOB, answer_prefill(request.id) + "xl")
+    async with served.session.post(
+        served.url + "/webhooks/line", data=body, headers=headers
+    ) as response:
+        assert response.status == 200
+    await served.app[LINE_WEBHOOK].settled()
+    assert (await served.gate.status(request.id)).status == "pending"
+    await served.gate.resolve(request.id, "approve", by="alice", reason="m")
+    assert await asyncio.wait_for(second, 10) == "m"
 
 
 async def test_async_human_as_tool_with_a_subject(served: Served) -> None:

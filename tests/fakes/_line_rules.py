@@ -3,7 +3,9 @@
 The real API rejects a bad body with 400 and a list of ``details``; a notifier
 that builds a buttons template with 61 characters of text next to a title
 fails in production, so the fake enforces the limits that approval messages
-run into (message count, text lengths, template actions, postback data).
+run into (message count, text lengths, template actions, postback data, and
+the actions inside a Flex message: label, data, ``displayText``,
+``inputOption`` and ``fillInText``, as LINE's Messaging API reference states them).
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ _BUTTONS_TEXT_MAX_WITH_TITLE_OR_IMAGE = 60
 _CONFIRM_TEXT_MAX = 240
 _LABEL_MAX = 20
 _POSTBACK_DATA_MAX = 300
+_DISPLAY_TEXT_MAX = 300
+_FILL_IN_TEXT_MAX = 300
+_INPUT_OPTIONS = frozenset({"closeRichMenu", "openRichMenu", "openKeyboard", "openVoice"})
 
 
 def check_messages(messages: Any) -> list[Detail]:
@@ -60,9 +65,11 @@ def _check_message(message: Any, where: str) -> list[Detail]:
     if kind in {"template", "flex"}:
         details = _check_text(message.get("altText"), _ALT_TEXT_MAX, f"{where}.altText")
         if kind == "flex":
-            if not isinstance(message.get("contents"), dict):
+            contents = message.get("contents")
+            if not isinstance(contents, dict):
                 details.append(_detail("must be specified", f"{where}.contents"))
-            return details
+                return details
+            return details + _check_flex_actions(contents, f"{where}.contents")
         return details + _check_template(message.get("template"), f"{where}.template")
     return []
 
@@ -99,6 +106,49 @@ def _check_actions(actions: Any, low: int, high: int, where: str) -> list[Detail
             details.append(_detail(f"Length must be between 0 and {_LABEL_MAX}", f"{at}.label"))
         if action["type"] == "postback":
             details.extend(_check_text(action.get("data"), _POSTBACK_DATA_MAX, f"{at}.data"))
+    return details
+
+
+def _check_flex_actions(node: Any, where: str) -> list[Detail]:
+    """Every ``action`` object anywhere in a Flex container (buttons, boxes, texts)."""
+    details: list[Detail] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            at = f"{where}.{key}"
+            if key == "action" and isinstance(value, dict):
+                details.extend(_check_action(value, at))
+            else:
+                details.extend(_check_flex_actions(value, at))
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            details.extend(_check_flex_actions(item, f"{where}[{index}]"))
+    return details
+
+
+def _check_action(action: dict[str, Any], where: str) -> list[Detail]:
+    if not isinstance(action.get("type"), str):
+        return [_detail("must be specified", f"{where}.type")]
+    details: list[Detail] = []
+    label = action.get("label")
+    if isinstance(label, str) and len(label) > _LABEL_MAX:
+        details.append(_detail(f"Length must be between 0 and {_LABEL_MAX}", f"{where}.label"))
+    if action["type"] != "postback":
+        return details
+    details.extend(_check_text(action.get("data"), _POSTBACK_DATA_MAX, f"{where}.data"))
+    if "displayText" in action and "text" in action:
+        details.append(_detail("displayText and text cannot both be set", where))
+    if "displayText" in action:
+        shown = action["displayText"]
+        details.extend(_check_text(shown, _DISPLAY_TEXT_MAX, f"{where}.displayText"))
+    option = action.get("inputOption")
+    if option is not None and option not in _INPUT_OPTIONS:
+        details.append(_detail("Invalid input option", f"{where}.inputOption"))
+    if "fillInText" in action:
+        if option != "openKeyboard":
+            message = "fillInText requires inputOption openKeyboard"
+            details.append(_detail(message, f"{where}.fillInText"))
+        fill = action["fillInText"]
+        details.extend(_check_text(fill, _FILL_IN_TEXT_MAX, f"{where}.fillInText"))
     return details
 
 

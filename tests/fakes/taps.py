@@ -13,7 +13,7 @@ import uuid
 
 from tapgate.webhooks._signature import line_signature
 
-__all__ = ["free_port", "signed_line_tap"]
+__all__ = ["free_port", "signed_line_tap", "signed_line_text"]
 
 
 def free_port() -> int:
@@ -28,6 +28,21 @@ def signed_line_tap(
     secret: str, user_id: str, request_id: str, action: str = "approve"
 ) -> tuple[bytes, dict[str, str]]:
     """A LINE webhook body with one postback tap, and its ``X-Line-Signature`` headers."""
+    return _signed(secret, user_id, {"postback": {"data": f"v=1&a={action}&r={request_id}"}})
+
+
+def signed_line_text(secret: str, user_id: str, text: str) -> tuple[bytes, dict[str, str]]:
+    """A LINE webhook body with one text message the user typed, signed."""
+    message = {
+        "id": str(uuid.uuid4().int % 10**18),
+        "type": "text",
+        "quoteToken": "q",
+        "text": text,
+    }
+    return _signed(secret, user_id, {"type": "message", "message": message})
+
+
+def _signed(secret: str, user_id: str, content: dict[str, object]) -> tuple[bytes, dict[str, str]]:
     event = {
         "type": "postback",
         "mode": "active",
@@ -36,7 +51,7 @@ def signed_line_tap(
         "replyToken": uuid.uuid4().hex,
         "deliveryContext": {"isRedelivery": False},
         "source": {"type": "user", "userId": user_id},
-        "postback": {"data": f"v=1&a={action}&r={request_id}"},
+        **content,
     }
     body = json.dumps({"destination": "Ubot", "events": [event]}).encode()
     headers = {

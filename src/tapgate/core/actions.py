@@ -7,8 +7,15 @@ other, so it lives here.
 
 - LINE postback ``data``: ``v=1&a=<action>&r=<request id>`` (versioned, so a
   button tapped months later after a format change is recognised as old
-  instead of misread; at most 95 characters against LINE's 300).
+  instead of misread; at most 95 characters against LINE's 300). ``reply``
+  and ``dismiss`` joined ``v=1`` later: the older actions parse exactly as
+  before, so the version did not change.
 - Slack ``action_id``: one per action, the button ``value`` being the id.
+- A typed answer to a question (LINE has no dialogs): a text message
+  ``answer <reference>: <the answer>``. The Reply button pre-fills
+  ``answer <short id>: `` in the approver's keyboard; the reference is a
+  request id or a prefix of one (:data:`REFERENCE_MIN` characters or more),
+  which ``core.taps.find_question`` resolves among the sender's questions.
 """
 
 from __future__ import annotations
@@ -18,16 +25,33 @@ from collections.abc import Mapping
 from typing import Literal
 
 __all__ = [
+    "QUESTION_ACTIONS",
+    "REFERENCE_MIN",
+    "SHORT_ID_LENGTH",
     "SLACK_ACTIONS",
     "SLACK_ACTION_IDS",
     "TapAction",
+    "answer_prefill",
+    "parse_answer",
     "parse_postback_data",
     "postback_data",
     "valid_request_id",
 ]
 
-TapAction = Literal["approve", "deny", "approve_session"]
-"""What a button asks for."""
+TapAction = Literal["approve", "deny", "approve_session", "reply", "dismiss"]
+"""What a button asks for; ``reply`` and ``dismiss`` act on questions (``CONTACT_TOOL``) only.
+
+``reply`` approves with the approver's answer as the reason; ``dismiss``
+denies (nobody will answer).
+"""
+
+QUESTION_ACTIONS: frozenset[TapAction] = frozenset({"reply", "dismiss"})
+"""The actions that make sense for a question only, never for a tool call."""
+
+SHORT_ID_LENGTH = 8
+"""How much of an id messages show, and what the Reply button pre-fills."""
+REFERENCE_MIN = 6
+"""The shortest id prefix a typed answer may use: ~36 random bits, one person's questions."""
 
 POSTBACK_VERSION = "1"
 POSTBACK_DATA_MAX = 300
@@ -35,13 +59,24 @@ _ACTIONS: Mapping[str, TapAction] = {
     "approve": "approve",
     "deny": "deny",
     "approve_session": "approve_session",
+    "reply": "reply",
+    "dismiss": "dismiss",
 }
 _REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# ``answer <reference>: <text>``. The keyword in any case (phones capitalise a
+# message's first letter); a full-width colon too (Japanese input methods type
+# one); ``\s`` covers the ideographic space. The answer may span lines.
+_ANSWER = re.compile(
+    rf"\s*(?i:answer)\s+(?P<ref>[A-Za-z0-9_-]{{{REFERENCE_MIN},64}})\s*[:\uff1a](?P<answer>.*)",
+    re.DOTALL,
+)
 
 SLACK_ACTION_IDS: Mapping[TapAction, str] = {
     "approve": "tapgate_approve",
     "deny": "tapgate_deny",
     "approve_session": "tapgate_approve_session",
+    "reply": "tapgate_reply",
+    "dismiss": "tapgate_dismiss",
 }
 SLACK_ACTIONS: Mapping[str, TapAction] = {v: k for k, v in SLACK_ACTION_IDS.items()}
 
@@ -81,3 +116,31 @@ def parse_postback_data(data: object) -> tuple[TapAction, str] | None:
     if action is None or not valid_request_id(request_id):
         return None
     return action, request_id
+
+
+def answer_prefill(request_id: str) -> str:
+    """What the Reply button types for the approver: ``answer 3fA9xK2b: ``.
+
+    The short id (the one every message shows), not the full id: it reads
+    well, fits any keyboard, and the webhook resolves it only among the
+    questions that person may answer. 17 characters, against LINE's 300 for
+    ``fillInText``. Raises ``ValueError`` for a malformed id.
+    """
+    if not valid_request_id(request_id):
+        raise ValueError(f"cannot build an answer prefill for {request_id!r}")
+    return f"answer {request_id[:SHORT_ID_LENGTH]}: "
+
+
+def parse_answer(text: object) -> tuple[str, str] | None:
+    """``(reference, answer)`` from a typed ``answer <reference>: <answer>``, else ``None``.
+
+    The answer is stripped and may be empty (the caller says what is
+    missing); a reference shorter than :data:`REFERENCE_MIN` is not an
+    answer at all, so "answer me: …" stays ordinary chat. Never raises.
+    """
+    if not isinstance(text, str):
+        return None
+    match = _ANSWER.fullmatch(text)
+    if match is None:
+        return None
+    return match["ref"], match["answer"].strip()

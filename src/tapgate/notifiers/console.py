@@ -6,6 +6,10 @@ a CI dry run): the same masked facts the chat messages show, then the exact
 instead of composing one. All agent text comes through the presentation
 model, which masks secrets and turns control characters (terminal escape
 sequences included) into visible ``⟨U+001B⟩`` marks.
+
+A question prints its text and the commands that answer it (``approve
+--reason "<answer>"``) or dismiss it (``deny``); its outcome line reads
+``💬 Answered by alice at 12:03 UTC: <answer>``.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import sys
 from collections.abc import Mapping
 from typing import TextIO
 
-from tapgate.core.models import Delivery, Request
+from tapgate.core.models import CONTACT_TOOL, Delivery, Request
 from tapgate.notifiers.base import Receipt
 from tapgate.notifiers.masking import clean
 from tapgate.notifiers.presentation import (
@@ -23,6 +27,7 @@ from tapgate.notifiers.presentation import (
     clip,
     outcome_text,
     present,
+    question_heading,
     truncate_lines,
 )
 
@@ -61,11 +66,12 @@ class ConsoleNotifier:
         if status == "pending":
             return
         by = clean(request.resolved_by) if request.resolved_by else None
-        line = outcome_text(
-            status, by=by, at=request.resolved_at or request.expires_at, scope=request.scope
-        )
+        question = request.tool == CONTACT_TOOL
+        at = request.resolved_at or request.expires_at
+        line = outcome_text(status, by=by, at=at, scope=request.scope, question=question)
         if request.resolution_reason:
-            line += f" ({clip(clean(request.resolution_reason), _REASON_MAX)})"
+            reason = clip(clean(request.resolution_reason), _REASON_MAX)
+            line += f": {reason}" if question and status == "approved" else f" ({reason})"
         self._write(f"[tapgate] request {request.id}: {line}\n")
 
     async def close(self) -> None:
@@ -80,6 +86,8 @@ class ConsoleNotifier:
 def render_console(view: ApprovalView, *, approver: str) -> str:
     """The plain-text message: facts, arguments, then the resolve commands."""
     rid, who = shlex.quote(view.request_id), shlex.quote(approver)
+    if view.is_question:
+        return _render_question(view, rid, who)
     lines = [
         f"[tapgate] Approval needed: {view.tool} (request {view.request_id})",
         f"  agent:     {view.agent}" + (f"  session: {view.session}" if view.session else ""),
@@ -99,6 +107,26 @@ def render_console(view: ApprovalView, *, approver: str) -> str:
     ]
     if view.can_allow_session:
         lines.append(f"  session:   tapgate resolve {rid} approve --as {who} --scope session")
+    return "\n".join(lines) + "\n"
+
+
+def _render_question(view: ApprovalView, rid: str, who: str) -> str:
+    """A question: who asks, its text, and the commands that answer or dismiss it."""
+    lines = [
+        f"[tapgate] Question: {question_heading(view)} (request {view.request_id})",
+        f"  asked by:  {view.agent}" + (f"  session: {view.session}" if view.session else ""),
+        f"  expires:   {view.expires_text}" + (f" ({view.time_left})" if view.time_left else ""),
+        f"  approvers: {', '.join(view.approvers) or '-'}",
+        "  Question:",
+        _indented(truncate_lines(view.body, _BODY_MAX_CHARS, _BODY_MAX_LINES)),
+    ]
+    if view.extra is not None:
+        extra = truncate_lines(view.extra, _BODY_MAX_CHARS, _BODY_MAX_LINES)
+        lines += ["  Other arguments:", _indented(extra)]
+    lines += [
+        f'  answer:    tapgate resolve {rid} approve --as {who} --reason "..."',
+        f"  dismiss:   tapgate resolve {rid} deny --as {who}",
+    ]
     return "\n".join(lines) + "\n"
 
 

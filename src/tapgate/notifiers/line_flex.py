@@ -13,15 +13,22 @@ UTF-16 code units, so every cap below is measured that way:
   escape (6 bytes) the whole message stays under ~26 KB;
 - postback ``data`` 300 → ``v=1&a=<action>&r=<id>`` with an id of ≤ 64 URL-safe
   characters (≤ 95 in all);  action ``label`` 20 → "Allow for session" (17);
-  ``displayText`` 300 → ≤ 40.
+  ``displayText`` 300 → ≤ 40;  ``fillInText`` 300 → ``answer <short id>: `` (17).
+
+A question (``view.is_question``) gets *Reply* and *Dismiss*. LINE has no
+dialogs, so Reply is a postback with ``inputOption: openKeyboard`` whose
+``fillInText`` types ``answer 3fA9xK2b: `` for the approver (see
+``core.actions.answer_prefill``): they add the answer and send it as an
+ordinary text message, which the webhook reads. Reply has no
+``displayText``, so tapping it puts nothing in the chat.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tapgate.core.actions import TapAction, parse_postback_data, postback_data
-from tapgate.notifiers.presentation import ApprovalView, clip, fit_text
+from tapgate.core.actions import TapAction, answer_prefill, parse_postback_data, postback_data
+from tapgate.notifiers.presentation import ApprovalView, clip, fit_text, question_heading
 
 __all__ = [
     "LineAction",
@@ -52,7 +59,9 @@ def utf16_len(text: str) -> int:
 
 
 def render_line(view: ApprovalView) -> dict[str, Any]:
-    """The Flex message (a dict in LINE's JSON shape) asking for a decision."""
+    """The Flex message (a dict in LINE's JSON shape) asking for a decision or an answer."""
+    if view.is_question:
+        return _render_question(view)
     alt = f"Approval needed: {view.tool} by {view.agent} ({view.risk}), request {view.short_id}"
     bubble = {
         "type": "bubble",
@@ -168,3 +177,74 @@ def _button(
         "displayText": shown,
     }
     return button
+
+
+# -- questions --------------------------------------------------------------------------
+
+
+def _render_question(view: ApprovalView) -> dict[str, Any]:
+    preview = " ".join(view.body.split())
+    alt = f"Question from {view.agent}: {view.subject or preview}"
+    bubble = {
+        "type": "bubble",
+        "header": _box(
+            [
+                _text("Question", size="sm", color=_MUTED),
+                _text(_fact(question_heading(view)), size="lg", weight="bold", wrap=True),
+            ]
+        ),
+        "body": _box([*_question_facts(view), *_question_text(view)], spacing="sm"),
+        "footer": _box(_question_buttons(view), spacing="sm"),
+    }
+    return {
+        "type": "flex",
+        "altText": clip(alt, ALT_TEXT_MAX, measure=utf16_len),
+        "contents": bubble,
+    }
+
+
+def _question_facts(view: ApprovalView) -> list[dict[str, Any]]:
+    rows = [_row("Asked by", _fact(view.agent))]
+    if view.session is not None:
+        rows.append(_row("Session", _fact(view.session)))
+    expires = view.expires_text + (f" ({view.time_left})" if view.time_left else "")
+    rows += [_row("Expires", expires), _row("Request", view.short_id)]
+    if view.approvers:
+        rows.append(_row("Approvers", _fact(", ".join(view.approvers))))
+    return rows
+
+
+def _question_text(view: ApprovalView) -> list[dict[str, Any]]:
+    body = fit_text(
+        view.body.strip(), max_len=ARGS_TEXT_MAX, max_lines=ARGS_MAX_LINES, measure=utf16_len
+    )
+    parts = [
+        {"type": "separator", "margin": "md"},
+        _text(body or "(no message)", wrap=True, margin="md"),
+    ]
+    if view.extra is not None:
+        extra = fit_text(
+            view.extra, max_len=EXTRA_TEXT_MAX, max_lines=EXTRA_MAX_LINES, measure=utf16_len
+        )
+        parts += [
+            _text("Other arguments", size="sm", weight="bold", margin="md"),
+            _text(extra, size="xs", wrap=True, color=_MUTED),
+        ]
+    return parts
+
+
+def _question_buttons(view: ApprovalView) -> list[dict[str, Any]]:
+    reply = {
+        "type": "button",
+        "style": "primary",
+        "height": "sm",
+        "action": {
+            "type": "postback",
+            "label": "Reply",
+            "data": postback_data("reply", view.request_id),
+            "inputOption": "openKeyboard",
+            "fillInText": answer_prefill(view.request_id),
+        },
+    }
+    dismiss = _button("Dismiss", "dismiss", view, f"Dismiss {view.short_id}")
+    return [reply, dismiss]

@@ -6,6 +6,11 @@ edit as a diff, or JSON), and that every piece of agent-provided text has been
 through :func:`~tapgate.notifiers.masking.clean` before any renderer sees it.
 Renderers own only escaping and platform limits, using :func:`fit_text` /
 :func:`truncate_lines` so that a cut is always visible.
+
+A question to a human (``CONTACT_TOOL``) is a view of kind ``question``: its
+``message`` is the body, its ``subject`` the heading, and the renderers show
+Reply / Dismiss instead of Approve / Deny; once answered, the outcome reads
+"Answered by alice" and the answer is shown (masked and cut like agent text).
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from tapgate.core.models import Request, RequestStatus, Risk, Scope
+from tapgate.core.actions import SHORT_ID_LENGTH
+from tapgate.core.models import CONTACT_TOOL, Request, RequestStatus, Risk, Scope
 from tapgate.notifiers.masking import clean, mask_arguments, mask_text, reveal_invisible
 
 __all__ = [
@@ -32,17 +38,17 @@ __all__ = [
     "format_utc",
     "outcome_text",
     "present",
+    "question_heading",
     "resolved_title",
     "truncate_lines",
 ]
 
-ArgumentKind = Literal["shell", "file_write", "json"]
-"""How the arguments are shown: a command, a file change, or pretty JSON."""
+ArgumentKind = Literal["shell", "file_write", "json", "question"]
+"""How the arguments are shown: a command, a file change, pretty JSON, or a question's text."""
 
 ResolvedStatus = Literal["approved", "denied", "expired", "cancelled"]
 """The terminal statuses a message can be updated to."""
 
-SHORT_ID_LENGTH = 8
 _DIFF_MAX_LINES = 5000  # difflib is fast but not linear; an approver never reads past this
 _MIN_PARTIAL = 40  # below this, a cut line says less than the marker that replaces it
 _SHELL_TOOL = re.compile(r"bash|shell|zsh|run_?command|exec|terminal|(?<![a-z])(?:sh|cmd)(?![a-z])")
@@ -78,6 +84,12 @@ class ApprovalView:
     body: str
     extra: str | None
     can_allow_session: bool
+    subject: str | None = None
+
+    @property
+    def is_question(self) -> bool:
+        """A question to answer (Reply / Dismiss), not a call to approve."""
+        return self.kind == "question"
 
 
 def present(
@@ -89,7 +101,11 @@ def present(
     configured as shell tools; ``now`` fills ``time_left`` (and dates an expiry
     that is not today), so a message says "in 5 min" without reading a clock.
     """
-    kind, label, path, body, rest = _classify(request.tool, request.arguments, tool_shell_arg)
+    if request.tool == CONTACT_TOOL:
+        shown, subject = _question(request.arguments)
+    else:
+        shown, subject = _classify(request.tool, request.arguments, tool_shell_arg), None
+    kind, label, path, body, rest = shown
     return ApprovalView(
         request_id=request.id,
         short_id=request.id[:SHORT_ID_LENGTH],
@@ -109,7 +125,10 @@ def present(
         path=None if path is None else clean(path),
         body=reveal_invisible(body),
         extra=reveal_invisible(_pretty_json(rest)) if rest else None,
-        can_allow_session=request.grantable and request.session is not None,
+        can_allow_session=(
+            kind != "question" and request.grantable and request.session is not None
+        ),
+        subject=None if subject is None else clean(subject),
     )
 
 
@@ -128,6 +147,22 @@ def _classify(tool: str, arguments: Mapping[str, Any], tool_shell_arg: str | Non
         if shown is not None:
             return shown
     return "json", "Arguments", None, _pretty_json(arguments), {}
+
+
+def _question(arguments: Mapping[str, Any]) -> tuple[_Shown, str | None]:
+    """A question's ``message`` as the body and its ``subject``; anything else stays visible.
+
+    A question whose ``message`` is not text is still a question (it gets a
+    Reply button), shown as JSON so the approver sees what the agent sent.
+    """
+    subject = arguments.get("subject")
+    subject = subject if isinstance(subject, str) and subject.strip() else None
+    shown_keys = ("subject",) if subject is not None else ()
+    message = arguments.get("message")
+    if not isinstance(message, str):
+        return ("question", "Question", None, _pretty_json(arguments), {}), subject
+    rest = _rest(arguments, "message", *shown_keys)
+    return ("question", "Question", None, mask_text(message), rest), subject
 
 
 def _file_write(arguments: Mapping[str, Any], path_arg: str) -> _Shown | None:
@@ -301,23 +336,39 @@ _OUTCOMES: dict[ResolvedStatus, tuple[str, str]] = {
     "expired": ("⌛", "Expired"),
     "cancelled": ("🚫", "Cancelled"),
 }
+_QUESTION_OUTCOMES: dict[ResolvedStatus, tuple[str, str]] = {
+    **_OUTCOMES,
+    "approved": ("💬", "Answered"),
+    "denied": ("🔕", "Dismissed"),
+}
 
 
 def outcome_text(
-    status: ResolvedStatus, *, by: str | None, at: datetime, scope: Scope | None = None
+    status: ResolvedStatus,
+    *,
+    by: str | None,
+    at: datetime,
+    scope: Scope | None = None,
+    question: bool = False,
 ) -> str:
     """``✅ Approved by alice at 12:03 UTC``: one line both platforms can reuse.
 
-    Unescaped plain text; ``by`` is shown as given, so renderers escape it.
+    With ``question``, ``💬 Answered by alice at 12:03 UTC``. Unescaped plain
+    text; ``by`` is shown as given, so renderers escape it.
     """
-    icon, verb = _OUTCOMES[status]
+    icon, verb = (_QUESTION_OUTCOMES if question else _OUTCOMES)[status]
     who = f" by {by}" if by and status != "expired" else ""
     reach = {"session": " for this session", "always": " permanently"}.get(scope or "", "")
-    if status != "approved":
+    if status != "approved" or question:
         reach = ""
     return f"{icon} {verb}{reach}{who} at {format_utc(at)}"
 
 
-def resolved_title(status: ResolvedStatus) -> str:
-    """``Approved`` / ``Denied`` / ``Expired`` / ``Cancelled``."""
-    return _OUTCOMES[status][1]
+def resolved_title(status: ResolvedStatus, *, question: bool = False) -> str:
+    """``Approved`` / ``Denied`` / ``Expired`` / ``Cancelled`` (``Answered`` / ``Dismissed``)."""
+    return (_QUESTION_OUTCOMES if question else _OUTCOMES)[status][1]
+
+
+def question_heading(view: ApprovalView) -> str:
+    """``Deploy window`` (the subject), else ``Question from ci``: unescaped, already masked."""
+    return view.subject or f"Question from {view.agent}"

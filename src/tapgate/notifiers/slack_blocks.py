@@ -15,6 +15,11 @@ Limits (Slack's documented maximum → what we use, and why):
 - confirm dialog text 300 → 300;  button value 2000 → the request id (≤ 64);
 - message ``text`` 40,000 (truncated beyond) → ≤ 3000, it is only the
   notification / fallback summary;  blocks per message 50 → at most 7.
+
+A question (``view.is_question``) shows its text as ``plain_text`` (inert:
+Slack parses no markup there) and Reply / Dismiss buttons; Reply opens the
+webhook's answer dialog. Once answered, one block reads "💬 Answered by alice
+at 12:03 UTC: <the answer>", the answer masked, escaped and cut like agent text.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from tapgate.notifiers.presentation import (
     clip,
     fit_text,
     outcome_text,
+    question_heading,
     resolved_title,
 )
 
@@ -39,6 +45,8 @@ __all__ = [
     "ACTION_APPROVE",
     "ACTION_APPROVE_SESSION",
     "ACTION_DENY",
+    "ACTION_DISMISS",
+    "ACTION_REPLY",
     "escape",
     "render_slack",
     "render_slack_resolved",
@@ -50,6 +58,10 @@ ACTION_DENY = SLACK_ACTION_IDS["deny"]
 """``action_id`` of the Deny button."""
 ACTION_APPROVE_SESSION = SLACK_ACTION_IDS["approve_session"]
 """``action_id`` of the Allow-for-session button (behind a confirm dialog)."""
+ACTION_REPLY = SLACK_ACTION_IDS["reply"]
+"""``action_id`` of a question's Reply button: the webhook opens the answer dialog."""
+ACTION_DISMISS = SLACK_ACTION_IDS["dismiss"]
+"""``action_id`` of a question's Dismiss button (behind a confirm dialog): denies it."""
 
 SECTION_TEXT_MAX = 3000
 HEADER_TEXT_MAX = 150
@@ -59,6 +71,7 @@ FACT_MAX = 120
 ARGS_MAX_LINES = 50
 EXTRA_TEXT_MAX = 1200
 EXTRA_MAX_LINES = 20
+PREVIEW_MAX = 150  # a question's opening words in the notification text
 _RISK_ICONS = {"read_only": "🟢", "write": "🟠", "destructive": "🔴"}
 _BACKTICK_RUN = re.compile(r"`(?=`)")
 _LOOKALIKE_BACKTICK = "\u02cb"  # MODIFIER LETTER GRAVE ACCENT: looks like ` but ends nothing
@@ -75,6 +88,8 @@ def render_slack(view: ApprovalView) -> dict[str, Any]:
     Each button's ``value`` and the actions block's ``block_id`` carry the full
     request id, so an interaction names its request without any server state.
     """
+    if view.is_question:
+        return _render_question(view)
     blocks = [
         _header(f"Approval needed: {view.tool}"),
         *_summary(view, live=True),
@@ -99,6 +114,8 @@ def render_slack_resolved(
     stale message can no longer be tapped and the channel history explains
     itself. ``reason`` (an approver's or the agent's words) is masked and escaped.
     """
+    if view.is_question:
+        return _question_resolved(view, status=status, by=by, at=at, reason=reason)
     line = outcome_text(status, by=clean(by) if by else None, at=at, scope=scope)
     elements = [{"type": "plain_text", "text": _escaped_clip(line, 300)}]
     if reason:
@@ -226,4 +243,115 @@ def _fallback(view: ApprovalView, headline: str) -> str:
         f"(risk {view.risk}, rule {clip(view.rule, FACT_MAX)}), request {view.short_id}, "
         f"expires {view.expires_text}"
     )
+    return _escaped_clip(text, FALLBACK_TEXT_MAX)
+
+
+# -- questions --------------------------------------------------------------------------
+
+
+def _render_question(view: ApprovalView) -> dict[str, Any]:
+    heading = f"Question: {view.subject}" if view.subject else question_heading(view)
+    blocks = [
+        _header(heading),
+        _question_facts(view, live=True),
+        *_question_text(view),
+        _question_actions(view),
+    ]
+    return {"text": _question_fallback(view, "Question", live=True), "blocks": blocks}
+
+
+def _question_resolved(
+    view: ApprovalView, *, status: ResolvedStatus, by: str | None, at: datetime, reason: str | None
+) -> dict[str, Any]:
+    line = outcome_text(status, by=clean(by) if by else None, at=at, question=True)
+    block_id = f"tapgate_resolved:{view.request_id}"
+    if status == "approved" and reason:
+        answer = fit_text(
+            f"{line}: {clean(reason)}",
+            max_len=SECTION_TEXT_MAX,
+            max_lines=ARGS_MAX_LINES,
+            encode=escape,
+        )
+        outcome: dict[str, Any] = {
+            "type": "section",
+            "block_id": block_id,
+            "text": {"type": "plain_text", "text": answer},
+        }
+        summary = f"{line}: {clip(clean(reason), PREVIEW_MAX)}"
+    else:
+        elements = [{"type": "plain_text", "text": _escaped_clip(line, 300)}]
+        if reason:
+            reason_text = _escaped_clip(f"Reason: {clean(reason)}", 500)
+            elements.append({"type": "plain_text", "text": reason_text})
+        outcome = {"type": "context", "block_id": block_id, "elements": elements}
+        summary = line
+    blocks = [
+        _header(f"{resolved_title(status, question=True)}: {question_heading(view)}"),
+        _question_facts(view, live=False),
+        *_question_text(view),
+        outcome,
+    ]
+    return {"text": _question_fallback(view, summary, live=False), "blocks": blocks}
+
+
+def _question_facts(view: ApprovalView, *, live: bool) -> dict[str, Any]:
+    """Who asks, until when, which request: a question has no risk and no rule to weigh."""
+    expires = view.expires_text
+    if live and view.time_left:
+        expires += f" ({view.time_left})"
+    fields = [f"*Asked by*\n{_inline(view.agent)}"]
+    if view.session is not None:
+        fields.append(f"*Session*\n{_inline(view.session)}")
+    fields += [f"*Expires*\n{escape(expires)}", f"*Request*\n{_inline(view.short_id)}"]
+    if view.approvers:
+        fields.append(f"*Approvers*\n{escape(clip(', '.join(view.approvers), FACT_MAX))}")
+    return {"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields]}
+
+
+def _question_text(view: ApprovalView) -> list[dict[str, Any]]:
+    text = fit_text(
+        view.body.strip() or "(no message)",
+        max_len=SECTION_TEXT_MAX,
+        max_lines=ARGS_MAX_LINES,
+        encode=escape,
+    )
+    sections = [{"type": "section", "text": {"type": "plain_text", "text": text}}]
+    if view.extra is not None:
+        extra = fit_text(
+            view.extra,
+            max_len=EXTRA_TEXT_MAX,
+            max_lines=EXTRA_MAX_LINES,
+            encode=lambda t: f"*Other arguments*\n{_code(t)}",
+        )
+        sections.append({"type": "section", "text": {"type": "mrkdwn", "text": extra}})
+    return sections
+
+
+def _question_actions(view: ApprovalView) -> dict[str, Any]:
+    confirm = {
+        "title": {"type": "plain_text", "text": "Dismiss this question?"},
+        "text": {
+            "type": "plain_text",
+            "text": _escaped_clip(
+                f"{clip(view.agent, 60)} is told that nobody will answer.", CONFIRM_TEXT_MAX
+            ),
+        },
+        "confirm": {"type": "plain_text", "text": "Dismiss"},
+        "deny": {"type": "plain_text", "text": "Cancel"},
+    }
+    buttons = [
+        _button("Reply", ACTION_REPLY, view.request_id, style="primary"),
+        {**_button("Dismiss", ACTION_DISMISS, view.request_id), "confirm": confirm},
+    ]
+    return {"type": "actions", "block_id": f"tapgate:{view.request_id}", "elements": buttons}
+
+
+def _question_fallback(view: ApprovalView, headline: str, *, live: bool) -> str:
+    """The notification text: the heading, and while it is open the question's first words."""
+    text = f"{headline} - {clip(question_heading(view), FACT_MAX)}"
+    if live:
+        preview = clip(view.body.strip(), PREVIEW_MAX)
+        text += f": {preview} (request {view.short_id}, expires {view.expires_text})"
+    else:
+        text += f" (request {view.short_id})"
     return _escaped_clip(text, FALLBACK_TEXT_MAX)

@@ -8,12 +8,14 @@ An interaction payload is signed, but its *shape* is still whatever arrived:
 the fields tapgate acts on (who tapped, in which workspace and conversation,
 which button, which request) are read here into a frozen :class:`Interaction`,
 and anything that does not fit is ``None`` — the caller answers 400, never
-500. What goes back is here too: ephemeral sentences and the deny-reason
-modal (:class:`SlackReplies`). The webhooks layer may not import
-``tapgate.notifiers``, and the modal is a few lines of Block Kit.
+500. What goes back is here too: ephemeral sentences, the deny-reason modal
+and a question's answer modal (:class:`SlackReplies`). The webhooks layer may
+not import ``tapgate.notifiers``, and a modal is a few lines of Block Kit.
 
 Everything from a request is untrusted text (DESIGN.md decision 8): the tool
-name in the modal is escaped and clipped and sits in ``plain_text``.
+name, or a question's subject, in a modal is escaped and clipped and sits in
+``plain_text``; ephemeral sentences (which name the tool or a question's
+subject) are escaped before they are sent, so they cannot mention or link.
 """
 
 from __future__ import annotations
@@ -33,11 +35,13 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from tapgate.core.actions import SLACK_ACTIONS, TapAction, valid_request_id
 from tapgate.core.models import Request
-from tapgate.core.taps import short
+from tapgate.core.taps import ANSWER_MAX, short, title
 
 __all__ = [
+    "ANSWER_BLOCK",
     "DENY_CALLBACK_ID",
     "REASON_MAX",
+    "REPLY_CALLBACK_ID",
     "SIGNATURE_HEADER",
     "SIGNATURE_WINDOW",
     "TIMESTAMP_HEADER",
@@ -48,6 +52,8 @@ __all__ = [
     "deny_modal",
     "parse_action",
     "parse_deny_submission",
+    "parse_reply_submission",
+    "reply_modal",
     "slack_signature",
     "verify_signature",
 ]
@@ -64,8 +70,13 @@ DENY_CALLBACK_ID = "tapgate_deny"
 """``callback_id`` of the deny-reason modal (a namespace apart from ``action_id``)."""
 REASON_MAX = 2000
 """Longest reason accepted: plenty for a sentence to the agent, small for the audit log."""
+REPLY_CALLBACK_ID = "tapgate_reply"
+"""``callback_id`` of a question's answer modal."""
+ANSWER_BLOCK = "answer"
+"""``block_id`` of the answer input: where a submission's error is shown."""
 _REASON_BLOCK = "reason"
 _REASON_ACTION = "reason"
+_ANSWER_ACTION = "answer"
 _METADATA_MAX = 3000  # Slack's private_metadata limit
 _SLACK_ERRORS = (SlackApiError, aiohttp.ClientError, TimeoutError)
 _PLAIN_MAX = 500  # ×5 at worst once escaped (``&`` → ``&amp;``): inside a section's 3000
@@ -110,7 +121,7 @@ def verify_signature(
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Interaction:
-    """One tap or one deny-modal submission, as far as tapgate cares.
+    """One tap or one modal submission (a deny's reason, a question's answer in ``reason``).
 
     ``team`` is the tapper's workspace: ``user.team_id`` (their home
     workspace, which is what ``approvers[].slack_team`` names), else the
@@ -156,24 +167,41 @@ def parse_action(body: object) -> Interaction | None:
 
 def parse_deny_submission(body: object) -> Interaction | None:
     """The deny (with its optional reason) in a ``view_submission`` of our modal."""
+    return _submission(body, DENY_CALLBACK_ID, "deny", (_REASON_BLOCK, _REASON_ACTION), REASON_MAX)
+
+
+def parse_reply_submission(body: object) -> Interaction | None:
+    """The answer in a ``view_submission`` of a question's answer modal.
+
+    ``reason`` is the answer, stripped; ``None`` when only blanks were typed
+    (the input is required, but Slack counts spaces as an answer).
+    """
+    block = (ANSWER_BLOCK, _ANSWER_ACTION)
+    return _submission(body, REPLY_CALLBACK_ID, "reply", block, ANSWER_MAX)
+
+
+def _submission(
+    body: object, callback_id: str, action: TapAction, field: tuple[str, str], max_len: int
+) -> Interaction | None:
+    """The submission of our modal ``callback_id``: whose, which request, and the typed text."""
     if not isinstance(body, dict):
         return None
     view = _dict(body.get("view"))
     metadata = _metadata(view.get("private_metadata"))
     user = _tapper(body)
-    if view.get("callback_id") != DENY_CALLBACK_ID or metadata is None or user is None:
+    if view.get("callback_id") != callback_id or metadata is None or user is None:
         return None
     request_id, channel = metadata
     values = _dict(_dict(view.get("state")).get("values"))
-    reason = _str(_dict(_dict(values.get(_REASON_BLOCK)).get(_REASON_ACTION)).get("value"))
-    reason = reason.strip()[:REASON_MAX] if reason else None
+    typed = _str(_dict(_dict(values.get(field[0])).get(field[1])).get("value"))
+    typed = typed.strip()[:max_len] if typed else None
     return Interaction(
-        action="deny",
+        action=action,
         request_id=request_id,
         user_id=user[0],
         team=user[1],
         channel=channel,
-        reason=reason or None,
+        reason=typed or None,
     )
 
 
@@ -212,8 +240,45 @@ def deny_modal(request: Request, channel: str | None) -> dict[str, Any]:
     }
 
 
+def reply_modal(request: Request, channel: str | None) -> dict[str, Any]:
+    """The ``views.open`` view that asks for the answer to a question (required).
+
+    It names the question (agent, short id, the subject as one-line replies
+    show it) but does not repeat its text: the webhooks layer has no access
+    to the notifiers' masking, and the text is in the message just tapped.
+    ``private_metadata`` works as in :func:`deny_modal`.
+    """
+    metadata = json.dumps({"r": request.id, "c": channel}, separators=(",", ":"))
+    intro = f"Answer the question from {request.agent} ({short(request.id)})"
+    subject = request.arguments.get("subject")
+    if isinstance(subject, str) and subject.strip():
+        intro += f": {title(request)}"
+    return {
+        "type": "modal",
+        "callback_id": REPLY_CALLBACK_ID,
+        "private_metadata": metadata[:_METADATA_MAX],
+        "title": {"type": "plain_text", "text": "Answer the agent"},
+        "submit": {"type": "plain_text", "text": "Send answer"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": [
+            {"type": "section", "text": {"type": "plain_text", "text": _plain(intro)}},
+            {
+                "type": "input",
+                "block_id": ANSWER_BLOCK,
+                "label": {"type": "plain_text", "text": "Your answer (sent back to the agent)"},
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": _ANSWER_ACTION,
+                    "multiline": True,
+                    "max_length": ANSWER_MAX,
+                },
+            },
+        ],
+    }
+
+
 class SlackReplies:
-    """How a tapper hears back: an ephemeral sentence, or the deny-reason modal.
+    """How a tapper hears back: an ephemeral sentence, or a modal (deny reason, answer).
 
     Failures are logged, never raised: the decision (or the refusal) stands
     whether or not Slack shows the sentence. Nothing is retried, because a
@@ -229,8 +294,10 @@ class SlackReplies:
 
         ``chat.postEphemeral`` works as long as the bot is in the conversation
         (the approval DM); a ``response_url`` only 5 times within 30 minutes,
-        so it is the fallback.
+        so it is the fallback. ``text`` is escaped here: it may name a tool or
+        a question's subject, and Slack would read ``<!here>`` in it as a mention.
         """
+        text = _escape(text)
         if interaction.channel is not None:
             try:
                 await self._client.chat_postEphemeral(
@@ -262,9 +329,15 @@ class SlackReplies:
 
         A trigger id is valid for 3 seconds after the click and for one view.
         """
+        return await self._open(interaction, deny_modal(request, interaction.channel), request)
+
+    async def open_reply_modal(self, interaction: Interaction, request: Request) -> bool:
+        """Open a question's answer modal on the tap's ``trigger_id``; False if Slack would not."""
+        return await self._open(interaction, reply_modal(request, interaction.channel), request)
+
+    async def _open(self, interaction: Interaction, view: dict[str, Any], request: Request) -> bool:
         if interaction.trigger_id is None:
             return False
-        view = deny_modal(request, interaction.channel)
         try:
             await self._client.views_open(trigger_id=interaction.trigger_id, view=view)
         except _SLACK_ERRORS as error:
@@ -311,4 +384,8 @@ def _plain(text: str) -> str:
     Clipping first means an escape sequence is never cut in half.
     """
     clipped = text if len(text) <= _PLAIN_MAX else text[: _PLAIN_MAX - 1] + "…"
-    return clipped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _escape(clipped)
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,29 +1,32 @@
-"""LINE's webhook: verified taps become decisions, and each tap gets a reply.
+"""LINE's webhook: verified taps and typed answers become decisions, and each gets a reply.
 
 Owns ``POST /webhooks/line`` from the raw bytes to the reply in the chat (sent after the 200)::
 
     raw body ──X-Line-Signature──► 401 | JSON ──shape──► 400 | events
     event ──webhookEventId seen?──► skip | postback ──core.taps.tap──► reply
+                                         | Reply postback ──core.taps.reply_check──► hint
+                                         | "answer <ref>: …" text ──find_question, tap──► reply
                                          | "id" text / follow ──► reply with the user id
 
 What a tap *means* (who may decide, the compare-and-set, the sentences) is
-``tapgate.core.taps``; this module only speaks LINE. The payload is read
-after verification with a small parser of our own rather than the SDK's
-``WebhookParser``: that parser verifies again over re-encoded text, quietly
-turns an event it cannot read into an ``UnknownEvent`` and hands back
-untyped pydantic-v1 models. We need a handful of fields of LINE's documented shape,
-and a signed body that does not have them is answered 400, never 500.
+``tapgate.core.taps``; this module only speaks LINE. The payload is read by
+``_line_events`` after verification.
+
+LINE has no dialogs, so a question is answered in two steps: the Reply button
+(a postback with ``inputOption: openKeyboard``) opens the keyboard with
+``answer 3fA9xK2b: `` typed in, and the approver sends the answer as a text
+message. That text is signed by LINE like a tap and carries the sender's user
+id, so it is authorised exactly like a tap; its ``webhookEventId`` is
+remembered in the decision's transaction, as a tap's is.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import aiohttp
 from aiohttp import web
@@ -36,9 +39,10 @@ from linebot.v3.messaging import (
 )
 from linebot.v3.messaging.exceptions import ApiException
 
-from tapgate.core.actions import parse_postback_data
+from tapgate.core.actions import TapAction, answer_prefill, parse_postback_data
 from tapgate.core.gate import Gate
-from tapgate.core.taps import tap
+from tapgate.core.taps import ANSWER_MAX, TapOutcome, find_question, reply_check, tap
+from tapgate.webhooks._line_events import Event, Malformed, parse_events
 from tapgate.webhooks._signature import verify_signature
 
 __all__ = ["LineWebhook", "WebhookResult", "verify_signature"]
@@ -52,8 +56,11 @@ _ONE_TO_ONE_ONLY = (
     "to approve requests or to see your user id."
 )
 _TRY_AGAIN = "tapgate could not record that just now; please tap the button again."
+_SEND_AGAIN = "tapgate could not record that just now; please send your answer again."
 _TEXT_LIMIT = 5000  # LINE's limit for one text message
-_ID_COMMAND = "id"
+_TOO_LONG = (
+    f"That answer is longer than {ANSWER_MAX} characters; please shorten it and send it again."
+)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -62,31 +69,6 @@ class WebhookResult:
 
     status: int
     body: Mapping[str, object]
-
-
-class _Malformed(ValueError):
-    """A signed body that is not a LINE webhook payload."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Event:
-    """The fields of one LINE event that tapgate acts on, read at the boundary."""
-
-    kind: str
-    event_id: str
-    redelivery: bool
-    reply_token: str | None
-    source_type: str | None
-    user_id: str | None
-    data: str | None = None
-    text: str | None = None
-
-    @property
-    def actionable(self) -> bool:
-        """A tap, a new follower, or the ``id`` command; every other event is ignored."""
-        if self.kind in ("postback", "follow"):
-            return True
-        return self.text is not None and self.text.strip().casefold() == _ID_COMMAND
 
 
 class LineWebhook:
@@ -139,8 +121,8 @@ class LineWebhook:
             return self._reject("signature", 401, "invalid signature")
         started = time.perf_counter()
         try:
-            events = _parse(body)
-        except _Malformed as error:
+            events = parse_events(body)
+        except Malformed as error:
             _log.warning("LINE webhook refused: signed but malformed payload (%s)", error)
             return self._reject("payload", 400, "malformed payload")
         for event in events:
@@ -174,24 +156,23 @@ class LineWebhook:
             self._on_reject(reason)
         return WebhookResult(status=status, body={"error": error})
 
-    async def _handle_event(self, event: _Event, started: float) -> None:
+    async def _handle_event(self, event: Event, started: float) -> None:
         """Act once per event id, reply; one event's failure never touches the others.
 
-        A tap's event id is remembered in the same transaction as its decision
-        (see ``core.taps.tap``): a redelivery racing the original acts once,
-        and a crash cannot leave an event "seen" but undecided. Other events
-        (``id``, follow) are claimed on their own before the reply.
+        A tap's or an answer's event id is remembered in the same transaction
+        as its decision (see ``core.taps.tap``): a redelivery racing the
+        original acts once, and a crash cannot leave an event "seen" but
+        undecided. Events that decide nothing (``id``, follow, a refusal made
+        before the gate is asked) are claimed on their own before the reply.
         """
         try:
-            if event.kind != "postback" or not self._is_tap(event):
-                now = self._gate.clock.now()
-                if not await self._gate.store.remember_event("line", event.event_id, now):
-                    self._skipped(event)
-                    return
+            if not self._may_decide(event) and not await self._claim(event):
+                self._skipped(event)
+                return
             message = await self._respond(event, started)
         except Exception:  # one bad event must not cost the others their decisions
             _log.exception("LINE event %s could not be handled", event.event_id)
-            message = _TRY_AGAIN
+            message = _SEND_AGAIN if event.answer is not None else _TRY_AGAIN
         if message is None:
             self._skipped(event)
             return
@@ -201,38 +182,103 @@ class LineWebhook:
             task.add_done_callback(self._replies.discard)
 
     @staticmethod
-    def _is_tap(event: _Event) -> bool:
-        return event.source_type == "user" and event.user_id is not None
+    def _may_decide(event: Event) -> bool:
+        """A postback or a typed answer in a 1:1 chat: its event id goes with the decision."""
+        one_to_one = event.source_type == "user" and event.user_id is not None
+        return one_to_one and (event.kind == "postback" or event.answer is not None)
+
+    async def _claim(self, event: Event) -> bool:
+        """Remember ``event`` as handled; False if it was (a redelivery: say nothing)."""
+        now = self._gate.clock.now()
+        return await self._gate.store.remember_event("line", event.event_id, now)
 
     @staticmethod
-    def _skipped(event: _Event) -> None:
+    def _skipped(event: Event) -> None:
         redelivered = " (redelivery)" if event.redelivery else ""
         _log.info("LINE event %s already handled%s; skipped", event.event_id, redelivered)
 
-    async def _respond(self, event: _Event, started: float) -> str | None:
+    async def _respond(self, event: Event, started: float) -> str | None:
         # In a group or room LINE does not promise the tapper's userId, and a
         # decision must be attributable to one approver.
         if event.source_type != "user" or event.user_id is None:
             return _ONE_TO_ONE_ONLY
+        if event.answer is not None:
+            reference, answer = event.answer
+            return await self._answer(event, event.user_id, reference, answer, started)
         if event.kind != "postback":
             return f"Your LINE user id is {event.user_id}; add it to tapgate.yaml under approvers."
+        return await self._postback(event, event.user_id, started)
+
+    async def _postback(self, event: Event, user_id: str, started: float) -> str | None:
+        """A button: a decision, the Reply button's hint, or an unknown button refused."""
         parsed = parse_postback_data(event.data)
         if parsed is None:
-            if not await self._gate.store.remember_event(
-                "line", event.event_id, self._gate.clock.now()
-            ):
+            if not await self._claim(event):
                 return None
             _log.info("LINE postback %s carries unknown data; refused", event.event_id)
             return _NO_LONGER_VALID
         action, request_id = parsed
+        if action == "reply":
+            return await self._reply_hint(event, user_id, request_id)
         outcome = await tap(
             self._gate,
             channel="line",
-            user_id=event.user_id,
+            user_id=user_id,
             action=action,
             request_id=request_id,
             event=event.event_id,
         )
+        return self._told(event, action, request_id, outcome, started)
+
+    async def _reply_hint(self, event: Event, user_id: str, request_id: str) -> str | None:
+        """The Reply button: it opened the keyboard; say what to send, or why not to."""
+        if not await self._claim(event):
+            return None
+        check = await reply_check(
+            self._gate, channel="line", user_id=user_id, request_id=request_id
+        )
+        _log.info("LINE Reply tap by %s on request %s: %s", user_id, request_id, check.kind)
+        if check.kind != "ready":
+            return check.message
+        prefix = answer_prefill(request_id).rstrip()
+        return f'Type your answer after "{prefix}" and send it.'
+
+    async def _answer(
+        self, event: Event, user_id: str, reference: str, answer: str, started: float
+    ) -> str | None:
+        """A typed ``answer <reference>: <answer>``: the question it names, answered.
+
+        Refusals made before the gate is asked (nothing typed, too long, no
+        such question, ambiguous) claim the event themselves; the answer's
+        own event id is remembered with the decision by :func:`tap`.
+        """
+        if not answer or len(answer) > ANSWER_MAX:
+            if not await self._claim(event):
+                return None
+            return _TOO_LONG if answer else f'Type your answer after "answer {reference}:".'
+        found = await find_question(
+            self._gate, channel="line", user_id=user_id, reference=reference
+        )
+        if found.request is None:
+            if not await self._claim(event):
+                return None
+            _log.info("LINE answer by %s to %s: %s", user_id, reference, found.kind)
+            return found.message
+        outcome = await tap(
+            self._gate,
+            channel="line",
+            user_id=user_id,
+            action="reply",
+            request_id=found.request.id,
+            reason=answer,
+            event=event.event_id,
+        )
+        return self._told(event, "reply", found.request.id, outcome, started)
+
+    def _told(
+        self, event: Event, action: TapAction, request_id: str, outcome: TapOutcome, started: float
+    ) -> str | None:
+        """Log a tap's outcome, time a decision, and return what to reply (nothing twice)."""
         if outcome.kind == "duplicate":
             return None
         _log.info(
@@ -280,80 +326,3 @@ def _excerpt(body: object) -> str:
     if isinstance(body, bytes | bytearray):
         body = body.decode("utf-8", "replace")
     return str(body)[:200] if body is not None else "no body"
-
-
-def _parse(body: bytes) -> list[_Event]:
-    """The events of a verified body; raises :class:`_Malformed` for anything else."""
-    try:
-        payload = json.loads(body)
-    except (ValueError, RecursionError) as error:  # JSON or UTF-8 errors; absurd nesting
-        raise _Malformed("not JSON") from error
-    events = payload.get("events") if isinstance(payload, dict) else None
-    if not isinstance(events, list):
-        raise _Malformed("no events list")
-    return [_event(item, index) for index, item in enumerate(events)]
-
-
-def _event(item: object, index: int) -> _Event:
-    where = f"events[{index}]"
-    if not isinstance(item, dict):
-        raise _Malformed(f"{where}: expected an object")
-    kind = _required_text(item, "type", where)
-    source = _object(item, "source", where) or {}
-    context = _object(item, "deliveryContext", where) or {}
-    redelivery = context.get("isRedelivery", False)
-    if not isinstance(redelivery, bool):
-        raise _Malformed(f"{where}.deliveryContext.isRedelivery: expected true or false")
-    return _Event(
-        kind=kind,
-        event_id=_required_text(item, "webhookEventId", where),
-        redelivery=redelivery,
-        reply_token=_text(item, "replyToken", where),
-        source_type=_text(source, "type", f"{where}.source"),
-        user_id=_text(source, "userId", f"{where}.source"),
-        data=_postback_data(item, where) if kind == "postback" else None,
-        text=_message_text(item, where) if kind == "message" else None,
-    )
-
-
-def _postback_data(item: Mapping[str, Any], where: str) -> str:
-    data = _object(item, "postback", where, required=True) or {}
-    value = data.get("data")
-    if not isinstance(value, str):
-        raise _Malformed(f"{where}.postback.data: expected a string")
-    return value
-
-
-def _message_text(item: Mapping[str, Any], where: str) -> str | None:
-    """The text of a text message; ``None`` for stickers, images and the like."""
-    message = _object(item, "message", where, required=True) or {}
-    if message.get("type") != "text":
-        return None
-    text = message.get("text")
-    if not isinstance(text, str):
-        raise _Malformed(f"{where}.message.text: expected a string")
-    return text
-
-
-def _text(obj: Mapping[str, Any], key: str, where: str) -> str | None:
-    """A non-empty string field, or ``None`` when it is absent or null."""
-    value = obj.get(key)
-    return None if value is None else _required_text(obj, key, where)
-
-
-def _required_text(obj: Mapping[str, Any], key: str, where: str) -> str:
-    value = obj.get(key)
-    if not isinstance(value, str) or not value:
-        raise _Malformed(f"{where}.{key}: expected a non-empty string")
-    return value
-
-
-def _object(
-    obj: Mapping[str, Any], key: str, where: str, *, required: bool = False
-) -> dict[str, Any] | None:
-    value = obj.get(key)
-    if value is None and not required:
-        return None
-    if not isinstance(value, dict):
-        raise _Malformed(f"{where}.{key}: expected an object")
-    return value

@@ -9,6 +9,9 @@ bytes to the answer::
     tap ─(task owned here)─► workspace? ──core.taps.tap──► decision | ephemeral
     Deny ─► approver of this request? ──► views.open (reason modal) | ephemeral
     modal submitted ─► ack (closes it) ─► tap(deny, reason) | ephemeral
+    Reply (a question) ─► core.taps.reply_check ──► views.open (answer modal) | ephemeral
+    answer submitted ─► blank? ack with an error | ack ─► tap(reply, answer) | ephemeral
+    Dismiss (a question, behind a confirm dialog) ─► tap(dismiss)
 
 What a tap *means* is :mod:`tapgate.core.taps`; this module only speaks
 Slack. A decided request's message is rewritten by the outbox dispatcher
@@ -50,10 +53,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 from tapgate.core.actions import SLACK_ACTIONS
 from tapgate.core.gate import Gate
 from tapgate.core.models import Request
-from tapgate.core.taps import already_message, tap
+from tapgate.core.taps import already_message, reply_check, tap
 from tapgate.errors import ConfigError, RequestNotFound
 from tapgate.webhooks._slack_views import (
+    ANSWER_BLOCK,
     DENY_CALLBACK_ID,
+    REPLY_CALLBACK_ID,
     SIGNATURE_HEADER,
     SIGNATURE_WINDOW,
     TIMESTAMP_HEADER,
@@ -62,6 +67,7 @@ from tapgate.webhooks._slack_views import (
     check_signature,
     parse_action,
     parse_deny_submission,
+    parse_reply_submission,
     slack_signature,
     verify_signature,
 )
@@ -80,6 +86,8 @@ NOT_APPROVER = "You are not an approver for this request."
 NOT_FOUND = "This request does not exist (any more)."
 TRY_AGAIN = "tapgate could not record that just now; please tap the button again."
 MODAL_FAILED = "tapgate could not open the deny dialog; please tap Deny again."
+REPLY_MODAL_FAILED = "tapgate could not open the answer dialog; please tap Reply again."
+BLANK_ANSWER = "Type an answer: the agent is waiting for it."
 _TOKEN_ERRORS = frozenset({"invalid_auth", "not_authed", "not_allowed_token_type", "token_revoked"})
 
 
@@ -150,6 +158,7 @@ class SlackWebhook:
         for action_id in SLACK_ACTIONS:
             bolt.action(action_id)(self._on_action)
         bolt.view(DENY_CALLBACK_ID)(self._on_deny_submission)
+        bolt.view(REPLY_CALLBACK_ID)(self._on_reply_submission)
         return bolt
 
     # -- HTTP and Socket Mode ---------------------------------------------------------
@@ -232,6 +241,8 @@ class SlackWebhook:
         response = await ack()
         if interaction.action == "deny":
             self._spawn(interaction, self._ask_reason(interaction))
+        elif interaction.action == "reply":
+            self._spawn(interaction, self._ask_answer(interaction))
         else:
             self._spawn(interaction, self._decide(interaction, started))
         return response
@@ -247,6 +258,22 @@ class SlackWebhook:
         interaction = parse_deny_submission(body)
         if interaction is None:
             return self._refuse_bolt()
+        response = await ack()
+        self._spawn(interaction, self._decide(interaction, started))
+        return response
+
+    async def _on_reply_submission(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
+        """A question's answer modal was submitted: a blank answer keeps it open, else answer.
+
+        As with a deny, whether the answer still applies is known only after
+        the compare-and-set, and a late one is told ephemerally.
+        """
+        started = time.perf_counter()
+        interaction = parse_reply_submission(body)
+        if interaction is None:
+            return self._refuse_bolt()
+        if interaction.reason is None:
+            return await ack(response_action="errors", errors={ANSWER_BLOCK: BLANK_ANSWER})
         response = await ack()
         self._spawn(interaction, self._decide(interaction, started))
         return response
@@ -310,6 +337,23 @@ class SlackWebhook:
         if not await self._replies.open_deny_modal(interaction, request):
             await self._replies.tell(interaction, MODAL_FAILED)
 
+    async def _ask_answer(self, interaction: Interaction) -> None:
+        """Open a question's answer modal, but only for someone who may answer it now."""
+        if not await self._same_workspace(interaction):
+            return
+        check = await reply_check(
+            self._gate,
+            channel="slack",
+            user_id=interaction.user_id,
+            team=interaction.team,
+            request_id=interaction.request_id,
+        )
+        if check.request is None or check.kind != "ready":
+            await self._replies.tell(interaction, check.message)
+            return
+        if not await self._replies.open_reply_modal(interaction, check.request):
+            await self._replies.tell(interaction, REPLY_MODAL_FAILED)
+
     async def _deny_refusal(self, interaction: Interaction, request: Request) -> str | None:
         """Why this tapper may not deny ``request`` now, or ``None`` if they may."""
         if request.is_pending and request.expires_at <= self._gate.clock.now():
@@ -346,7 +390,7 @@ class SlackWebhook:
                 "channel": "slack",
                 "user_id": interaction.user_id,
                 "team": interaction.team,
-                "wanted": "denied" if interaction.action == "deny" else "approved",
+                "wanted": "denied" if interaction.action in ("deny", "dismiss") else "approved",
                 "why": why,
             },
         )
