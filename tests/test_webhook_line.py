@@ -648,3 +648,18 @@ async def test_arbitrary_signed_input_is_never_5xx_and_decides_nothing(
     observe(f"HTTP {status}")  # --hypothesis-show-statistics shows both paths are exercised
     assert status in (200, 400)
     await assert_untouched(served, request)
+
+
+def test_the_reply_session_takes_its_proxy_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Replies skip the SDK's per-request environment reads but still honour a proxy."""
+    from tapgate.webhooks._line_reply import _proxy_for
+
+    for name in ("HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    assert _proxy_for("https://api.line.me") is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    assert _proxy_for("https://api.line.me") == "http://proxy.internal:3128"
+    monkeypatch.setenv("NO_PROXY", "api.line.me")
+    assert _proxy_for("https://api.line.me") is None

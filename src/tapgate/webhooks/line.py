@@ -30,19 +30,12 @@ from dataclasses import dataclass
 
 import aiohttp
 from aiohttp import web
-from linebot.v3.messaging import (
-    AsyncApiClient,
-    AsyncMessagingApi,
-    Configuration,
-    ReplyMessageRequest,
-    TextMessage,
-)
-from linebot.v3.messaging.exceptions import ApiException
 
 from tapgate.core.actions import TapAction, answer_prefill, parse_postback_data
 from tapgate.core.gate import Gate
 from tapgate.core.taps import ANSWER_MAX, TapOutcome, find_question, reply_check, tap
 from tapgate.webhooks._line_events import Event, Malformed, parse_events
+from tapgate.webhooks._line_reply import LineReplier, ReplyFailed
 from tapgate.webhooks._signature import verify_signature
 
 __all__ = ["LineWebhook", "WebhookResult", "verify_signature"]
@@ -57,7 +50,6 @@ _ONE_TO_ONE_ONLY = (
 )
 _TRY_AGAIN = "tapgate could not record that just now; please tap the button again."
 _SEND_AGAIN = "tapgate could not record that just now; please send your answer again."
-_TEXT_LIMIT = 5000  # LINE's limit for one text message
 _TOO_LONG = (
     f"That answer is longer than {ANSWER_MAX} characters; please shorten it and send it again."
 )
@@ -76,9 +68,9 @@ class LineWebhook:
 
     ``on_reject`` hears why a call was refused (``"signature"``,
     ``"payload"``); ``on_decision`` hears the seconds from a verified call to
-    a recorded decision. The SDK client that replies is created on the first
+    a recorded decision. The client that replies is created on the first
     reply, inside the running loop (its aiohttp session binds to the loop),
-    and closed by :meth:`close`.
+    and closed by :meth:`close`; replies skip line-bot-sdk (see ``_line_reply``).
     """
 
     def __init__(
@@ -97,13 +89,12 @@ class LineWebhook:
             raise ValueError("the LINE channel secret must not be empty")
         self._gate = gate
         self._secret = channel_secret.encode("utf-8")
-        self._configuration = Configuration(
-            host=api_base_url.rstrip("/"), access_token=access_token
-        )
+        self._api_base_url = api_base_url
+        self._access_token = access_token
         self._timeout = timeout
         self._on_reject = on_reject
         self._on_decision = on_decision
-        self._client: AsyncApiClient | None = None
+        self._client: LineReplier | None = None
         # Replies go out after the 200: LINE wants a fast answer, and the
         # decision is recorded before the reply is even built.
         self._replies: set[asyncio.Task[None]] = set()
@@ -141,7 +132,7 @@ class LineWebhook:
             await asyncio.gather(*self._replies, return_exceptions=True)
 
     async def close(self) -> None:
-        """Let replies under way finish (bounded), then close the SDK client's session."""
+        """Let replies under way finish (bounded), then close the reply session."""
         try:
             await asyncio.wait_for(self.settled(), self._timeout)
         except TimeoutError:
@@ -295,21 +286,21 @@ class LineWebhook:
     async def _reply(self, reply_token: str, text: str) -> None:
         """Reply with ``text``; a failure is logged, never raised."""
         try:
-            body = ReplyMessageRequest(
-                reply_token=reply_token, messages=[TextMessage(text=text[:_TEXT_LIMIT])]
-            )
-            api = AsyncMessagingApi(self._api_client())
-            await api.reply_message(body, _request_timeout=self._timeout)
-        except ApiException as error:  # e.g. an expired reply token (about a minute)
+            await self._replier().reply(reply_token, text)
+        except ReplyFailed as error:  # e.g. an expired reply token (about a minute)
             _log.warning("LINE reply failed: HTTP %s: %s", error.status, _excerpt(error.body))
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
             _log.warning("LINE reply failed: %s", type(error).__name__)
         except Exception:  # the decision is recorded; a reply must not undo the 200
             _log.exception("LINE reply failed unexpectedly")
 
-    def _api_client(self) -> AsyncApiClient:
+    def _replier(self) -> LineReplier:
         if self._client is None:
-            self._client = AsyncApiClient(self._configuration)
+            self._client = LineReplier(
+                api_base_url=self._api_base_url,
+                access_token=self._access_token,
+                timeout=self._timeout,
+            )
         return self._client
 
 
