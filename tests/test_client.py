@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import aiohttp
 import httpx
 import pytest
 import respx
@@ -23,7 +24,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from tapgate.bot.app import build_app
+from tapgate.bot.config import parse_config
 from tapgate.bot.keys import GATE
+from tapgate.bot.routes import LINE_WEBHOOK
 from tapgate.client import (
     ClientError,
     Denied,
@@ -37,6 +40,8 @@ from tapgate.client import (
 from tapgate.core.models import Decision, ToolCall
 from tapgate.errors import AlreadyResolved, RequestNotFound
 from tapgate.notifiers.recording import RecordingNotifier
+from tests.fakes import FakeLine
+from tests.fakes.taps import signed_line_tap
 from tests.test_api import CI, make_config
 
 BASE = "http://tapgate.test"
@@ -482,3 +487,97 @@ def test_guard_wrapper_is_a_functools_wrapper() -> None:
     wrapped = guard(FakeGate())(tool)
     assert wrapped.__wrapped__ is tool  # type: ignore[attr-defined]
     assert wrapped(3) == 3  # a sync tool, an async gate, no running loop: asyncio.run
+
+
+# -- decided by a signed LINE tap, through the real webhook ---------------------------------
+
+LINE_SECRET = "client-test-line-secret"
+LINE_TOKEN = "client-test-line-token"
+ALICE_LINE = "U" + "c3" * 16
+
+
+@dataclass
+class Tapped:
+    """The real app with a LINE channel, the fake LINE API, and a way to tap."""
+
+    app: web.Application
+    url: str
+    line: FakeLine
+    session: aiohttp.ClientSession
+
+    async def tap(self, action: str) -> str:
+        """Wait for the one pending request, then tap ``action`` on it as alice does on LINE."""
+        request_id = await Served(self.app, self.url).pending()
+        body, headers = signed_line_tap(LINE_SECRET, ALICE_LINE, request_id, action)
+        async with self.session.post(
+            self.url.rstrip("/") + "/webhooks/line", data=body, headers=headers
+        ) as response:
+            assert response.status == 200
+        await self.app[LINE_WEBHOOK].settled()
+        return request_id
+
+
+@pytest.fixture
+async def tapped(tmp_path: Path) -> AsyncIterator[Tapped]:
+    async with FakeLine(access_token=LINE_TOKEN) as line:
+        secrets = {"channel_access_token": LINE_TOKEN, "channel_secret": LINE_SECRET}
+        config = parse_config(
+            {
+                "server": {"heartbeat_interval": 3600},
+                "store": {"url": f"sqlite:///{tmp_path / 'tapgate.db'}"},
+                "agents": [{"name": "ci-bot", "token": CI}],
+                "approvers": [{"name": "alice", "line": ALICE_LINE}],
+                "channels": {"line": {**secrets, "api_base_url": line.url}},
+                "policy": {"rules": [{"tool": "deploy", "action": "ask", "approvers": ["alice"]}]},
+            }
+        )
+        app = build_app(config, notifiers=[RecordingNotifier("line")])
+        async with TestServer(app, host="127.0.0.1") as server, aiohttp.ClientSession() as s:
+            yield Tapped(app=app, url=str(server.make_url("")), line=line, session=s)
+
+
+async def test_an_async_tool_approved_and_denied_by_signed_line_taps(tapped: Tapped) -> None:
+    ran: list[str] = []
+    async with RemoteGate(tapped.url, CI, long_poll=0.2) as gate:
+
+        @guard(gate)
+        async def deploy(env: str) -> str:
+            ran.append(env)
+            return f"deployed {env}"
+
+        task = asyncio.create_task(deploy("staging"))
+        await tapped.tap("approve")
+        assert await asyncio.wait_for(task, 10) == "deployed staging"
+
+        task = asyncio.create_task(deploy("prod"))
+        await tapped.tap("deny")
+        with pytest.raises(ToolDenied) as caught:
+            await asyncio.wait_for(task, 10)
+    assert ran == ["staging"]
+    decision = caught.value.decision
+    assert (decision.status, decision.source, decision.decided_by) == (
+        "denied",
+        "approver",
+        "alice",
+    )
+    assert "alice" in caught.value.reason
+    replies = [reply.messages[0]["text"] for reply in tapped.line.replies]
+    assert replies[0].startswith("Approved") and replies[1].startswith("Denied")
+
+
+async def test_a_sync_tool_approved_and_denied_by_signed_line_taps(tapped: Tapped) -> None:
+    with SyncRemoteGate(tapped.url, CI, long_poll=0.2) as gate:
+
+        @guard(gate, on_deny="return")
+        def deploy(env: str) -> str:
+            return f"deployed {env}"
+
+        task = asyncio.create_task(asyncio.to_thread(deploy, "staging"))
+        await tapped.tap("approve")
+        assert await asyncio.wait_for(task, 10) == "deployed staging"
+
+        task = asyncio.create_task(asyncio.to_thread(deploy, "prod"))
+        request_id = await tapped.tap("deny")
+        denied = await asyncio.wait_for(task, 10)
+    assert isinstance(denied, Denied)
+    assert (denied.decision.request_id, denied.decision.decided_by) == (request_id, "alice")

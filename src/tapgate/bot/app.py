@@ -25,7 +25,7 @@ from tapgate.core.clock import Clock, SystemClock
 from tapgate.core.gate import Gate
 from tapgate.core.policy import Policy
 from tapgate.core.store import Store
-from tapgate.notifiers import ConsoleNotifier, Dispatcher, LineNotifier, Notifier, SlackNotifier
+from tapgate.notifiers import ConsoleNotifier, Dispatcher, Notifier
 
 __all__ = ["HEARTBEAT", "build_app", "notifiers_for"]
 
@@ -60,6 +60,8 @@ def notifiers_for(config: Config) -> list[Notifier]:
     if "console" in config.enabled_channels:
         out.append(ConsoleNotifier(tool_shell_args=shell_args))
     if channels.line is not None:
+        from tapgate.notifiers.line import LineNotifier  # the SDK loads only when used
+
         out.append(
             LineNotifier(
                 channels.line.channel_access_token.get_secret_value(),
@@ -69,6 +71,8 @@ def notifiers_for(config: Config) -> list[Notifier]:
             )
         )
     if channels.slack is not None:
+        from tapgate.notifiers.slack import SlackNotifier
+
         out.append(
             SlackNotifier(
                 channels.slack.bot_token.get_secret_value(),

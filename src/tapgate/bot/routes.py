@@ -8,17 +8,20 @@ app state.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from tapgate.bot.keys import CONFIG, GATE, METRICS
-from tapgate.webhooks.line import LineWebhook
-from tapgate.webhooks.slack import SlackWebhook
+
+if TYPE_CHECKING:  # imported where used: a LINE-only server never loads slack-bolt
+    from tapgate.webhooks.line import LineWebhook
+    from tapgate.webhooks.slack import SlackWebhook
 
 __all__ = ["LINE_WEBHOOK", "SLACK_WEBHOOK", "setup_webhooks"]
 
-LINE_WEBHOOK = web.AppKey("tapgate.line_webhook", LineWebhook)
-SLACK_WEBHOOK = web.AppKey("tapgate.slack_webhook", SlackWebhook)
+LINE_WEBHOOK: web.AppKey[LineWebhook] = web.AppKey("tapgate.line_webhook")
+SLACK_WEBHOOK: web.AppKey[SlackWebhook] = web.AppKey("tapgate.slack_webhook")
 
 
 async def line_route(request: web.Request) -> web.StreamResponse:
@@ -44,6 +47,8 @@ def setup_webhooks(app: web.Application) -> None:
 
 
 async def _line(app: web.Application) -> AsyncIterator[None]:
+    from tapgate.webhooks.line import LineWebhook
+
     line = app[CONFIG].channels.line
     assert line is not None
     metrics = app[METRICS]
@@ -64,6 +69,8 @@ async def _line(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _slack(app: web.Application) -> AsyncIterator[None]:
+    from tapgate.webhooks.slack import SlackWebhook
+
     slack = app[CONFIG].channels.slack
     assert slack is not None
     metrics = app[METRICS]
