@@ -38,6 +38,7 @@ from tapgate.bot.keys import GATE, METRICS, STORE
 from tapgate.bot.openapi import EXAMPLES, openapi_document
 from tapgate.core.clock import ManualClock
 from tapgate.core.gate import Gate
+from tapgate.core.models import ToolCall
 from tapgate.notifiers.recording import RecordingNotifier
 
 CI = "ci-bot-token-0123456789abcdef"
@@ -179,6 +180,19 @@ async def test_a_read_only_tool_is_allowed_at_once_and_counted(api: Api) -> None
     assert body["source"] == "policy" and body["rule"] == "policy.risk_defaults.read_only"
     assert body["expires_at"] is None and body["approvers"] == [] and body["reused"] is False
     assert api.decisions("allow", "policy") == 1
+    assert await api.requests_in_store() == 0
+
+
+async def test_a_tool_call_cannot_pose_as_a_question(api: Api) -> None:
+    """A typed answer approves a question: ``human_contact`` is never an agent's tool call."""
+    status, body = await api.submit("human_contact", arguments={"command": "rm -rf /"})
+    assert status == 400
+    assert body["error"]["path"] == "tool" and "reserved" in body["error"]["message"]
+    assert await api.requests_in_store() == 0
+    with pytest.raises(ValueError, match="reserved"):
+        await api.gate.submit(ToolCall(tool="human_contact", arguments={}, agent="ci-bot"))
+    with pytest.raises(ValueError, match="must use the tool"):
+        await api.gate.submit(ToolCall(tool="deploy", agent="ci-bot"), question=True)
     assert await api.requests_in_store() == 0
 
 
@@ -720,3 +734,25 @@ async def test_bad_credentials_are_401_and_change_nothing(
 async def test_arbitrary_json_bodies_are_never_a_5xx(api: Api, document: Any) -> None:
     status, body, _ = await api.call("POST", "/v1/tool-calls", document)
     assert status in (200, 201, 400), body
+
+
+def test_only_an_unreachable_database_is_a_503() -> None:
+    """A schema bug must stay a 500 in the log, not a 503 that clients retry for ever."""
+    import sqlite3
+
+    import sqlalchemy.exc
+
+    from tapgate.bot.api import _database_unavailable
+
+    def wrapped(error: Exception, **kw: Any) -> sqlalchemy.exc.DBAPIError:
+        return sqlalchemy.exc.OperationalError("SELECT 1", {}, error, **kw)
+
+    assert _database_unavailable(ConnectionRefusedError(111, "Connect call failed"))
+    assert _database_unavailable(OSError("Multiple exceptions: [Errno 111] Connect call failed"))
+    assert _database_unavailable(wrapped(sqlite3.OperationalError("database is locked")))
+    assert _database_unavailable(
+        wrapped(sqlite3.OperationalError("server closed"), connection_invalidated=True)
+    )
+    assert not _database_unavailable(wrapped(sqlite3.OperationalError("no such table: x")))
+    assert not _database_unavailable(OSError(28, "No space left on device"))
+    assert not _database_unavailable(ValueError("a bug"))

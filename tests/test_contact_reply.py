@@ -502,7 +502,9 @@ async def ask(
     gate: Gate, message: str = "EU or US?", subject: str | None = "Deploy window"
 ) -> Request:
     arguments = {"message": message} | ({"subject": subject} if subject else {})
-    ticket = await gate.submit(ToolCall(tool=CONTACT_TOOL, arguments=arguments, agent="ci"))
+    ticket = await gate.submit(
+        ToolCall(tool=CONTACT_TOOL, arguments=arguments, agent="ci"), question=True
+    )
     assert ticket.request is not None
     return ticket.request
 

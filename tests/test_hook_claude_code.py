@@ -461,6 +461,37 @@ async def test_a_misconfigured_hook_command_still_answers_deny_in_json(
     assert "the hook command is misconfigured" in reason and problem in reason
 
 
+async def test_absurdly_nested_input_is_denied_not_crashed(hook: Hook) -> None:
+    """The model writes ``tool_input``: nesting that breaks ``json`` must not fail open."""
+    nested = "[" * 100_000 + "]" * 100_000
+    payload = (
+        '{"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"a": '
+        + nested
+        + "}}"
+    )
+    answer = await hook("http://127.0.0.1:9", payload)
+    decision, reason = verdict(answer, "PreToolUse")
+    assert decision == "deny" and "could not read the hook input" in reason
+
+
+async def test_credentials_in_the_url_never_reach_claude(hook: Hook) -> None:
+    payload = hook_input("PreToolUse", "Bash", CASES["Bash"][0])
+    answer = await hook("http://agent:s3cret-pass@127.0.0.1:9", payload)  # refused
+    decision, reason = verdict(answer, "PreToolUse")
+    assert decision == "deny" and "http://127.0.0.1:9" in reason
+    assert "s3cret" not in json.dumps(answer)
+
+
+def test_a_mistyped_hook_subcommand_still_answers_deny_in_json(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    payload = json.dumps(hook_input("PreToolUse", "Bash", CASES["Bash"][0]))
+    monkeypatch.setattr(sys, "stdin", io.StringIO(payload))
+    assert cli("hook", "claud-code", "--url", "http://127.0.0.1:9") == 0
+    decision, reason = verdict(json.loads(capsys.readouterr().out), "PreToolUse")
+    assert decision == "deny" and "the hook command is misconfigured" in reason
+
+
 # -- the installed script, as Claude Code runs it -------------------------------------------
 
 

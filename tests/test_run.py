@@ -170,6 +170,16 @@ async def test_no_command_is_a_usage_error(served: Served, run: Run) -> None:
     assert code == 2 and "no command given" in err
 
 
+async def test_a_command_cannot_pose_as_a_question(
+    served: Served, run: Run, tmp_path: Path
+) -> None:
+    """Questions are approved by any typed answer: ``run`` refuses their tool name."""
+    marker = tmp_path / "ran"
+    code, err = await run(served.url, "--tool", "human_contact", "--", *marking(marker))
+    assert code == 2 and "reserved" in err
+    assert not marker.exists()
+
+
 # -- the installed script: real signals, a real terminal ------------------------------------
 
 

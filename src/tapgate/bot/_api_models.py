@@ -33,6 +33,7 @@ from pydantic_core import PydanticCustomError
 
 from tapgate.bot._config_models import format_path
 from tapgate.core.models import (
+    CONTACT_TOOL,
     Decision,
     DecisionSource,
     EventKind,
@@ -88,6 +89,17 @@ def _at_most_max_wait(value: float, info: ValidationInfo) -> float:
     return value
 
 
+def _not_a_question(tool: str) -> str:
+    """``human_contact`` names questions, which an answer approves: never a tool call."""
+    if tool == CONTACT_TOOL:
+        raise PydanticCustomError(
+            "reserved",
+            f"{CONTACT_TOOL!r} is reserved for questions to a human "
+            "(the HumanLayer-compatible contact_requests)",
+        )
+    return tool
+
+
 WaitSeconds = Annotated[float, Field(ge=0, allow_inf_nan=False), AfterValidator(_at_most_max_wait)]
 """How long to hold the response open, 0 to ``server.max_wait`` seconds."""
 
@@ -95,7 +107,7 @@ WaitSeconds = Annotated[float, Field(ge=0, allow_inf_nan=False), AfterValidator(
 class ToolCallIn(_Body):
     """``POST /v1/tool-calls``: the tool call the agent wants to make, and how long to wait."""
 
-    tool: Name
+    tool: Annotated[Name, AfterValidator(_not_a_question)]
     arguments: dict[str, JsonValue] = Field(default_factory=dict)
     session: Name | None = None
     risk: Risk | None = None

@@ -24,8 +24,9 @@ from typing import Any, NoReturn
 from tapgate.client import claude_code_hook, run_approved
 from tapgate.client._hook import DEFAULT_HOOK_TIMEOUT, hook_refusal
 from tapgate.client._run import EXIT_CONFIG
+from tapgate.core.models import CONTACT_TOOL
 
-__all__ = ["DEFAULT_URL", "TOKEN_ENV", "add_agent_commands"]
+__all__ = ["DEFAULT_URL", "TOKEN_ENV", "add_agent_commands", "hook_misconfigured"]
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 TOKEN_ENV = "TAPGATE_AGENT_TOKEN"  # noqa: S105 - the variable's name, not a token
@@ -111,15 +112,25 @@ def _seconds(text: str) -> float:
 
 
 def _hook_claude_code(args: argparse.Namespace) -> int:
-    answer = claude_code_hook(
-        _read_stdin(),
-        url=args.url,
-        token=os.environ.get(args.token_env),
-        on_error=args.on_error,
-        on_expired=args.on_expired,
-        timeout=args.timeout,
-    )
+    raw = _read_stdin()
+    try:
+        answer = claude_code_hook(
+            raw,
+            url=args.url,
+            token=os.environ.get(args.token_env),
+            on_error=args.on_error,
+            on_expired=args.on_expired,
+            timeout=args.timeout,
+        )
+    except Exception as exc:
+        answer = hook_refusal(raw, f"internal error ({type(exc).__name__})")
     _answer(answer)
+    return 0
+
+
+def hook_misconfigured(problem: str) -> int:
+    """Answer a hook command line argparse refused (a mistyped subcommand): deny, exit 0."""
+    _answer(hook_refusal(_read_stdin(interactive=False), f"the hook command is {problem}"))
     return 0
 
 
@@ -133,6 +144,9 @@ def _run(args: argparse.Namespace) -> int:
     argv = list(args.argv)
     if argv[:1] == ["--"]:
         argv = argv[1:]
+    if args.tool == CONTACT_TOOL:
+        sys.stderr.write(f"tapgate: --tool {CONTACT_TOOL} is reserved for questions to a human\n")
+        return 2
     token = os.environ.get(args.token_env)
     if not token:
         sys.stderr.write(f"tapgate: no agent token: set ${args.token_env}\n")

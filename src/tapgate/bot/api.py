@@ -157,14 +157,29 @@ def json_api_middleware(
     return middleware
 
 
+_UNAVAILABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300"})
+"""Admin / crash shutdown, "cannot connect now" (starting up), too many connections."""
+
+
 def _database_unavailable(exc: BaseException) -> bool:
-    """Whether ``exc`` means the database cannot be reached (PostgreSQL down or restarting)."""
-    if isinstance(exc, OSError | sqlalchemy.exc.TimeoutError):
+    """Whether ``exc`` means the database cannot be reached (PostgreSQL down or restarting).
+
+    Deliberately narrow: a schema or query bug (SQLite's "no such table" is an
+    ``OperationalError`` too) must stay a logged 500, not a 503 that clients
+    retry for ever.
+    """
+    if isinstance(exc, ConnectionError | TimeoutError | sqlalchemy.exc.TimeoutError):
+        return True  # refused / reset connections, connect timeouts, an exhausted pool
+    if isinstance(exc, OSError) and "Connect call failed" in str(exc):
+        return True  # asyncio's summary when every address of the host refused
+    if not isinstance(exc, sqlalchemy.exc.DBAPIError):
+        return False
+    if exc.connection_invalidated or isinstance(exc, sqlalchemy.exc.InterfaceError):
         return True
-    return isinstance(exc, sqlalchemy.exc.DBAPIError) and (
-        exc.connection_invalidated
-        or isinstance(exc, sqlalchemy.exc.OperationalError | sqlalchemy.exc.InterfaceError)
-    )
+    code = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
+    if isinstance(code, str) and (code.startswith("08") or code in _UNAVAILABLE_SQLSTATES):
+        return True  # SQLSTATE class 08: connection exceptions
+    return "database is locked" in str(exc.orig)
 
 
 def authenticate(request: web.Request) -> str:

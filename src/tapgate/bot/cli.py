@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from tapgate.bot._cli_agent import add_agent_commands
+from tapgate.bot._cli_agent import add_agent_commands, hook_misconfigured
 from tapgate.core.models import RISKS, ToolCall
 from tapgate.errors import TapgateError
 
@@ -38,7 +38,14 @@ class _UsageError(Exception):
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tapgate`` console script."""
     parser = _parser()
-    args, extra = parser.parse_known_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args, extra = parser.parse_known_args(argv)
+    except SystemExit as exc:
+        if exc.code not in (0, None) and argv[:1] == ["hook"]:
+            # Claude Code needs JSON and exit 0 even for a mistyped subcommand.
+            return hook_misconfigured("misconfigured (see the usage on stderr)")
+        raise
     if extra:
         reject = getattr(args, "reject_extra", None)
         if reject is None:

@@ -151,7 +151,7 @@ async def create_contact(request: web.Request) -> web.Response:
     call = ToolCall(
         tool=CONTACT_TOOL, arguments=arguments, agent=request[AGENT], session=body.run_id
     )
-    ticket = await request.app[GATE].submit(call)
+    ticket = await request.app[GATE].submit(call, question=True)
     if ticket.decision is not None:
         decision = ticket.decision
         status, code = (409, "contact_not_routed") if decision.allowed else (403, "contact_denied")

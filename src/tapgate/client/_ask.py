@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from urllib.parse import urlsplit, urlunsplit
 
 from tapgate.client._errors import ClientError, Unauthorized
 from tapgate.client._remote import SyncRemoteGate
@@ -85,7 +86,12 @@ def describe(decision: Decision) -> str:
 
 
 def failure(url: str, exc: BaseException) -> str:
-    """What kept the server at ``url`` from deciding, in words an operator can act on."""
+    """What kept the server at ``url`` from deciding, in words an operator can act on.
+
+    The text reaches the model (a hook's reason) and logs: credentials in the
+    URL (``https://user:pass@host``) are left out.
+    """
+    url = _without_credentials(url)
     if isinstance(exc, Unauthorized):
         return f"the server at {url} refused the agent token ({exc.message})"
     if isinstance(exc, ClientError) and exc.code == "unreachable":
@@ -95,3 +101,12 @@ def failure(url: str, exc: BaseException) -> str:
     if isinstance(exc, TapgateError):
         return f"the server at {url} failed the request ({exc})"
     return f"unexpected failure ({type(exc).__name__}: {exc})"
+
+
+def _without_credentials(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    return urlunsplit(parts._replace(netloc=netloc))

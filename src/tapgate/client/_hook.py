@@ -74,8 +74,8 @@ def parse_hook_input(raw: str) -> HookInput:
     """
     try:
         body = json.loads(raw)
-    except ValueError as exc:
-        raise _BadInput(f"stdin is not JSON ({exc})") from None
+    except (ValueError, RecursionError) as exc:  # absurd nesting is the model's to send
+        raise _BadInput(f"stdin is not JSON ({type(exc).__name__})") from None
     if not isinstance(body, dict):
         raise _BadInput("stdin is not a JSON object")
     event = body.get("hook_event_name")
@@ -173,7 +173,7 @@ def _event_of(raw: str) -> HookEvent:
     """The event to answer, even for input that fails to parse (PreToolUse if unknown)."""
     try:
         event = json.loads(raw).get("hook_event_name")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return "PreToolUse"
     return cast(HookEvent, event) if event in HOOK_EVENTS else "PreToolUse"
 

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from types import FrameType
 from typing import TextIO
@@ -190,14 +190,30 @@ def _stop_on_sigterm() -> Iterator[None]:
 
 
 def _execute(argv: Sequence[str], err: TextIO) -> int:
-    """Run ``argv`` with tapgate's stdio and pass its status on, shell-style."""
-    try:
-        child = subprocess.Popen(list(argv))  # noqa: S603 - argv is what the approver approved
-    except FileNotFoundError:
-        return _fail(err, f"command not found: {argv[0]}", EXIT_NOT_FOUND)
-    except OSError as exc:
-        return _fail(err, f"cannot execute {argv[0]}: {exc.strerror}", EXIT_CANNOT_EXECUTE)
-    with _forwarding(child):
+    """Run ``argv`` with tapgate's stdio and pass its status on, shell-style.
+
+    SIGTERM and SIGHUP are forwarded from *before* the child is spawned: one
+    arriving in between is handed on once it exists, so stopping tapgate never
+    orphans a running command.
+    """
+    child: subprocess.Popen[bytes] | None = None
+    early: list[int] = []
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        if child is None:
+            early.append(signum)
+        else:
+            child.send_signal(signum)
+
+    with _forwarding(forward):
+        try:
+            child = subprocess.Popen(list(argv))  # noqa: S603 - argv is what was approved
+        except FileNotFoundError:
+            return _fail(err, f"command not found: {argv[0]}", EXIT_NOT_FOUND)
+        except OSError as exc:
+            return _fail(err, f"cannot execute {argv[0]}: {exc.strerror}", EXIT_CANNOT_EXECUTE)
+        for signum in early:
+            child.send_signal(signum)
         while True:
             try:
                 status = child.wait()
@@ -208,21 +224,17 @@ def _execute(argv: Sequence[str], err: TextIO) -> int:
 
 
 @contextlib.contextmanager
-def _forwarding(child: subprocess.Popen[bytes]) -> Iterator[None]:
-    """Pass SIGTERM and SIGHUP on to the child, as a CI runner stopping a job expects."""
+def _forwarding(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+    """Route SIGTERM and SIGHUP to ``handler``, as a CI runner stopping a job expects."""
     if threading.current_thread() is not threading.main_thread():
         yield  # signal handlers can only be set in the main thread (tests call from others)
         return
-
-    def forward(signum: int, frame: FrameType | None) -> None:
-        child.send_signal(signum)
-
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGHUP)}
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        for signum, old in previous.items():
+            signal.signal(signum, old)
 
 
 def _fail(err: TextIO, message: str, status: int) -> int:

@@ -25,6 +25,7 @@ from tapgate.core.clock import Clock, SystemClock
 from tapgate.core.directory import Directory
 from tapgate.core.events import EventBus
 from tapgate.core.models import (
+    CONTACT_TOOL,
     Decision,
     EventKind,
     GateEvent,
@@ -145,8 +146,20 @@ class Gate:
         assert decision is not None  # with no timeout, wait returns at the deadline at the latest
         return decision
 
-    async def submit(self, call: ToolCall) -> Ticket:
-        """Decide now if policy or a grant can; otherwise create (or reuse) a request."""
+    async def submit(self, call: ToolCall, *, question: bool = False) -> Ticket:
+        """Decide now if policy or a grant can; otherwise create (or reuse) a request.
+
+        ``question`` must be true exactly when ``call`` is a question for a
+        human (:data:`~tapgate.core.models.CONTACT_TOOL`): a typed answer
+        approves a question, so a tool call must never be able to pose as one
+        (``ValueError``). Only the HumanLayer-compatible contact route asks.
+        """
+        if (call.tool == CONTACT_TOOL) != question:
+            raise ValueError(
+                f"{CONTACT_TOOL!r} is reserved for questions to a human"
+                if not question
+                else f"a question must use the tool {CONTACT_TOOL!r}, not {call.tool!r}"
+            )
         verdict = self.policy.evaluate(call)
         if verdict.action != "ask":
             return Ticket(decision=_policy_decision(verdict))

@@ -98,6 +98,7 @@ class LineWebhook:
         # Replies go out after the 200: LINE wants a fast answer, and the
         # decision is recorded before the reply is even built.
         self._replies: set[asyncio.Task[None]] = set()
+        self._closed = False
 
     async def handle(self, headers: Mapping[str, str], body: bytes) -> WebhookResult:
         """Verify, parse and act on one webhook call; never raises for bad input.
@@ -133,11 +134,14 @@ class LineWebhook:
 
     async def close(self) -> None:
         """Let replies under way finish (bounded), then close the reply session."""
+        self._closed = True
         try:
             await asyncio.wait_for(self.settled(), self._timeout)
         except TimeoutError:
-            for task in self._replies:
+            late = list(self._replies)
+            for task in late:
                 task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)  # off the session before it closes
         client, self._client = self._client, None
         if client is not None:
             await client.close()
@@ -167,7 +171,7 @@ class LineWebhook:
         if message is None:
             self._skipped(event)
             return
-        if event.reply_token is not None:
+        if event.reply_token is not None and not self._closed:
             task = asyncio.create_task(self._reply(event.reply_token, message))
             self._replies.add(task)
             task.add_done_callback(self._replies.discard)
