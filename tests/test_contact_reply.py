@@ -1132,6 +1132,26 @@ async def test_line_an_ambiguous_prefix_is_refused_and_a_longer_one_answers(
     assert (second.status, second.resolution_reason) == ("approved", "US")
 
 
+async def test_line_a_question_behind_many_newer_requests_is_found_by_its_prefix(
+    line_app: LineServed,
+) -> None:
+    """The prefix is matched in SQL, among questions only: no scan window to fall out of."""
+    served = line_app
+    question = await ask(served.gate)
+    now = served.clock.now()
+    for n in range(1200):
+        newer = make_request(now, tool="deploy", arguments={"n": n}, approvers=("alice",))
+        assert (await served.gate.store.create_request(newer, [], now)).created
+    wrong_case = typed(f"answer {question.id[:8].swapcase()}: EU")
+    answer = typed(f"answer {question.id[:8]}: EU")
+    assert await served.post(wrong_case) == 200
+    assert served.replied_to(wrong_case)[0].startswith("No question for you matches")
+    await assert_pending(served.gate, question)
+    assert await served.post(answer) == 200
+    current = await served.gate.status(question.id)
+    assert (current.status, current.resolution_reason) == ("approved", "EU")
+
+
 async def test_line_reply_button_by_a_non_approver_is_refused_and_audited(
     line_app: LineServed,
 ) -> None:

@@ -20,6 +20,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Literal
 
 from tapgate.core.actions import QUESTION_ACTIONS, SHORT_ID_LENGTH, TapAction
@@ -74,10 +75,11 @@ _TITLE_MAX = 40
 # it (the shape of every key, token and hash) is hidden.
 _KEYLIKE = re.compile(r"\S{16,}")
 _MASK = "********"
-# Bounds of the scans that resolve a typed reference: pending questions are
+# Bounds of the queries that resolve a typed reference (tool and id prefix are
+# matched in SQL; the prefix again exactly here): pending questions are
 # few; the recent ones only explain a miss ("already answered by alice").
-_PENDING_SCAN = 1000
-_RECENT_SCAN = 200
+_PENDING_SCAN = 50  # pending questions of one id prefix (6+ characters): a handful
+_RECENT_SCAN = 50
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -284,16 +286,15 @@ async def find_question(
             and approver in request.approvers
         )
 
-    pending = await gate.store.list_requests(status="pending", limit=_PENDING_SCAN)
-    matches = [r for r in pending if mine(r)]
+    found = partial(gate.store.list_requests, tool=CONTACT_TOOL, id_prefix=reference)
+    matches = [r for r in await found(status="pending", limit=_PENDING_SCAN) if mine(r)]
     if len(matches) > 1:
         message = (
             f"More than one open question starts with {reference}; tap Reply on the one you mean."
         )
         return TapOutcome(kind="ambiguous", approver=approver, message=message)
     if not matches:
-        recent = await gate.store.list_requests(limit=_RECENT_SCAN)
-        matches = [r for r in recent if mine(r)][:1]
+        matches = [r for r in await found(limit=_RECENT_SCAN) if mine(r)][:1]
     if not matches:
         return _no_match(reference, approver)
     return TapOutcome(kind="ready", approver=approver, request=matches[0], message="")

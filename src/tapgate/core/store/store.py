@@ -276,14 +276,28 @@ class Store:
         )
 
     async def list_requests(
-        self, *, status: RequestStatus | None = None, agent: str | None = None, limit: int = 100
+        self,
+        *,
+        status: RequestStatus | None = None,
+        agent: str | None = None,
+        tool: str | None = None,
+        id_prefix: str | None = None,
+        limit: int = 100,
     ) -> list[Request]:
-        """Requests, newest first, optionally filtered by status and agent."""
+        """Requests, newest first, optionally filtered by status, agent, tool and id prefix.
+
+        ``id_prefix`` is matched with ``LIKE``, which SQLite compares without
+        regard to ASCII case: callers that need an exact prefix check it again.
+        """
         query = select(requests).order_by(requests.c.created_at.desc()).limit(limit)
         if status is not None:
             query = query.where(requests.c.status == status)
         if agent is not None:
             query = query.where(requests.c.agent == agent)
+        if tool is not None:
+            query = query.where(requests.c.tool == tool)
+        if id_prefix is not None:
+            query = query.where(requests.c.id.startswith(id_prefix, autoescape=True))
         return await self.runner.read(
             lambda c: [request_from_row(r) for r in c.execute(query).mappings()]
         )
