@@ -91,6 +91,21 @@ async def test_ask_waits_for_an_approver(gate: Gate, store: Store) -> None:
     assert [e.kind for e in events] == ["requested", "resolved"]
 
 
+async def test_a_decision_between_the_read_and_the_park_is_not_lost(gate: Gate) -> None:
+    """The long-poll reads the request, then parks: a tap landing in between must wake it.
+
+    ``known`` is exactly that stale read. Time never moves here, so only a
+    wake-up (not the sweep or a deadline) can end the wait.
+    """
+    ticket = await gate.submit(DEPLOY)
+    stale = ticket.request
+    assert stale is not None and stale.is_pending
+    await gate.resolve(stale.id, "deny", by="bob", reason="not now")
+    decided = await asyncio.wait_for(gate.wait_for(stale.id, timeout=30, known=stale), 2)
+    assert (decided.status, decided.resolved_by) == ("denied", "bob")
+    assert not gate._waiters
+
+
 async def test_denial_reason_reaches_the_agent(gate: Gate) -> None:
     ticket = await gate.submit(DEPLOY)
     assert ticket.request_id is not None

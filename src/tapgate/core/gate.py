@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import partial
@@ -60,6 +60,10 @@ _EVENT_FOR: dict[str, EventKind] = {
 }
 
 
+_REMEMBERED_DECISIONS = 1024
+"""Recent decisions kept for waiters that park a moment after them (see ``_catch_up``)."""
+
+
 def new_id() -> str:
     """A 128-bit random, URL-safe id: unguessable, so an id alone grants nothing.
 
@@ -96,6 +100,10 @@ class Gate:
         self.bus = bus or EventBus()
         self.reconcile_interval = reconcile_interval
         self._waiters: defaultdict[str, set[asyncio.Future[Request | None]]] = defaultdict(set)
+        # Requests decided lately, seen by this process: a waiter that read its
+        # request just before the decision and parks just after must still
+        # wake (None: decided by another replica, to be read from the store).
+        self._decided: OrderedDict[str, Request | None] = OrderedDict()
         self._released = False
         self._listener: DecisionListener | None = None
         self._lookups: set[asyncio.Task[None]] = set()
@@ -213,6 +221,7 @@ class Gate:
         while True:
             deadline = request.expires_at if wait_end is None else min(request.expires_at, wait_end)
             future, cancel = self._park(request_id, deadline)
+            self._catch_up(request_id)  # a decision that came between our read and the park
             try:
                 decided = await future
             finally:
@@ -397,8 +406,26 @@ class Gate:
                 woken += self._wake(request)
         return woken
 
+    def _catch_up(self, request_id: str) -> None:
+        """Wake the waiter just parked for ``request_id`` if its decision already came."""
+        if request_id not in self._decided:
+            return
+        decided = self._decided[request_id]
+        if decided is not None:
+            self._wake(decided)
+        else:
+            self._on_remote_decision(request_id)
+
+    def _remember(self, request_id: str, request: Request | None) -> None:
+        self._decided[request_id] = request
+        self._decided.move_to_end(request_id)
+        while len(self._decided) > _REMEMBERED_DECISIONS:
+            self._decided.popitem(last=False)
+
     def _on_remote_decision(self, request_id: str) -> None:
         """A replica decided ``request_id``: wake our waiters for it, if we have any."""
+        if self._decided.get(request_id) is None:
+            self._remember(request_id, None)
         if request_id not in self._waiters:
             return
         lookup = asyncio.create_task(self._wake_from_store(request_id))
@@ -429,6 +456,8 @@ class Gate:
         self._publish(kind, request)
 
     def _wake(self, request: Request) -> int:
+        if not request.is_pending:
+            self._remember(request.id, request)
         waiters = self._waiters.pop(request.id, set())
         for future in waiters:
             if not future.done():
