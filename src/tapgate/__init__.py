@@ -11,8 +11,9 @@ tool call) import only the records they need, not the store, SQLAlchemy and
 Alembic behind ``Gate``.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from tapgate._lazy import lazy_exports
 from tapgate.errors import (
     AlreadyResolved,
     ConfigError,
@@ -74,33 +75,24 @@ if TYPE_CHECKING:
         ToolSpec,
     )
 
-_LAZY = frozenset(
-    {
-        "Approver",
-        "Decision",
-        "Directory",
-        "Gate",
-        "Policy",
-        "PolicySpec",
-        "Request",
-        "Rule",
-        "Store",
-        "Ticket",
-        "ToolCall",
-        "ToolSpec",
-    }
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    dict.fromkeys(
+        (
+            "Approver",
+            "Decision",
+            "Directory",
+            "Gate",
+            "Policy",
+            "PolicySpec",
+            "Request",
+            "Rule",
+            "Store",
+            "Ticket",
+            "ToolCall",
+            "ToolSpec",
+        ),
+        "tapgate.core",
+    ),
+    __all__,
 )
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'tapgate' has no attribute {name!r}")
-    import tapgate.core
-
-    value = getattr(tapgate.core, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)

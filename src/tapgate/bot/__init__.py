@@ -5,7 +5,9 @@ load on first use (PEP 562), so the console script's agent-side commands
 start without pydantic models and YAML.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tapgate._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from tapgate.bot.cli import main
@@ -21,16 +23,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tapgate.bot' has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

@@ -56,6 +56,7 @@ __all__ = [
     "ToolCallOut",
     "WaitQuery",
     "event_out",
+    "non_finite_path",
     "parse_body",
     "parse_query",
     "tool_call_from_decision",
@@ -230,7 +231,7 @@ def parse_body(model: type[Model], raw: bytes, *, max_wait: float | None = None)
     except ValidationError as exc:
         raise _invalid(exc, "body") from None
     if isinstance(parsed, ToolCallIn):
-        where = _non_finite(parsed.arguments, ("arguments",))
+        where = non_finite_path(parsed.arguments, ("arguments",))
         if where is not None:
             # Python's JSON reads NaN and 1e400 (infinity); the stored text must stay JSON.
             raise ApiError(400, "invalid_body", "must be a finite number", path=format_path(where))
@@ -264,7 +265,11 @@ def _invalid(exc: ValidationError, where: Literal["body", "query"]) -> ApiError:
     return ApiError(400, f"invalid_{where}", message + more, path=format_path(loc) or None)
 
 
-def _non_finite(value: Any, loc: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
+def non_finite_path(value: Any, loc: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
+    """Where in ``value`` (JSON) a float is NaN or infinite, as a path below ``loc``; else None.
+
+    JSON cannot carry such numbers back to an agent, so bodies holding them are refused.
+    """
     if isinstance(value, float) and not math.isfinite(value):
         return loc
     items: Any = ()
@@ -273,7 +278,7 @@ def _non_finite(value: Any, loc: tuple[str | int, ...]) -> tuple[str | int, ...]
     elif isinstance(value, list):
         items = enumerate(value)
     for key, item in items:
-        found = _non_finite(item, (*loc, key))
+        found = non_finite_path(item, (*loc, key))
         if found is not None:
             return found
     return None

@@ -18,14 +18,13 @@ expiry included, has a response text, or the SDK would poll for ever.
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, JsonValue, StringConstraints
 from pydantic_core import PydanticCustomError
 
-from tapgate.bot._api_models import ApiError, Name, parse_body
+from tapgate.bot._api_models import ApiError, Name, non_finite_path, parse_body
 from tapgate.bot._config_models import format_path
 from tapgate.core.models import CONTACT_TOOL, Decision, Request, canonical_json
 from tapgate.core.store.calls import ClientCall
@@ -157,7 +156,7 @@ class HumanContactOut(_Out):
 def parse_call(model: type[Model], raw: bytes) -> Model:
     """Validate a create body; NaN and infinities (which Python's JSON reads) are a 400 too."""
     parsed = parse_body(model, raw)
-    where = _non_finite(parsed.model_dump(), ())
+    where = non_finite_path(parsed.model_dump(), ())
     if where is not None:
         raise ApiError(400, "invalid_body", "must be a finite number", path=format_path(where))
     return parsed
@@ -223,18 +222,3 @@ def _response(request: Request) -> str:
 
 def _ttl(request: Request) -> str:
     return f"{(request.expires_at - request.created_at).total_seconds():g}"
-
-
-def _non_finite(value: Any, loc: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
-    if isinstance(value, float) and not math.isfinite(value):
-        return loc
-    items: Any = ()
-    if isinstance(value, dict):
-        items = value.items()
-    elif isinstance(value, list):
-        items = enumerate(value)
-    for key, item in items:
-        found = _non_finite(item, (*loc, key))
-        if found is not None:
-            return found
-    return None

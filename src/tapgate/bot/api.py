@@ -51,6 +51,8 @@ __all__ = [
     "STREAM_QUEUE_SIZE",
     "authenticate",
     "json_api_middleware",
+    "model_response",
+    "read_body",
     "setup_api",
 ]
 
@@ -216,13 +218,14 @@ def _error_response(exc: ApiError) -> web.Response:
     return web.json_response(text=exc.json(), status=exc.status, headers=exc.headers)
 
 
-def _json(
+def model_response(
     model: BaseModel, status: int = 200, headers: dict[str, str] | None = None
 ) -> web.Response:
+    """``model`` as the JSON body, serialised by pydantic (one pass, no dict in between)."""
     return web.json_response(text=model.model_dump_json(), status=status, headers=headers)
 
 
-async def _read_body(request: web.Request) -> bytes:
+async def read_body(request: web.Request) -> bytes:
     """The raw body; one that cannot be decoded (a bad gzip stream) is the client's 400."""
     try:
         return await request.read()
@@ -261,7 +264,7 @@ def _long_poll(app: web.Application, pending: Request, seconds: float) -> Awaita
 async def submit_tool_call(request: web.Request) -> web.Response:
     """``POST /v1/tool-calls``: decide now, or create (reuse) a request and maybe wait."""
     app = request.app
-    body = parse_body(ToolCallIn, await _read_body(request), max_wait=app[CONFIG].server.max_wait)
+    body = parse_body(ToolCallIn, await read_body(request), max_wait=app[CONFIG].server.max_wait)
     call = ToolCall(
         tool=body.tool,
         arguments=body.arguments,
@@ -274,15 +277,15 @@ async def submit_tool_call(request: web.Request) -> web.Response:
         # Request outcomes are counted from gate events; immediate ones have none.
         decision = ticket.decision
         app[METRICS].decisions.labels(verdict=decision.verdict, source=decision.source).inc()
-        return _json(tool_call_from_decision(decision, call))
+        return model_response(tool_call_from_decision(decision, call))
     assert ticket.request is not None
     current = ticket.request
     if body.wait and current.is_pending:
         current = await _long_poll(app, current, body.wait)
     if ticket.reused:
-        return _json(tool_call_from_request(current, reused=True))
+        return model_response(tool_call_from_request(current, reused=True))
     location = f"{_PREFIX}/tool-calls/{current.id}"
-    return _json(tool_call_from_request(current), 201, {hdrs.LOCATION: location})
+    return model_response(tool_call_from_request(current), 201, {hdrs.LOCATION: location})
 
 
 async def get_tool_call(request: web.Request) -> web.Response:
@@ -292,12 +295,12 @@ async def get_tool_call(request: web.Request) -> web.Response:
     current = await _own(request, request.match_info["id"])
     if wait and current.is_pending:
         current = await _long_poll(request.app, current, wait)
-    return _json(tool_call_from_request(current))
+    return model_response(tool_call_from_request(current))
 
 
 async def cancel_tool_call(request: web.Request) -> web.Response:
     """``POST /v1/tool-calls/{id}/cancel``: withdraw a pending request; 409 once decided."""
-    raw = await _read_body(request)
+    raw = await read_body(request)
     body = parse_body(CancelIn, raw) if raw.strip() else CancelIn()
     current = await _own(request, request.match_info["id"])
     gate = request.app[GATE]
@@ -311,7 +314,7 @@ async def cancel_tool_call(request: web.Request) -> web.Response:
             f"the tool call is already {latest.status}",
             tool_call=tool_call_from_request(latest),
         ) from None
-    return _json(tool_call_from_request(cancelled))
+    return model_response(tool_call_from_request(cancelled))
 
 
 async def list_tool_calls(request: web.Request) -> web.Response:
@@ -320,7 +323,7 @@ async def list_tool_calls(request: web.Request) -> web.Response:
     found = await request.app[STORE].list_requests(
         status=query.status, agent=request[AGENT], limit=query.limit
     )
-    return _json(ToolCallList(tool_calls=[tool_call_from_request(r) for r in found]))
+    return model_response(ToolCallList(tool_calls=[tool_call_from_request(r) for r in found]))
 
 
 async def get_openapi(request: web.Request) -> web.Response:

@@ -35,7 +35,6 @@ endpoints are refused with a 403: responses come from approvers.
 from __future__ import annotations
 
 from aiohttp import hdrs, web
-from pydantic import BaseModel
 
 from tapgate.bot._api_models import ApiError
 from tapgate.bot._humanlayer_models import (
@@ -50,7 +49,7 @@ from tapgate.bot._humanlayer_models import (
     parse_call,
     stored_body,
 )
-from tapgate.bot.api import AGENT, json_api_middleware
+from tapgate.bot.api import AGENT, json_api_middleware, model_response, read_body
 from tapgate.bot.keys import CLOCK, GATE, METRICS, STORE
 from tapgate.core.models import CONTACT_TOOL, Request, Ticket, ToolCall
 from tapgate.core.store.calls import ClientCall
@@ -87,27 +86,15 @@ def setup_humanlayer(app: web.Application) -> None:
         router.add_post(PREFIX + path, refuse_escalation)
 
 
-def _json(model: BaseModel, status: int = 200, location: str | None = None) -> web.Response:
-    headers = {hdrs.LOCATION: location} if location else None
-    return web.json_response(text=model.model_dump_json(), status=status, headers=headers)
-
-
-async def _read_body(request: web.Request) -> bytes:
-    try:
-        return await request.read()
-    except web.RequestPayloadError:
-        raise ApiError(400, "unreadable_body", "the body could not be read or decoded") from None
-
-
 # -- function calls -----------------------------------------------------------------------
 
 
 async def create_function_call(request: web.Request) -> web.Response:
     """``POST /function_calls``: policy decides now, or a request goes to approvers."""
-    body = parse_call(FunctionCallIn, await _read_body(request))
+    body = parse_call(FunctionCallIn, await read_body(request))
     existing = await _existing(request, body.call_id, FUNCTION_CALL, stored_body(body))
     if existing is not None:
-        return _json(await _function_call_out(request.app, existing))
+        return model_response(await _function_call_out(request.app, existing))
     call = ToolCall(
         tool=body.spec.fn, arguments=body.spec.kwargs, agent=request[AGENT], session=body.run_id
     )
@@ -115,14 +102,14 @@ async def create_function_call(request: web.Request) -> web.Response:
     stored, created = await _record(request, body, FUNCTION_CALL, ticket)
     out = await _function_call_out(request.app, stored)
     if not created:
-        return _json(out)
-    return _json(out, 201, f"{PREFIX}/function_calls/{body.call_id}")
+        return model_response(out)
+    return model_response(out, 201, {hdrs.LOCATION: f"{PREFIX}/function_calls/{body.call_id}"})
 
 
 async def get_function_call(request: web.Request) -> web.Response:
     """``GET /function_calls/{call_id}``: the SDK polls this until ``approved`` is set."""
     call = await _own(request, FUNCTION_CALL)
-    return _json(await _function_call_out(request.app, call))
+    return model_response(await _function_call_out(request.app, call))
 
 
 async def _function_call_out(app: web.Application, call: ClientCall) -> FunctionCallOut:
@@ -141,10 +128,10 @@ async def _function_call_out(app: web.Application, call: ClientCall) -> Function
 
 async def create_contact(request: web.Request) -> web.Response:
     """``POST /contact_requests``: a ``human_contact`` request, if policy asks a human."""
-    body = parse_call(HumanContactIn, await _read_body(request))
+    body = parse_call(HumanContactIn, await read_body(request))
     existing = await _existing(request, body.call_id, CONTACT, stored_body(body))
     if existing is not None:
-        return _json(await _contact_out(request.app, existing))
+        return model_response(await _contact_out(request.app, existing))
     arguments = {"message": body.spec.msg}
     if body.spec.subject is not None:
         arguments["subject"] = body.spec.subject
@@ -165,14 +152,14 @@ async def create_contact(request: web.Request) -> web.Response:
     stored, created = await _record(request, body, CONTACT, ticket)
     out = await _contact_out(request.app, stored)
     if not created:
-        return _json(out)
-    return _json(out, 201, f"{PREFIX}/contact_requests/{body.call_id}")
+        return model_response(out)
+    return model_response(out, 201, {hdrs.LOCATION: f"{PREFIX}/contact_requests/{body.call_id}"})
 
 
 async def get_contact(request: web.Request) -> web.Response:
     """``GET /contact_requests/{call_id}``: the SDK polls this until ``response`` is set."""
     call = await _own(request, CONTACT)
-    return _json(await _contact_out(request.app, call))
+    return model_response(await _contact_out(request.app, call))
 
 
 async def _contact_out(app: web.Application, call: ClientCall) -> HumanContactOut:

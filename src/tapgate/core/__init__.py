@@ -8,9 +8,9 @@ use (PEP 562), so an agent-side client that needs ``ToolCall`` and
 ``Decision`` does not pay for SQLAlchemy and Alembic.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from tapgate._lazy import lazy_exports
 from tapgate.core.models import (
     CONTACT_TOOL,
     RISKS,
@@ -104,14 +104,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tapgate.core' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

@@ -11,8 +11,9 @@ their SDKs are most of a server's memory (line-bot-sdk alone ~40 MB), and a
 deployment pays only for the platforms its config enables.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from tapgate._lazy import lazy_exports
 from tapgate.notifiers.base import Notifier, Receipt
 from tapgate.notifiers.console import ConsoleNotifier
 from tapgate.notifiers.dispatcher import Dispatcher
@@ -49,16 +50,4 @@ __all__ = [
 _LAZY = {"LineNotifier": "tapgate.notifiers.line", "SlackNotifier": "tapgate.notifiers.slack"}
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tapgate.notifiers' has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
