@@ -58,6 +58,14 @@ def clock() -> ManualClock:
     return ManualClock()
 
 
+def skip_without_postgresql() -> None:
+    """Skip (with the one-line reason) where no PostgreSQL server binaries exist; CI has them."""
+    if shutil.which("initdb") is None and not list(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb")
+    ):
+        pytest.skip("no PostgreSQL server binaries (initdb) on this machine")
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[str]:
     """A PostgreSQL server for the session: $TAPGATE_TEST_PG_URL, or one started here."""
@@ -66,10 +74,7 @@ def pg_server() -> Iterator[str]:
         yield url
         return
     script = Path(__file__).parent.parent / "scripts" / "pg-test-server"
-    if shutil.which("initdb") is None and not list(
-        Path("/usr/lib/postgresql").glob("*/bin/initdb")
-    ):
-        pytest.skip("no PostgreSQL server binaries (initdb) on this machine")
+    skip_without_postgresql()
     # Under /tmp itself: the server runs as an unprivileged user, who cannot
     # enter pytest's root-owned temporary directories.
     data = Path(tempfile.mkdtemp(prefix="tapgate-pg-"))

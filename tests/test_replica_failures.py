@@ -25,6 +25,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from tests.conftest import skip_without_postgresql
 from tests.fakes import FakeLine, Fault
 from tests.fakes.taps import free_port, signed_line_tap
 from tests.replicas import APPROVER, AUTH, LINE_TOKEN, SECRET, Replica, ask, start_replica
@@ -136,10 +137,7 @@ class PrivatePostgres:
 
 @pytest.fixture
 def private_pg() -> Iterator[PrivatePostgres]:
-    if shutil.which("initdb") is None and not list(
-        Path("/usr/lib/postgresql").glob("*/bin/initdb")
-    ):
-        pytest.skip("no PostgreSQL server binaries (initdb) on this machine")
+    skip_without_postgresql()  # a server of its own: it stops and starts it
     directory = Path(tempfile.mkdtemp(prefix="tapgate-pg-restart-"))
     port = free_port()
     started = subprocess.run(
