@@ -226,3 +226,57 @@ async def test_pacing_spaces_messages_to_one_destination(
     gaps = [b - a for a, b in itertools.pairwise(sent_at)]
     assert all(gap >= 2.0 for gap in gaps), sent_at
     await d.close()
+
+
+class CountingOutbox:
+    """Counts the dispatcher's outbox passes while passing each through to the real store."""
+
+    def __init__(self, store: Store) -> None:
+        self.calls: list[str] = []
+        outbox = store.outbox
+        for name in ("claim", "stale", "next_due"):
+            original = getattr(outbox, name)
+
+            def counted(*args: object, _name: str = name, _fn: object = original, **kw: object):  # type: ignore[no-untyped-def]
+                self.calls.append(_name)
+                return _fn(*args, **kw)  # type: ignore[operator]
+
+            setattr(outbox, name, counted)
+
+
+async def _decide_while_running(
+    gate: Gate, store: Store, clock: ManualClock, notifier: RecordingNotifier, messages: int
+) -> list[str]:
+    """Send 10 requests' messages, then decide them all with the dispatcher idle-waiting."""
+    tickets = [await gate.submit(call(n)) for n in range(10)]
+    d = Dispatcher(store, [notifier], clock=clock, bus=gate.bus, idle=3600)
+    await d.start()
+    await notifier.wait_for_sends(messages)
+    for _ in range(20):  # let the first passes end and the dispatcher park
+        await asyncio.sleep(0.01)
+    counter = CountingOutbox(store)
+    for ticket in tickets:
+        await gate.resolve(ticket.request_id or "", "approve", by="alice")
+        await asyncio.sleep(0.01)
+    for _ in range(20):
+        await asyncio.sleep(0.01)
+    await d.close()
+    return counter.calls
+
+
+async def test_decisions_cost_nothing_when_no_notifier_edits(
+    gate: Gate, store: Store, clock: ManualClock
+) -> None:
+    line = RecordingNotifier("line")
+    line.edits_messages = False  # type: ignore[attr-defined]
+    calls = await _decide_while_running(gate, store, clock, line, messages=10)  # alice
+    assert calls == [], calls[:12]  # a decision on LINE alone: no claim, no stale read, no next_due
+
+
+async def test_decisions_wake_only_the_update_pass(
+    gate: Gate, store: Store, clock: ManualClock, slack: RecordingNotifier
+) -> None:
+    calls = await _decide_while_running(gate, store, clock, slack, messages=20)  # alice, bob
+    assert len(slack.updates) == 20  # every message still shows its decision
+    assert "stale" in calls
+    assert "claim" not in calls and "next_due" not in calls

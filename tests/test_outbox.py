@@ -65,6 +65,23 @@ async def test_retry_waits_until_its_time(store: Store, clock: ManualClock) -> N
     assert (again.attempts, again.last_error) == (2, "503")
 
 
+async def test_next_due_waits_for_a_lease_held_elsewhere(store: Store, clock: ManualClock) -> None:
+    """A row another dispatcher leased is claimable when its lease ends, not before."""
+    await store.create_request(make_request(clock.now()), [ALICE], clock.now())
+    [_] = await store.outbox.claim(clock.now(), owner="other", lease=60)
+    clock.advance(5)
+    assert await store.outbox.claim(clock.now(), owner="me") == []
+    assert await store.outbox.next_due() == clock.now() + timedelta(seconds=55)
+
+
+async def test_next_due_only_for_the_channels_served(store: Store, clock: ManualClock) -> None:
+    """Pending LINE rows must not wake a dispatcher that serves Slack alone."""
+    await store.create_request(make_request(clock.now()), [BOB], clock.now())
+    assert await store.outbox.next_due(["slack"]) is None
+    assert await store.outbox.next_due(["line"]) == clock.now()
+    assert await store.outbox.next_due() == clock.now()
+
+
 async def test_failed_rows_are_never_claimed(store: Store, clock: ManualClock) -> None:
     await store.create_request(make_request(clock.now()), [ALICE], clock.now())
     [item] = await store.outbox.claim(clock.now(), owner="d")

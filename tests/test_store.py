@@ -63,6 +63,20 @@ async def test_transition_is_compare_and_set(store: Store, clock: ManualClock) -
     assert events == [("requested", "agent-1"), ("approved", "alice"), ("refused", "bob")]
 
 
+async def test_transition_remembers_its_webhook_event(store: Store, clock: ManualClock) -> None:
+    """A redelivered event decides nothing, on any request; the first one decided once."""
+    one, two = make_request(clock.now(), session="a"), make_request(clock.now(), session="b")
+    for request in (one, two):
+        await store.create_request(request, [], clock.now())
+    event = ("line", "01HEVENT")
+    first = await store.transition(one.id, to="approved", by="alice", now=clock.now(), event=event)
+    again = await store.transition(one.id, to="denied", by="alice", now=clock.now(), event=event)
+    other = await store.transition(two.id, to="denied", by="alice", now=clock.now(), event=event)
+    assert (first.outcome, again.outcome, other.outcome) == ("applied", "duplicate", "duplicate")
+    assert (await store.get_request(two.id)).status == "pending"
+    assert await store.remember_event("slack", "01HEVENT", clock.now())  # per platform
+
+
 async def test_resolve_after_deadline_expires_instead(store: Store, clock: ManualClock) -> None:
     req = make_request(clock.now(), ttl=30)
     await store.create_request(req, [ALICE], clock.now())

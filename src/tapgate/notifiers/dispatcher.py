@@ -7,9 +7,13 @@ time that survives restarts, :func:`~tapgate.notifiers.retry.outbox_backoff`),
 or failed for good. After a request is decided it brings every sent message
 of that request up to date (Slack's buttons become "Approved by alice").
 
-It wakes on gate events (a new request, a decision), on the earliest
-next-attempt time in the outbox, and otherwise every ``idle`` seconds as a
-safety net; it never polls per request.
+It wakes on gate events, on the earliest next-attempt time in the outbox,
+and otherwise every ``idle`` seconds as a safety net; it never polls per
+request. A new request asks for a full pass (claim, send, update); a decision
+asks only for the update pass, and only when some notifier can edit a sent
+message: with LINE alone a decision gives the dispatcher nothing to do, and a
+burst of taps must not cost a claim transaction and two reads each
+(docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ __all__ = ["Dispatcher"]
 
 log = logging.getLogger(__name__)
 
-_WAKE_ON = frozenset({"requested", "resolved", "expired", "cancelled"})
+_NEW_WORK = frozenset({"requested"})
+_DECIDED = frozenset({"resolved", "expired", "cancelled"})
 
 
 class Dispatcher:
@@ -72,6 +77,8 @@ class Dispatcher:
         self.owner = owner or f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._slots = asyncio.Semaphore(concurrency)
         self._wake = asyncio.Event()
+        self._claim_wanted = True  # the first pass claims whatever is due
+        self._edits = any(getattr(n, "edits_messages", True) for n in self.notifiers.values())
         self._next_send: dict[tuple[str, str], datetime] = {}
         self._pace_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._backlog: dict[tuple[str, str], int] = {}
@@ -119,12 +126,15 @@ class Dispatcher:
         await self.close()
 
     def wake(self) -> None:
-        """Look for work now (new rows or a decision)."""
+        """Run a full pass now: claim and send due rows, update decided messages."""
+        self._claim_wanted = True
         self._wake.set()
 
     def _on_event(self, event: GateEvent) -> None:
-        if event.kind in _WAKE_ON:
+        if event.kind in _NEW_WORK:
             self.wake()
+        elif event.kind in _DECIDED and self._edits:
+            self._wake.set()  # an update pass; a full one only if already due
 
     # -- work -------------------------------------------------------------------------
 
@@ -146,12 +156,21 @@ class Dispatcher:
         return len(stale)
 
     async def _loop(self) -> None:
+        # ``until``: when the next full pass is due without any event (the
+        # outbox's earliest retry, or the idle safety net); None: due now.
+        until: datetime | None = None
         while not self._stopping:
             self._wake.clear()
+            full = self._claim_wanted or until is None or self.clock.now() >= until
+            self._claim_wanted = False
             try:
-                if await self.run_once() or self._stopping:
+                worked = await (self.run_once() if full else self._update_pass())
+                if worked or self._stopping:  # more may be waiting: look again, as deep
+                    until = None if full else until
                     continue
-                await self._sleep()
+                if full:
+                    until = await self._next_pass()
+                await self._sleep(until)
             except asyncio.CancelledError:
                 raise
             except Exception:  # a bad moment (database restart) must not end delivery
@@ -159,13 +178,20 @@ class Dispatcher:
                 if task is not None and task.cancelling():
                     raise  # a driver error raised while we are being stopped: stop
                 log.exception("outbox dispatcher pass failed")
-                await self._sleep()
+                until = None
+                await self._sleep(self.clock.now() + timedelta(seconds=self.idle))
 
-    async def _sleep(self) -> None:
+    async def _next_pass(self) -> datetime:
+        """The earliest retry in the outbox, or ``idle`` seconds from now."""
         until = self.clock.now() + timedelta(seconds=self.idle)
-        due = await self.store.outbox.next_due()
+        due = await self.store.outbox.next_due(self.notifiers)
         if due is not None:
             until = min(until, max(due, self.clock.now()))
+        return until
+
+    async def _sleep(self, until: datetime | None) -> None:
+        if until is None:
+            return
         waiters = [
             asyncio.ensure_future(self._wake.wait()),
             asyncio.ensure_future(self.clock.sleep_until(until)),

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, case, func, or_, select, type_coerce, update
 
 from tapgate.core.models import Delivery, Request
 from tapgate.core.store import engine as _engine
@@ -156,10 +156,24 @@ class Outbox:
             lambda c: c.execute(statement, {"b_id": item_id, "b_owner": owner}).rowcount == 1
         )
 
-    async def next_due(self) -> datetime | None:
-        """When the earliest pending row becomes due (for the dispatcher's sleep)."""
-        query = select(outbox.c.next_attempt_at).where(outbox.c.status == "pending")
-        query = query.order_by(outbox.c.next_attempt_at).limit(1)
+    async def next_due(self, channels: Iterable[str] | None = None) -> datetime | None:
+        """When the earliest pending row (of ``channels``) can next be claimed.
+
+        That is its next attempt time, or the end of its lease if another
+        dispatcher holds it: a row leased elsewhere must not make this one's
+        sleep end at once, again and again, until the lease runs out. Rows of
+        channels the caller does not serve are never its business.
+        """
+        claimable = type_coerce(
+            case(
+                (outbox.c.lease_until > outbox.c.next_attempt_at, outbox.c.lease_until),
+                else_=outbox.c.next_attempt_at,
+            ),
+            UTCDateTime,
+        )
+        query = select(func.min(claimable)).where(outbox.c.status == "pending")
+        if channels is not None:
+            query = query.where(outbox.c.channel.in_(list(channels)))
         return await self.runner.read(lambda c: c.execute(query).scalar())
 
     async def stale(self, *, channels: Iterable[str], limit: int = 50) -> list[OutboxItem]:

@@ -41,6 +41,7 @@ from tapgate.core.store.calls import ClientCalls
 from tapgate.core.store.leader import Leadership
 from tapgate.core.store.notify import DecisionListener
 from tapgate.core.store.outbox import Outbox
+from tapgate.core.store.prepared import Prepared
 from tapgate.core.store.rows import (
     audit_from_row,
     grant_from_row,
@@ -105,6 +106,10 @@ _DECIDE = (
 _DECIDE_AS_APPROVER = _DECIDE.where(
     requests.c.approvers.contains(bindparam("b_needle"), escape="/")
 )
+# A tap's transaction runs on every tap: these skip SQLAlchemy's per-call work (see prepared).
+_REMEMBER_EVENT = {name: Prepared(statement) for name, statement in _INSERT_EVENT.items()}
+_DECIDE_PREPARED = Prepared(_DECIDE)
+_DECIDE_AS_APPROVER_PREPARED = Prepared(_DECIDE_AS_APPROVER)
 _SELECT_GRANT = (
     select(grants)
     .where(
@@ -523,7 +528,7 @@ class _Change:
         if self.event is not None:
             source, event_id = self.event
             seen = {"source": source, "event_id": event_id, "received_at": self.now}
-            if conn.execute(_INSERT_EVENT[conn.dialect.name], seen).rowcount != 1:
+            if _REMEMBER_EVENT[conn.dialect.name].rowcount(conn, seen) != 1:
                 return Transition(request=None, outcome="duplicate")
         extra = {"reason": self.reason, "scope": self.scope, **self.detail}
         params = {
@@ -535,13 +540,13 @@ class _Change:
             "b_scope": self.scope,
             "b_detail": json.dumps(self.detail, sort_keys=True) if self.detail else None,
         }
-        statement = _DECIDE
+        statement = _DECIDE_PREPARED
         if self.approver_check:
-            statement = _DECIDE_AS_APPROVER
+            statement = _DECIDE_AS_APPROVER_PREPARED
             params["b_needle"] = _like_escape(json.dumps(self.by))
-        row = conn.execute(statement, params).mappings().first()
-        if row is not None:
-            decided = request_from_row(row)
+        rows = statement.returning(conn, params)
+        if rows:
+            decided = request_from_row(rows[0])
             grant = self.grant(decided) if self.grant is not None else None
             if grant is not None:  # the decision itself is audited by a trigger
                 conn.execute(_INSERT_GRANT, grant_to_row(grant))

@@ -1,0 +1,66 @@
+"""Prepared statements: the raw-cursor path returns exactly what ``conn.execute`` would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection
+
+from tapgate.core.clock import ManualClock
+from tapgate.core.store import Store
+from tapgate.core.store.prepared import Prepared
+from tapgate.core.store.store import _DECIDE
+from tests.factories import make_request
+
+# A literal (``status == "pending"``), a parameter used twice (``b_now``) and
+# RETURNING: the store's own compare-and-set.
+DECIDE = _DECIDE
+
+
+async def test_returning_matches_conn_execute(store: Store, clock: ManualClock) -> None:
+    one, two = make_request(clock.now(), session="a"), make_request(clock.now(), session="b")
+    for request in (one, two):
+        await store.create_request(request, [], clock.now())
+    clock.advance(5)
+    params = {
+        "b_now": clock.now(),
+        "b_by": "alice",
+        "b_status": "approved",
+        "b_reason": "ok",
+        "b_scope": "once",
+        "b_detail": None,
+    }
+    prepared = Prepared(DECIDE)
+
+    def both(conn: Connection) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        core = dict(conn.execute(DECIDE, {**params, "b_id": one.id}).mappings().one())
+        return core, prepared.returning(conn, {**params, "b_id": two.id})
+
+    core, [fast] = await store.runner.run(both)
+    assert fast.keys() == core.keys()
+    differ = {k for k in core if core[k] != fast[k]}
+    assert differ == {"id", "session"}  # the two requests, nothing else
+    assert fast["resolved_at"] == clock.now()  # processed: an aware UTC datetime
+    assert fast["resolved_at"].utcoffset() is not None
+    assert fast["grantable"] is core["grantable"]
+
+    again = await store.runner.run(lambda c: prepared.returning(c, {**params, "b_id": two.id}))
+    assert again == []  # the literal ``pending`` is bound: a decided request is not matched
+
+
+async def test_rowcount_and_unknown_parameter(store: Store, clock: ManualClock) -> None:
+    await store.create_request(make_request(clock.now()), [], clock.now())
+    prepared = Prepared(DECIDE)
+    params = {
+        "b_id": "nope",
+        "b_now": clock.now(),
+        "b_by": "x",
+        "b_status": "denied",
+        "b_reason": None,
+        "b_scope": "once",
+        "b_detail": None,
+    }
+    assert await store.runner.run(lambda c: prepared.rowcount(c, params)) == 0
+    with pytest.raises(KeyError):
+        await store.runner.run(lambda c: prepared.rowcount(c, {"b_id": "nope"}))
