@@ -99,3 +99,7 @@ async def test_serve_answers_agents_and_an_operator_decision_wakes_them(tmp_path
     text = output.decode()
     assert f"tapgate resolve {created['id']} approve --as alice" in text  # the console notifier
     assert "Traceback" not in text
+    # The access log: one line per request, the path without its query string.
+    assert f'"GET /v1/tool-calls/{created["id"]}" 200' in text
+    assert '"POST /v1/tool-calls" 201' in text
+    assert "wait=30" not in text and TOKEN not in text

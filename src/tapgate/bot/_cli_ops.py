@@ -48,6 +48,7 @@ def serve(args: argparse.Namespace, config: Config) -> int:
     """Run the server until SIGTERM / SIGINT, then shut down gracefully."""
     from aiohttp import web
 
+    from tapgate.bot.access_log import AccessLogger
     from tapgate.bot.app import build_app
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -58,6 +59,7 @@ def serve(args: argparse.Namespace, config: Config) -> int:
         host=host,
         port=port,
         shutdown_timeout=15,
+        access_log_class=AccessLogger,
         print=lambda text: print(text, flush=True),
     )
     return 0

@@ -53,6 +53,8 @@ class LineReplier:
             },
             timeout=aiohttp.ClientTimeout(total=timeout),
             trust_env=False,  # the environment was read once, in _proxy_for
+            # LINE's API sets no cookies; filtering a jar on every request is pure cost.
+            cookie_jar=aiohttp.DummyCookieJar(),
         )
 
     async def reply(self, reply_token: str, text: str) -> None:
