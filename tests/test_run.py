@@ -9,6 +9,7 @@ with a chosen status, so "did it run" is a file on disk, never a guess.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shlex
 import signal
@@ -17,7 +18,10 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import aiohttp
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 
 from tapgate.bot.keys import GATE
 from tapgate.client._run import countdown_line
@@ -210,6 +214,96 @@ async def test_ctrl_c_or_sigterm_while_waiting_cancels_the_request(
     assert proc.returncode == status
     assert f"{how}: request {request.id} not run and cancelled" in err.decode()
     assert (await served.app[GATE].status(request.id)).status == "cancelled"
+    assert not marker.exists()
+    assert "Traceback" not in err.decode()
+
+
+@contextlib.asynccontextmanager
+async def held_asks(upstream: str) -> AsyncIterator[tuple[str, asyncio.Event]]:
+    """A real HTTP proxy to ``upstream`` that answers ``POST /v1/tool-calls`` only once released.
+
+    The server has the request by then; only the answer carrying its id is held.
+    """
+    release = asyncio.Event()
+
+    async def forward(request: web.Request) -> web.Response:
+        body = await request.read()
+        headers = {k: v for k, v in request.headers.items() if k.lower() != "host"}
+        async with (
+            aiohttp.ClientSession() as session,
+            session.request(
+                request.method, upstream + request.path_qs, data=body, headers=headers
+            ) as answer,
+        ):
+            payload = await answer.read()
+            status, kind = answer.status, answer.content_type
+        if request.method == "POST" and request.path == "/v1/tool-calls":
+            await release.wait()
+        return web.Response(body=payload, status=status, content_type=kind)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", forward)
+    async with TestServer(app, host="127.0.0.1") as proxy:
+        yield str(proxy.make_url("")).rstrip("/"), release
+
+
+async def test_ctrl_c_before_the_request_id_arrives_still_cancels_it(
+    served: Served, tmp_path: Path
+) -> None:
+    """Ctrl-C while the ask is on the wire: held until the id is known, then withdrawn."""
+    marker = tmp_path / "ran"
+    async with held_asks(served.url) as (url, release):
+        proc = await asyncio.create_subprocess_exec(
+            TAPGATE,
+            "run",
+            "--url",
+            url,
+            "--tool",
+            "deploy",
+            "--",
+            *marking(marker),
+            env={**os.environ, "TAPGATE_AGENT_TOKEN": TOKEN},
+            stderr=asyncio.subprocess.PIPE,
+        )
+        request = await served.pending()  # on the server; its id not yet at the client
+        await asyncio.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        await asyncio.sleep(0.3)
+        assert proc.returncode is None  # held, not lost
+        release.set()
+        _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 130, err.decode()
+    assert f"interrupted (Ctrl-C): request {request.id} not run and cancelled" in err.decode()
+    assert (await served.app[GATE].status(request.id)).status == "cancelled"
+    assert not marker.exists()
+    assert "Traceback" not in err.decode()
+
+
+async def test_a_second_ctrl_c_stops_at_once(served: Served, tmp_path: Path) -> None:
+    """For a server that never answers, the second Ctrl-C does not wait for it."""
+    marker = tmp_path / "ran"
+    async with held_asks(served.url) as (url, release):
+        proc = await asyncio.create_subprocess_exec(
+            TAPGATE,
+            "run",
+            "--url",
+            url,
+            "--tool",
+            "deploy",
+            "--",
+            *marking(marker),
+            env={**os.environ, "TAPGATE_AGENT_TOKEN": TOKEN},
+            stderr=asyncio.subprocess.PIPE,
+        )
+        await served.pending()
+        await asyncio.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        await asyncio.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        _, err = await asyncio.wait_for(proc.communicate(), 30)
+        release.set()
+    assert proc.returncode == 130, err.decode()
+    assert "tapgate: interrupted (Ctrl-C)" in err.decode()
     assert not marker.exists()
     assert "Traceback" not in err.decode()
 

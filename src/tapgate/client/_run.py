@@ -107,9 +107,16 @@ def countdown_line(command: str, request_id: str, seconds_left: float) -> str:
 def _ask(err: TextIO, url: str, token: str, call: ToolCall, timeout: float | None) -> int | None:
     """Wait for the decision on ``call``: ``None`` to run it, else tapgate's exit status."""
     waiting = _Waiting(err, str(call.arguments["command"]), timeout)
+    signals = _Signals(err)
+
+    def pending(request: Request) -> None:
+        waiting.start(request)
+        signals.release()  # we know what to cancel now: a held Ctrl-C acts from here
+
     try:
-        with _stop_on_sigterm(), SyncRemoteGate(url, token) as gate:
-            decision = decide(gate, call, timeout=timeout, on_pending=waiting.start)
+        with signals, SyncRemoteGate(url, token) as gate:
+            decision = decide(gate, call, timeout=timeout, on_pending=pending)
+            signals.release()  # decided at once: a held Ctrl-C still stops the command
     except KeyboardInterrupt:
         waiting.stop()
         how, status = "interrupted (Ctrl-C)", EXIT_INTERRUPTED
@@ -172,21 +179,59 @@ class _Stopped(BaseException):
         self.status = 128 + signum
 
 
-@contextlib.contextmanager
-def _stop_on_sigterm() -> Iterator[None]:
-    """Turn SIGTERM into :class:`_Stopped` while waiting (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+class _Signals:
+    """Ctrl-C and SIGTERM while asking: held until the request exists, then they stop us.
 
-    def stop(signum: int, frame: FrameType | None) -> None:
-        raise _Stopped(signum)
+    A signal that lands while the ask is on the wire would otherwise stop
+    ``tapgate run`` before it learns the request's id, leaving a request
+    nobody will cancel pending on the approvers' phones until it expires. So
+    the first one is held until :meth:`release` (the id is known, or the
+    call was decided at once) and then raised, which withdraws the request;
+    a second one stops at once, for a server that does not answer. SIGTERM
+    becomes :class:`_Stopped`, Ctrl-C ``KeyboardInterrupt``. Handlers are
+    installed on the main thread only (elsewhere Python cannot have them).
+    """
 
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    def __init__(self, err: TextIO) -> None:
+        self._err = err
+        self._holding = True
+        self._held: int | None = None
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)  # type: ignore[arg-type]
+        self._previous.clear()
+
+    def release(self) -> None:
+        """Stop holding; a signal held meanwhile is raised now."""
+        self._holding = False
+        if self._held is not None:
+            held, self._held = self._held, None
+            _raise_for(held)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self._holding and self._held is None:
+            self._held = signum
+            self._err.write(
+                "\ntapgate: stopping once the server has the request, to withdraw it "
+                "(again to stop now)\n"
+            )
+            self._err.flush()
+            return
+        _raise_for(signum)
+
+
+def _raise_for(signum: int) -> None:
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise _Stopped(signum)
 
 
 def _execute(argv: Sequence[str], err: TextIO) -> int:
