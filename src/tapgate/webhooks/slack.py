@@ -38,23 +38,22 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
-from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from tapgate.core.actions import SLACK_ACTIONS
 from tapgate.core.gate import Gate
 from tapgate.core.models import Request
 from tapgate.core.taps import already_message, reply_check, tap
-from tapgate.errors import ConfigError, RequestNotFound
+from tapgate.errors import RequestNotFound
+from tapgate.webhooks._slack_socket import close_socket, open_socket_mode
 from tapgate.webhooks._slack_views import (
     ANSWER_BLOCK,
     DENY_CALLBACK_ID,
@@ -72,6 +71,9 @@ from tapgate.webhooks._slack_views import (
     verify_signature,
 )
 
+if TYPE_CHECKING:
+    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
 __all__ = [
     "SIGNATURE_WINDOW",
     "SlackWebhook",
@@ -88,7 +90,6 @@ TRY_AGAIN = "tapgate could not record that just now; please tap the button again
 MODAL_FAILED = "tapgate could not open the deny dialog; please tap Deny again."
 REPLY_MODAL_FAILED = "tapgate could not open the answer dialog; please tap Reply again."
 BLANK_ANSWER = "Type an answer: the agent is waiting for it."
-_TOKEN_ERRORS = frozenset({"invalid_auth", "not_authed", "not_allowed_token_type", "token_revoked"})
 
 
 class SlackWebhook:
@@ -189,28 +190,17 @@ class SlackWebhook:
     async def start_socket_mode(self, app_token: str) -> None:
         """Receive interactions over Socket Mode (an ``xapp-`` token) instead of the route.
 
-        The first WebSocket URL is fetched here, so a wrong token fails the
-        start with a :class:`~tapgate.errors.ConfigError` instead of the SDK
-        retrying forever; the connection attempt is bounded by ``timeout``.
-        Later reconnects are the SDK's job.
+        A refused token is a :class:`~tapgate.errors.ConfigError` (see ``_slack_socket``).
         """
         if self._socket is not None:
             raise RuntimeError("Socket Mode is already running")
-        handler = AsyncSocketModeHandler(self._bolt, app_token)  # opens a session: in the loop
-        try:
-            handler.client.wss_uri = await self._socket_url(app_token)
-            async with asyncio.timeout(self._timeout):
-                await handler.connect_async()  # type: ignore[no-untyped-call]  # untyped in bolt
-        except BaseException:
-            await _close_socket(handler)
-            raise
-        self._socket = handler
+        self._socket = await open_socket_mode(self._bolt, self._client, app_token, self._timeout)
 
     async def close(self) -> None:
         """Disconnect Socket Mode, then let taps in flight finish (bounded by ``timeout``)."""
         socket, self._socket = self._socket, None
         if socket is not None:
-            await _close_socket(socket)
+            await close_socket(socket)
         tasks = set(self._tasks)
         if not tasks:
             return
@@ -218,18 +208,6 @@ class SlackWebhook:
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
-
-    async def _socket_url(self, app_token: str) -> str:
-        try:
-            response = await self._client.apps_connections_open(app_token=app_token)
-        except SlackApiError as error:
-            code = str(error.response.get("error", ""))
-            if code in _TOKEN_ERRORS:
-                raise ConfigError(
-                    "channels.slack.app_token", f"Slack refused the app-level token: {code}"
-                ) from None
-            raise
-        return str(response["url"])
 
     # -- bolt listeners: ack at once, work in an owned task ---------------------------
 
@@ -424,11 +402,3 @@ def _bolt_request(body: bytes, request: web.Request) -> AsyncBoltRequest | None:
     except Exception:  # JSON, UTF-8, nesting, or bolt's context extraction on odd shapes
         return None
     return bolt_request if isinstance(bolt_request.body, dict) else None
-
-
-async def _close_socket(handler: AsyncSocketModeHandler) -> None:
-    """Close the Socket Mode client and wait for the tasks it cancelled, so none outlives it."""
-    client = handler.client
-    await handler.close_async()  # type: ignore[no-untyped-call]  # untyped in bolt
-    tasks = [client.message_processor, client.current_session_monitor, client.message_receiver]
-    await asyncio.gather(*(t for t in tasks if t is not None), return_exceptions=True)
