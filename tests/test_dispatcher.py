@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -229,7 +230,7 @@ async def test_pacing_spaces_messages_to_one_destination(
 
 
 class CountingOutbox:
-    """Counts the dispatcher's outbox passes while passing each through to the real store."""
+    """Records the dispatcher's outbox calls as they complete, passing each to the real store."""
 
     def __init__(self, store: Store) -> None:
         self.calls: list[str] = []
@@ -237,31 +238,40 @@ class CountingOutbox:
         for name in ("claim", "stale", "next_due"):
             original = getattr(outbox, name)
 
-            def counted(*args: object, _name: str = name, _fn: object = original, **kw: object):  # type: ignore[no-untyped-def]
+            async def counted(*args: Any, _name: str = name, _fn: Any = original, **kw: Any) -> Any:
+                result = await _fn(*args, **kw)
                 self.calls.append(_name)
-                return _fn(*args, **kw)  # type: ignore[operator]
+                return result
 
             setattr(outbox, name, counted)
+
+    async def parked(self) -> int:
+        """Wait for a completed ``next_due``: the pass is over and the loop is asleep."""
+        while "next_due" not in self.calls:
+            await asyncio.sleep(0.005)
+        return len(self.calls)
 
 
 async def _decide_while_running(
     gate: Gate, store: Store, clock: ManualClock, notifier: RecordingNotifier, messages: int
 ) -> list[str]:
-    """Send 10 requests' messages, then decide them all with the dispatcher idle-waiting."""
+    """Send 10 requests' messages, then decide them all with the dispatcher asleep.
+
+    Returns the outbox calls the decisions caused.
+    """
     tickets = [await gate.submit(call(n)) for n in range(10)]
+    counter = CountingOutbox(store)
     d = Dispatcher(store, [notifier], clock=clock, bus=gate.bus, idle=3600)
     await d.start()
     await notifier.wait_for_sends(messages)
-    for _ in range(20):  # let the first passes end and the dispatcher park
-        await asyncio.sleep(0.01)
-    counter = CountingOutbox(store)
+    before = await counter.parked()
     for ticket in tickets:
         await gate.resolve(ticket.request_id or "", "approve", by="alice")
         await asyncio.sleep(0.01)
     for _ in range(20):
         await asyncio.sleep(0.01)
     await d.close()
-    return counter.calls
+    return counter.calls[before:]
 
 
 async def test_decisions_cost_nothing_when_no_notifier_edits(

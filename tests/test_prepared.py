@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection
+from sqlalchemy import Connection, insert
+from sqlalchemy.exc import IntegrityError
 
 from tapgate.core.clock import ManualClock
 from tapgate.core.store import Store
 from tapgate.core.store.prepared import Prepared
+from tapgate.core.store.schema import webhook_events
 from tapgate.core.store.store import _DECIDE
 from tests.factories import make_request
 
@@ -64,3 +66,14 @@ async def test_rowcount_and_unknown_parameter(store: Store, clock: ManualClock) 
     assert await store.runner.run(lambda c: prepared.rowcount(c, params)) == 0
     with pytest.raises(KeyError):
         await store.runner.run(lambda c: prepared.rowcount(c, {"b_id": "nope"}))
+
+
+async def test_a_driver_error_is_sqlalchemys_error(store: Store, clock: ManualClock) -> None:
+    """What ``conn.execute`` would raise (the API maps lost databases by these classes)."""
+    remember = Prepared(insert(webhook_events))  # no ON CONFLICT: a second insert fails
+    seen = {"source": "line", "event_id": "e1", "received_at": clock.now()}
+    assert await store.runner.run(lambda c: remember.rowcount(c, seen)) == 1
+    with pytest.raises(IntegrityError) as raised:
+        await store.runner.run(lambda c: remember.rowcount(c, seen))
+    assert "e1" not in str(raised.value)  # parameters hidden: they can be user data
+    assert await store.remember_event("line", "e2", clock.now())  # the store carries on

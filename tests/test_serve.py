@@ -92,6 +92,9 @@ async def test_serve_answers_agents_and_an_operator_decision_wakes_them(tmp_path
             assert (decided["decision"], decided["decided_by"]) == ("allow", "alice")
             async with session.get(url + "/metrics") as r:
                 assert "tapgate_pending_requests" in await r.text()
+            forged = '/x%0D%0A1.2.3.4%20"POST%20/v1/tool-calls"%20201'
+            async with session.get(url + forged) as r:
+                assert r.status == 404
     finally:
         server.send_signal(signal.SIGTERM)
         output, _ = await asyncio.wait_for(server.communicate(), 30)
@@ -103,3 +106,5 @@ async def test_serve_answers_agents_and_an_operator_decision_wakes_them(tmp_path
     assert f'"GET /v1/tool-calls/{created["id"]}" 200' in text
     assert '"POST /v1/tool-calls" 201' in text
     assert "wait=30" not in text and TOKEN not in text
+    assert '"GET /x%0D%0A1.2.3.4%20' in text  # as sent: no line can be forged
+    assert not any(line.startswith("1.2.3.4") for line in text.splitlines())

@@ -7,6 +7,9 @@ path that was a few per cent of the server's CPU. This one hands the logging
 module a format string and arguments, so a disabled ``aiohttp.access`` logger
 costs one level check, and it logs the path without the query string, which
 is never needed to read the log and may carry what should not be in it.
+
+The path is logged as it came on the wire (percent-encoded): the decoded
+``request.path`` would let anyone write ``%0D%0A`` and forge log lines.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ class AccessLogger(AbstractAccessLogger):
             '%s "%s %s" %d %dB %.1fms',
             request.remote,
             request.method,
-            request.path,
+            request.rel_url.raw_path,
             response.status,
             response.body_length,
             time * 1000,

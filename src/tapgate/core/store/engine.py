@@ -179,9 +179,11 @@ class ThreadRunner:
                     break
                 batch.append(more)
             self._run_batch(batch)
-        if self._conn is not None:
-            self._conn.close()
-        self.engine.dispose()
+        try:
+            if self._conn is not None:
+                self._conn.close()
+        finally:
+            self.engine.dispose()
 
     def _run_batch(self, batch: list[_Job]) -> None:
         _deliver(self._outcomes(batch))

@@ -17,7 +17,11 @@ looked up once per dialect, through the types' public
 the caller's transaction on the connection's own DBAPI cursor.
 
 Use it for statements on a hot path whose parameters are plain names
-(``bindparam("b_id")``); anything else reads better through ``conn.execute``.
+(``bindparam("b_id")``) and whose columns' result processors need no DBAPI
+type code (strings, integers, booleans, datetimes: not ``Numeric`` on
+asyncpg); anything else reads better through ``conn.execute``. What it does
+not inherit: SQLAlchemy's asyncpg statement-cache invalidation after a live
+schema change (tapgate migrates before it serves).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, exc
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.dml import UpdateBase
 
@@ -50,32 +54,28 @@ class _Compiled:
 
 
 class Prepared:
-    """A Core INSERT / UPDATE / DELETE (optionally RETURNING) run on the raw cursor."""
+    """A Core INSERT / UPDATE / DELETE (optionally RETURNING) run on the raw cursor.
+
+    A driver error is raised as SQLAlchemy's own ``DBAPIError`` subclass (what
+    ``conn.execute`` raises, so callers that map a lost database to a 503 see
+    no difference), and a disconnect invalidates the connection, as
+    SQLAlchemy would, so the pool does not hand it out again.
+    """
 
     def __init__(self, statement: UpdateBase) -> None:
         self.statement = statement
-        self._by_dialect: dict[str, _Compiled] = {}
+        self._by_dialect: dict[tuple[str, str, str], _Compiled] = {}
         self._lock = threading.Lock()
 
     def rowcount(self, conn: Connection, params: Mapping[str, Any]) -> int:
         """Execute; the number of rows the statement touched."""
-        compiled = self._compiled(conn.dialect)
-        cursor = conn.connection.cursor()
-        try:
-            cursor.execute(compiled.sql, _bound(compiled, params))
-            return int(cursor.rowcount)
-        finally:
-            cursor.close()
+        count, _ = self._run(conn, params, fetch=False)
+        return count
 
     def returning(self, conn: Connection, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Execute; the RETURNING rows as dicts of processed values (datetimes, booleans)."""
         compiled = self._compiled(conn.dialect)
-        cursor = conn.connection.cursor()
-        try:
-            cursor.execute(compiled.sql, _bound(compiled, params))
-            raw = cursor.fetchall()
-        finally:
-            cursor.close()
+        _, raw = self._run(conn, params, fetch=True)
         readers = compiled.readers
         return [
             {
@@ -85,12 +85,43 @@ class Prepared:
             for row in raw
         ]
 
+    def _run(
+        self, conn: Connection, params: Mapping[str, Any], *, fetch: bool
+    ) -> tuple[int, list[Sequence[Any]]]:
+        dialect = conn.dialect
+        compiled = self._compiled(dialect)
+        bound = _bound(compiled, params)
+        dbapi = conn.connection.dbapi_connection
+        cursor = conn.connection.cursor()
+        try:
+            cursor.execute(compiled.sql, bound)
+            return int(cursor.rowcount), (list(cursor.fetchall()) if fetch else [])
+        except dialect.loaded_dbapi.Error as error:
+            lost = dialect.is_disconnect(error, dbapi, cursor)
+            if lost:
+                conn.invalidate(error)
+            raise exc.DBAPIError.instance(
+                compiled.sql,
+                bound,
+                error,
+                dialect.loaded_dbapi.Error,
+                hide_parameters=True,  # arguments and approver names stay out of logs
+                connection_invalidated=lost,
+                dialect=dialect,
+            ) from error
+        finally:
+            if not conn.invalidated:
+                cursor.close()
+
     def _compiled(self, dialect: Dialect) -> _Compiled:
-        found = self._by_dialect.get(dialect.name)
+        # Keyed by driver and parameter style too: the same database through
+        # another driver needs other SQL ($1 vs ? vs %(name)s).
+        key = (dialect.name, dialect.driver, dialect.paramstyle)
+        found = self._by_dialect.get(key)
         if found is None:
             with self._lock:
-                found = self._by_dialect.get(dialect.name) or _compile(self.statement, dialect)
-                self._by_dialect[dialect.name] = found
+                found = self._by_dialect.get(key) or _compile(self.statement, dialect)
+                self._by_dialect[key] = found
         return found
 
 
