@@ -198,17 +198,21 @@ async def tapgate_taps_per_second(tmp: Path, n: int) -> float:
             fake.stdout.close()
 
 
-async def _deliveries(session: aiohttp.ClientSession, url: str, n: int) -> None:
-    """Wait until the server reports ``n`` approval messages delivered (its /metrics)."""
+async def _delivered(session: aiohttp.ClientSession, url: str) -> float:
+    """Approval messages the server reports delivered so far (its /metrics)."""
+    async with session.get(url + "/metrics") as r:
+        text = await r.text()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("tapgate_deliveries_total")
+    )
+
+
+async def _deliveries(session: aiohttp.ClientSession, url: str, n: float) -> None:
+    """Wait until the server reports ``n`` approval messages delivered in all."""
     for _ in range(6000):
-        async with session.get(url + "/metrics") as r:
-            text = await r.text()
-        done = sum(
-            float(line.rsplit(" ", 1)[1])
-            for line in text.splitlines()
-            if line.startswith("tapgate_deliveries_total")
-        )
-        if done >= n:
+        if await _delivered(session, url) >= n:
             return
         await asyncio.sleep(0.05)
     raise RuntimeError("the approval messages were never all delivered")
@@ -263,8 +267,14 @@ POLLER = textwrap.dedent("""
         timeout = aiohttp.ClientTimeout(total=None)
         async with aiohttp.ClientSession(connector=connector, timeout=timeout) as s:
             async def poll(rid):
-                async with s.get(f"{url}/v1/tool-calls/{rid}?wait=120", headers=headers) as r:
-                    await r.read()
+                target = f"{url}/v1/tool-calls/{rid}?wait=120"
+                for _ in range(20):  # 10,000 connects at once: a refused one retries, as agents do
+                    try:
+                        async with s.get(target, headers=headers) as r:
+                            await r.read()
+                            return
+                    except aiohttp.ClientConnectionError:
+                        await asyncio.sleep(0.5)
             tasks = [asyncio.create_task(poll(rid)) for rid in ids]
             print("started", flush=True)
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -274,8 +284,16 @@ POLLER = textwrap.dedent("""
 
 
 async def long_polls(server: Server, tmp: Path, n: int) -> tuple[float, float]:
+    """RSS with ``n`` long-polls parked, against the same server before they came.
+
+    Both are read after the ``n`` asks' approval messages are all out, so the
+    figure is the long-polls', not that of whatever share of 10,000 pushes
+    happens to be in flight at the moment of reading.
+    """
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as agent:
+        before = await _delivered(agent, server.url)
         ids = await asyncio.gather(*(ask(agent, server.url, 100_000 + i) for i in range(n)))
+        await _deliveries(agent, server.url, before + n)
     idle = server.rss_mb()
     (tmp / "ids.json").write_text(json.dumps(ids))
     (tmp / "poller.py").write_text(POLLER)
