@@ -17,6 +17,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -39,6 +40,23 @@ def marking(marker: Path, status: int = 0, *extra: str) -> list[str]:
 
 
 Run = Callable[..., Awaitable[tuple[int, str]]]
+
+
+async def run_process(url: str, marker: Path, **kw: Any) -> asyncio.subprocess.Process:
+    """``tapgate run --tool deploy -- <marking command>`` as its own process (for signals)."""
+    return await asyncio.create_subprocess_exec(
+        TAPGATE,
+        "run",
+        "--url",
+        url,
+        "--tool",
+        "deploy",
+        "--",
+        *marking(marker),
+        env={**os.environ, "TAPGATE_AGENT_TOKEN": TOKEN},
+        stderr=asyncio.subprocess.PIPE,
+        **kw,
+    )
 
 
 @pytest.fixture
@@ -195,18 +213,7 @@ async def test_ctrl_c_or_sigterm_while_waiting_cancels_the_request(
     served: Served, tmp_path: Path, signum: int, status: int, how: str
 ) -> None:
     marker = tmp_path / "ran"
-    proc = await asyncio.create_subprocess_exec(
-        TAPGATE,
-        "run",
-        "--url",
-        served.url,
-        "--tool",
-        "deploy",
-        "--",
-        *marking(marker),
-        env={**os.environ, "TAPGATE_AGENT_TOKEN": TOKEN},
-        stderr=asyncio.subprocess.PIPE,
-    )
+    proc = await run_process(served.url, marker)
     request = await served.pending()
     await asyncio.sleep(0.3)  # let it settle into its long-poll
     proc.send_signal(signum)
@@ -253,18 +260,7 @@ async def test_ctrl_c_before_the_request_id_arrives_still_cancels_it(
     """Ctrl-C while the ask is on the wire: held until the id is known, then withdrawn."""
     marker = tmp_path / "ran"
     async with held_asks(served.url) as (url, release):
-        proc = await asyncio.create_subprocess_exec(
-            TAPGATE,
-            "run",
-            "--url",
-            url,
-            "--tool",
-            "deploy",
-            "--",
-            *marking(marker),
-            env={**os.environ, "TAPGATE_AGENT_TOKEN": TOKEN},
-            stderr=asyncio.subprocess.PIPE,
-        )
+        proc = await run_process(url, marker)
         request = await served.pending()  # on the server; its id not yet at the client
         await asyncio.sleep(0.3)
         proc.send_signal(signal.SIGINT)
@@ -283,27 +279,56 @@ async def test_a_second_ctrl_c_stops_at_once(served: Served, tmp_path: Path) -> 
     """For a server that never answers, the second Ctrl-C does not wait for it."""
     marker = tmp_path / "ran"
     async with held_asks(served.url) as (url, release):
-        proc = await asyncio.create_subprocess_exec(
-            TAPGATE,
-            "run",
-            "--url",
-            url,
-            "--tool",
-            "deploy",
-            "--",
-            *marking(marker),
-            env={**os.environ, "TAPGATE_AGENT_TOKEN": TOKEN},
-            stderr=asyncio.subprocess.PIPE,
-        )
+        proc = await run_process(url, marker)
         await served.pending()
         await asyncio.sleep(0.3)
         proc.send_signal(signal.SIGINT)
         await asyncio.sleep(0.3)
+        assert proc.returncode is None  # the first one is held
         proc.send_signal(signal.SIGINT)
         _, err = await asyncio.wait_for(proc.communicate(), 30)
         release.set()
     assert proc.returncode == 130, err.decode()
-    assert "tapgate: interrupted (Ctrl-C)" in err.decode()
+    assert "(again to stop now)" in err.decode()
+    assert "interrupted (Ctrl-C) before the server answered" in err.decode()
+    assert not marker.exists()
+    assert "Traceback" not in err.decode()
+
+
+async def test_an_ignored_ctrl_c_stays_ignored(served: Served, tmp_path: Path) -> None:
+    """``tapgate run ... &`` in a script ignores SIGINT: holding it must not revive it."""
+    marker = tmp_path / "ran"
+    async with held_asks(served.url) as (url, release):
+        proc = await run_process(
+            url, marker, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)
+        )
+        request = await served.pending()
+        await asyncio.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        release.set()
+        await asyncio.sleep(0.3)
+        await served.tap(request.id)
+        _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0, err.decode()
+    assert marker.read_text() == "ran"
+
+
+async def test_a_held_sigterm_gives_up_after_a_few_seconds(served: Served, tmp_path: Path) -> None:
+    """A CI runner kills a job soon after its SIGTERM: the hold must not outlast that."""
+    marker = tmp_path / "ran"
+    async with held_asks(served.url) as (url, release):
+        proc = await run_process(url, marker)
+        await served.pending()
+        await asyncio.sleep(0.3)
+        started = asyncio.get_running_loop().time()
+        proc.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(proc.communicate(), 30)
+        waited = asyncio.get_running_loop().time() - started
+        release.set()
+    assert proc.returncode == 128 + signal.SIGTERM, err.decode()
+    assert 4.0 <= waited < 15.0  # the five-second hold, not the ask's retries
+    assert "terminated before the server answered" in err.decode()
+    assert "was not withdrawn" in err.decode()
     assert not marker.exists()
     assert "Traceback" not in err.decode()
 

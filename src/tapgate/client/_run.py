@@ -117,18 +117,18 @@ def _ask(err: TextIO, url: str, token: str, call: ToolCall, timeout: float | Non
         with signals, SyncRemoteGate(url, token) as gate:
             decision = decide(gate, call, timeout=timeout, on_pending=pending)
             signals.release()  # decided at once: a held Ctrl-C still stops the command
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Stopped) as stop:
         waiting.stop()
-        how, status = "interrupted (Ctrl-C)", EXIT_INTERRUPTED
+        how, status = _how(stop)
+        if signals.unanswered:
+            return _fail(err, f"{how} before the server answered{_MAYBE_LEFT}", status)
         return _interrupted(err, url, token, waiting.request, how=how, status=status)
-    except _Stopped as stopped:
-        waiting.stop()
-        return _interrupted(
-            err, url, token, waiting.request, how="terminated", status=stopped.status
-        )
     except Unauthorized as exc:
         return _fail(err, failure(url, exc), EXIT_CONFIG)
     except TapgateError as exc:
+        if signals.held is not None:  # stopped while the server failed us: say both
+            how, status = _how(_exception_for(signals.held))
+            return _fail(err, f"{how}; {failure(url, exc)}{_MAYBE_LEFT}", status)
         return _fail(err, failure(url, exc), EXIT_UNAVAILABLE)
     finally:
         waiting.stop()
@@ -186,32 +186,56 @@ class _Signals:
     ``tapgate run`` before it learns the request's id, leaving a request
     nobody will cancel pending on the approvers' phones until it expires. So
     the first one is held until :meth:`release` (the id is known, or the
-    call was decided at once) and then raised, which withdraws the request;
-    a second one stops at once, for a server that does not answer. SIGTERM
-    becomes :class:`_Stopped`, Ctrl-C ``KeyboardInterrupt``. Handlers are
-    installed on the main thread only (elsewhere Python cannot have them).
+    call was decided at once) and then raised, which withdraws the request.
+    The hold is bounded: a second signal, or ``HOLD_LIMIT`` seconds without
+    an answer (a CI runner kills a job a few seconds after its SIGTERM),
+    stop at once, and :attr:`unanswered` says a request may be left behind.
+    SIGTERM becomes :class:`_Stopped`, Ctrl-C ``KeyboardInterrupt``.
+    Handlers are installed on the main thread only (elsewhere Python cannot
+    have them), never over a signal the caller ignores (``nohup``, ``&``).
     """
+
+    HOLD_LIMIT = 5.0
 
     def __init__(self, err: TextIO) -> None:
         self._err = err
         self._holding = True
         self._held: int | None = None
         self._previous: dict[int, object] = {}
+        self.unanswered = False  # stopped before the server told us the request id
+
+    @property
+    def held(self) -> int | None:
+        """The signal being held, if any."""
+        return self._held
 
     def __enter__(self) -> _Signals:
         if threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGINT, signal.SIGTERM):
-                self._previous[signum] = signal.signal(signum, self._handle)
+                if signal.getsignal(signum) is not signal.SIG_IGN:
+                    self._previous[signum] = signal.signal(signum, self._handle)
+            if self._previous:
+                self._previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, self._give_up)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for signum, previous in self._previous.items():
-            signal.signal(signum, previous)  # type: ignore[arg-type]
-        self._previous.clear()
+        if not self._previous:
+            return
+        # Blocked while restoring, so no signal finds half our handlers still in place.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, set(self._previous))
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            for signum, previous in self._previous.items():
+                signal.signal(signum, previous)  # type: ignore[arg-type]
+            self._previous.clear()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     def release(self) -> None:
         """Stop holding; a signal held meanwhile is raised now."""
         self._holding = False
+        if signal.SIGALRM in self._previous:
+            signal.setitimer(signal.ITIMER_REAL, 0)
         if self._held is not None:
             held, self._held = self._held, None
             _raise_for(held)
@@ -219,19 +243,42 @@ class _Signals:
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self._holding and self._held is None:
             self._held = signum
-            self._err.write(
-                "\ntapgate: stopping once the server has the request, to withdraw it "
-                "(again to stop now)\n"
-            )
-            self._err.flush()
+            signal.setitimer(signal.ITIMER_REAL, self.HOLD_LIMIT)
+            with contextlib.suppress(RuntimeError, OSError):  # a write it interrupted
+                self._err.write(
+                    "\ntapgate: stopping once the server has the request, to withdraw it "
+                    "(again to stop now)\n"
+                )
+                self._err.flush()
             return
+        if self._holding:
+            self.unanswered = True
         _raise_for(signum)
+
+    def _give_up(self, signum: int, frame: FrameType | None) -> None:
+        """``HOLD_LIMIT`` passed without the request id: stop anyway."""
+        if self._holding and self._held is not None:
+            held, self._held = self._held, None
+            self.unanswered = True
+            _raise_for(held)
+
+
+_MAYBE_LEFT = "; a request it may have made was not withdrawn (it expires on its own)"
+
+
+def _exception_for(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else _Stopped(signum)
 
 
 def _raise_for(signum: int) -> None:
-    if signum == signal.SIGINT:
-        raise KeyboardInterrupt
-    raise _Stopped(signum)
+    raise _exception_for(signum)
+
+
+def _how(stop: BaseException) -> tuple[str, int]:
+    """What to call a stop and its exit status: Ctrl-C 130, a signal N 128 + N."""
+    if isinstance(stop, _Stopped):
+        return "terminated", stop.status
+    return "interrupted (Ctrl-C)", EXIT_INTERRUPTED
 
 
 def _execute(argv: Sequence[str], err: TextIO) -> int:
@@ -307,8 +354,9 @@ class _Waiting:
         )
         self.err.flush()
         if _is_terminal(self.err):
-            self._thread = threading.Thread(target=self._draw, daemon=True)
-            self._thread.start()
+            thread = threading.Thread(target=self._draw, daemon=True)
+            thread.start()
+            self._thread = thread  # only a started thread is ever joined
 
     def stop(self) -> None:
         self._stop.set()
