@@ -311,6 +311,20 @@ async def test_cancel_then_a_second_cancel_is_a_409_with_the_current_state(api: 
     assert body["tool_call"]["status"] == "cancelled"
 
 
+async def test_a_cancel_reason_with_control_characters_is_a_400(api: Api) -> None:
+    """PostgreSQL cannot store NUL: refused with the field's path, nothing cancelled."""
+    request_id = await api.ask()
+    status, body, _ = await api.call(
+        "POST", f"/v1/tool-calls/{request_id}/cancel", {"reason": "stop\x00now"}
+    )
+    assert status == 400 and body["error"]["path"] == "reason"
+    assert (await api.gate.status(request_id)).status == "pending"
+    status, body, _ = await api.call(
+        "POST", f"/v1/tool-calls/{request_id}/cancel", {"reason": "line one\nline two\t!"}
+    )
+    assert status == 200 and body["reason"] == "line one\nline two\t!"
+
+
 async def test_cancelling_an_approved_request_is_a_409(api: Api) -> None:
     request_id = await api.ask()
     await api.gate.resolve(request_id, "approve", by="alice")
@@ -425,6 +439,9 @@ async def test_the_bearer_scheme_is_case_insensitive(api: Api) -> None:
         (b'{"tool": 1}', "invalid_body", "tool"),
         (b'{"tool": ""}', "invalid_body", "tool"),
         (b'{"tool": "de\\u0000ploy"}', "invalid_body", "tool"),
+        (b'{"tool": "deploy\\u202e_gnirts"}', "invalid_body", "tool"),  # a bidi override
+        (b'{"tool": "deploy\\u2028ok"}', "invalid_body", "tool"),  # a line separator
+        (b'{"tool": "deploy", "session": "s\\u0085"}', "invalid_body", "session"),  # NEL
         (b'{"tool": "' + b"t" * 201 + b'"}', "invalid_body", "tool"),
         (b'{"tool": "deploy", "wiat": 3}', "invalid_body", "wiat"),
         (b'{"tool": "deploy", "arguments": []}', "invalid_body", "arguments"),

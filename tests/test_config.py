@@ -530,6 +530,12 @@ def test_duplicate_approver_names() -> None:
     assert "duplicate approver name 'alice'" in error.message
 
 
+def test_approver_names_differing_only_in_case_are_duplicates() -> None:
+    error = config_error({"approvers": [{"name": "Alice"}, {"name": "alice"}]})
+    assert error.path == "approvers[1].name"
+    assert "duplicate approver name 'alice' (also approvers[0]" in error.message
+
+
 def test_approver_name_must_not_be_a_group_name() -> None:
     error = config_error({"approvers": [{"name": "alice", "groups": ["bob"]}, {"name": "bob"}]})
     assert (error.path, error.message) == ("approvers[1].name", "'bob' is also a group name")

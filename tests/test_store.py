@@ -77,6 +77,19 @@ async def test_transition_remembers_its_webhook_event(store: Store, clock: Manua
     assert await store.remember_event("slack", "01HEVENT", clock.now())  # per platform
 
 
+async def test_a_reason_with_nul_is_stored_on_every_backend(
+    store: Store, clock: ManualClock
+) -> None:
+    """Typed answers come from chat apps; PostgreSQL cannot store NUL, so it is replaced."""
+    req = make_request(clock.now())
+    await store.create_request(req, [], clock.now())
+    done = await store.transition(
+        req.id, to="approved", by="alice", now=clock.now(), reason="a\x00b"
+    )
+    assert done.outcome == "applied"
+    assert (await store.get_request(req.id)).resolution_reason == "a\ufffdb"
+
+
 async def test_resolve_after_deadline_expires_instead(store: Store, clock: ManualClock) -> None:
     req = make_request(clock.now(), ttl=30)
     await store.create_request(req, [ALICE], clock.now())
@@ -229,15 +242,17 @@ async def test_one_failing_job_does_not_undo_its_batch(store: Store, clock: Manu
 
 
 async def test_approver_check_is_an_exact_name_match(store: Store, clock: ManualClock) -> None:
-    req = make_request(clock.now(), approvers=("alice", "b%b"))
+    req = make_request(clock.now(), approvers=("alice", "b%b", 'x"Bob', "Émile"))
     await store.create_request(req, [], clock.now())
-    for impostor in ("al_ce", "a%", "ali", "b_b"):
+    # LIKE wildcards, a prefix, another case (SQLite's LIKE ignores ASCII case),
+    # a name found inside another's JSON text, non-ASCII case.
+    for impostor in ("al_ce", "a%", "ali", "b_b", "Alice", "ALICE", "Bob", "x", "émile"):
         result = await store.transition(
             req.id, to="approved", by=impostor, now=clock.now(), approver_check=True
         )
         assert result.outcome == "unauthorized", impostor
     result = await store.transition(
-        req.id, to="approved", by="b%b", now=clock.now(), approver_check=True
+        req.id, to="approved", by='x"Bob', now=clock.now(), approver_check=True
     )
     assert result.outcome == "applied"
 

@@ -64,9 +64,21 @@ __all__ = [
 ]
 
 # The store's column width for tool and session names; control characters are
-# refused because PostgreSQL cannot store NUL and chat messages show the rest.
+# refused because PostgreSQL cannot store NUL and chat messages show the rest,
+# and so are line separators and bidi overrides, which could make the one-line
+# confirmations in chat (LINE replies, Slack ephemerals) read as something else.
 Name = Annotated[
-    str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")
+    str,
+    StringConstraints(
+        min_length=1,
+        max_length=200,
+        pattern=r"^[^\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]+$",
+    ),
+]
+# Free text kept in the audit log: lines and tabs are fine, other control
+# characters are not (NUL cannot even be stored by PostgreSQL).
+Reason = Annotated[
+    str, StringConstraints(max_length=1000, pattern=r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$")
 ]
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -118,7 +130,7 @@ class ToolCallIn(_Body):
 class CancelIn(_Body):
     """``POST /v1/tool-calls/{id}/cancel``: an optional reason, kept in the audit log."""
 
-    reason: Annotated[str, StringConstraints(max_length=1000)] | None = None
+    reason: Reason | None = None
 
 
 class WaitQuery(_Query):

@@ -215,18 +215,21 @@ def _check_agents(agents: Sequence[AgentConfig]) -> None:
 
 def _check_approvers(approvers: Sequence[ApproverConfig]) -> None:
     groups = {group for approver in approvers for group in approver.groups}
+    # Keyed case-insensitively: "Alice" and "alice" as two approvers is a typo
+    # waiting to become an audit log nobody can read (decisions match exactly).
     seen: dict[str, int] = {}
     for index, approver in enumerate(approvers):
         path = format_path(("approvers", index, "name"))
-        if approver.name in seen:
+        key = approver.name.casefold()
+        if key in seen:
             raise ConfigError(
                 path,
                 f"duplicate approver name {approver.name!r} "
-                f"(also approvers[{seen[approver.name]}])",
+                f"(also approvers[{seen[key]}], names are compared ignoring case)",
             )
         if approver.name in groups:
             raise ConfigError(path, f"{approver.name!r} is also a group name")
-        seen[approver.name] = index
+        seen[key] = index
 
 
 def _check_policy(

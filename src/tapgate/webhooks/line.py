@@ -124,7 +124,13 @@ class LineWebhook:
 
     async def __call__(self, request: web.Request) -> web.Response:
         """The aiohttp handler: the raw bytes in, :meth:`handle`'s answer out."""
-        result = await self.handle(request.headers, await request.read())
+        try:
+            body = await request.read()
+        except web.RequestPayloadError:  # e.g. a body that claims gzip and is not
+            _log.warning("LINE webhook refused: unreadable body")
+            result = self._reject("payload", 400, "unreadable body")
+        else:
+            result = await self.handle(request.headers, body)
         return web.json_response(dict(result.body), status=result.status)
 
     async def settled(self) -> None:

@@ -166,7 +166,11 @@ class SlackWebhook:
 
     async def __call__(self, request: web.Request) -> web.Response:
         """``POST /webhooks/slack``: 401 unless signed and fresh, 400 unless well-formed."""
-        body = await request.read()
+        try:
+            body = await request.read()
+        except web.RequestPayloadError:  # e.g. a body that claims gzip and is not
+            _log.warning("Slack webhook refused: unreadable body")
+            return self._refuse("payload", 400, "unreadable body")
         check = check_signature(
             self._secret,
             body,

@@ -22,9 +22,13 @@ from typing import Any, Literal, TypeVar
 
 from sqlalchemy import (
     Connection,
+    String,
     and_,
     bindparam,
+    cast,
     delete,
+    exists,
+    func,
     insert,
     literal,
     or_,
@@ -33,6 +37,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.exc import IntegrityError
 
 from tapgate.core.models import AuditEntry, Delivery, Grant, Request, RequestStatus, Scope
@@ -101,15 +106,23 @@ _DECIDE = (
     )
     .returning(*requests.c)
 )
-# The tapper must be one of the request's approvers: checked in the same UPDATE.
-# ``approvers`` is a JSON list, so the quoted name is an exact element match.
-_DECIDE_AS_APPROVER = _DECIDE.where(
-    requests.c.approvers.contains(bindparam("b_needle"), escape="/")
-)
+# The tapper must be one of the request's approvers: checked in the same UPDATE,
+# as an exact, case-sensitive match of one element of the JSON list. (A LIKE on
+# the JSON text was not: SQLite's LIKE ignores ASCII case, so "alice" could decide
+# for "Alice", and a name with a quote in it could match inside another.)
+_APPROVERS = func.json_each(requests.c.approvers).table_valued("value")
+_DECIDE_AS_APPROVER = {
+    "sqlite": _DECIDE.where(exists().where(_APPROVERS.c.value == bindparam("b_approver"))),
+    "postgresql": _DECIDE.where(
+        cast(requests.c.approvers, JSONB).op("?")(bindparam("b_approver", type_=String))
+    ),
+}
 # A tap's transaction runs on every tap: these skip SQLAlchemy's per-call work (see prepared).
 _REMEMBER_EVENT = {name: Prepared(statement) for name, statement in _INSERT_EVENT.items()}
 _DECIDE_PREPARED = Prepared(_DECIDE)
-_DECIDE_AS_APPROVER_PREPARED = Prepared(_DECIDE_AS_APPROVER)
+_DECIDE_AS_APPROVER_PREPARED = {
+    name: Prepared(statement) for name, statement in _DECIDE_AS_APPROVER.items()
+}
 _SELECT_GRANT = (
     select(grants)
     .where(
@@ -331,6 +344,10 @@ class Store:
         makes ("allow for session", "always") from the current request; it
         commits with the decision, so it exists exactly when the approval does.
         """
+        if reason is not None and "\x00" in reason:
+            # An approver's typed answer is stored as text, and PostgreSQL cannot
+            # store NUL: shown as U+FFFD on both backends rather than refused.
+            reason = reason.replace("\x00", "\ufffd")
         change = _Change(
             request_id=request_id,
             to=to,
@@ -542,8 +559,8 @@ class _Change:
         }
         statement = _DECIDE_PREPARED
         if self.approver_check:
-            statement = _DECIDE_AS_APPROVER_PREPARED
-            params["b_needle"] = _like_escape(json.dumps(self.by))
+            statement = _DECIDE_AS_APPROVER_PREPARED[conn.dialect.name]
+            params["b_approver"] = self.by
         rows = statement.returning(conn, params)
         if rows:
             decided = request_from_row(rows[0])
@@ -590,10 +607,6 @@ class _Change:
 
 # {"on_timeout": "deny"} built in SQL, so a bulk expiry stays one statement.
 _ON_TIMEOUT_DETAIL = literal('{"on_timeout": "') + requests.c.on_timeout + literal('"}')
-
-
-def _like_escape(text: str) -> str:
-    return text.replace("/", "//").replace("%", "/%").replace("_", "/_")
 
 
 def _get(conn: Connection, request_id: str) -> Request | None:
