@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -185,19 +186,73 @@ async def test_decision_updates_every_sent_message(
     await d.close()
 
 
+async def sent_then_cancelled(gate: Gate, d: Dispatcher) -> str:
+    """A request whose messages are out, then cancelled: each message needs an update."""
+    ticket = await gate.submit(ToolCall(tool="deploy", arguments={}, agent="x"))
+    await d.run_once()
+    await gate.cancel(ticket.request_id or "", by="x")
+    return ticket.request_id or ""
+
+
 async def test_failed_update_is_retried_then_abandoned(
     gate: Gate, store: Store, clock: ManualClock, slack: RecordingNotifier
 ) -> None:
     d = dispatcher(store, clock, slack)
-    ticket = await gate.submit(ToolCall(tool="deploy", arguments={}, agent="x"))
-    await d.run_once()
-    await gate.cancel(ticket.request_id or "", by="x")
+    request_id = await sent_then_cancelled(gate, d)
     slack.fail_next_update(*(DeliveryError("timeout") for _ in range(30)))
     for _ in range(12):
         await d.run_once()
-    rows = await store.outbox.for_request(ticket.request_id or "")
+        clock.advance(3600)  # past any backoff
+    rows = await store.outbox.for_request(request_id)
     assert all(r.updated_status is None for r in rows)  # never shown, but bounded
+    slack_rows = [r for r in rows if r.delivery.channel == "slack"]
+    assert [r.update_attempts for r in slack_rows] == [10, 10]
     assert len(slack.updates) == 0
+    await d.close()
+
+
+async def test_a_failed_update_waits_for_its_backoff_and_retry_after(
+    gate: Gate, store: Store, clock: ManualClock, slack: RecordingNotifier
+) -> None:
+    """A Slack outage or a long Retry-After must not burn every attempt at once."""
+    d = dispatcher(store, clock, slack)
+    await sent_then_cancelled(gate, d)
+    slack.fail_next_update(
+        DeliveryError("503", status=503),  # alice's: backoff 10 s (attempt 1)
+        DeliveryError("429", status=429, retry_after=120),  # bob's: Slack says 2 minutes
+    )
+    assert await d.run_once() == 0  # both failed: no work done, no spin
+    for _ in range(3):
+        assert await d.run_once() == 0  # nothing due yet
+    assert await store.outbox.next_due(["slack"]) == clock.now() + timedelta(seconds=10)
+    clock.advance(10)
+    assert await d.run_once() == 1  # the 503 one, on time
+    clock.advance(100)
+    assert await d.run_once() == 0
+    clock.advance(10)
+    assert await d.run_once() == 1  # the 429 one, after its Retry-After
+    assert len(slack.updates) == 2
+    await d.close()
+
+
+async def test_an_unexpected_update_error_is_counted_like_a_failure(
+    gate: Gate, store: Store, clock: ManualClock, slack: RecordingNotifier
+) -> None:
+    d = dispatcher(store, clock, slack)
+    request_id = await sent_then_cancelled(gate, d)
+    original = slack.update
+
+    async def broken(*args: object, **kw: object) -> None:
+        raise RuntimeError("a notifier bug")
+
+    slack.update = broken  # type: ignore[method-assign]
+    assert await d.run_once() == 0  # the pass survives it
+    rows = await store.outbox.for_request(request_id)
+    slack_rows = [r for r in rows if r.delivery.channel == "slack"]
+    assert [r.update_attempts for r in slack_rows] == [1, 1]
+    slack.update = original  # type: ignore[method-assign]
+    clock.advance(3600)
+    assert await d.run_once() == 2
     await d.close()
 
 

@@ -151,9 +151,12 @@ class Dispatcher:
         return len(items) + (counts[0] or 0)
 
     async def _update_pass(self) -> int:
-        stale = await self.store.outbox.stale(channels=self.notifiers, limit=self.batch)
-        await asyncio.gather(*(self._update(i) for i in stale))
-        return len(stale)
+        """Bring decided messages up to date; the number updated (failures wait their turn)."""
+        stale = await self.store.outbox.stale(
+            channels=self.notifiers, now=self.clock.now(), limit=self.batch
+        )
+        done = await asyncio.gather(*(self._update(i) for i in stale))
+        return sum(done)
 
     async def _loop(self) -> None:
         # ``until``: when the next full pass is due without any event (the
@@ -294,7 +297,8 @@ class Dispatcher:
             item.id, owner=self.owner, error=error, now=now, at=now + timedelta(seconds=delay)
         )
 
-    async def _update(self, item: OutboxItem) -> None:
+    async def _update(self, item: OutboxItem) -> bool:
+        """Show the decision on one sent message; a failure is tried again after a backoff."""
         notifier = self.notifiers[item.delivery.channel]
         ref = item.receipt or {}
         receipt = Receipt(
@@ -302,7 +306,6 @@ class Dispatcher:
             address=str(ref.get("address", item.delivery.address)),
             ref={k: str(v) for k, v in dict(ref.get("ref", {})).items()},
         )
-        now = self.clock.now()
         try:
             async with self._slots:
                 await notifier.update(item.request, receipt)
@@ -313,6 +316,22 @@ class Dispatcher:
                 item.request.id,
                 exc,
             )
-            await self.store.outbox.mark_update_failed(item.id, error=str(exc), now=now)
-            return
+            await self._update_failed(item, exc)
+            return False
+        except Exception as exc:  # an unexpected notifier bug: counted like a failure, loudly
+            log.exception("notifier %s failed to update outbox row %s", notifier.channel, item.id)
+            await self._update_failed(item, DeliveryError(f"{type(exc).__name__}: {exc}"))
+            return False
+        now = self.clock.now()
         await self.store.outbox.mark_updated(item.id, status=item.request.status, now=now)
+        return True
+
+    async def _update_failed(self, item: OutboxItem, exc: DeliveryError) -> None:
+        now = self.clock.now()
+        delay = self.backoff(item.update_attempts + 1, retry_after=exc.retry_after)
+        await self.store.outbox.mark_update_failed(
+            item.id,
+            error=str(exc) or type(exc).__name__,
+            now=now,
+            retry_at=now + timedelta(seconds=delay),
+        )

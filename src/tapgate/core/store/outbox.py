@@ -52,6 +52,7 @@ class OutboxItem:
     receipt: Mapping[str, Any] | None
     last_error: str | None
     updated_status: str | None
+    update_attempts: int = 0
 
 
 _DUE = and_(
@@ -61,6 +62,12 @@ _DUE = and_(
         outbox.c.lease_until.is_(None),
         outbox.c.lease_until <= bindparam("b_now", type_=UTCDateTime),
     ),
+)
+# Sent, not yet showing the decision, attempts left (the partial index covers the first two).
+_TO_UPDATE = and_(
+    outbox.c.status == "sent",
+    outbox.c.updated_status.is_(None),
+    outbox.c.update_attempts < bindparam("b_max_updates", MAX_UPDATE_ATTEMPTS),
 )
 _MINE = and_(outbox.c.id == bindparam("b_id"), outbox.c.lease_owner == bindparam("b_owner"))
 
@@ -77,6 +84,7 @@ def _item(row: Mapping[Any, Any], request: Request) -> OutboxItem:
         receipt=json.loads(receipt) if receipt else None,
         last_error=row["last_error"],
         updated_status=row["updated_status"],
+        update_attempts=row["update_attempts"],
     )
 
 
@@ -157,11 +165,12 @@ class Outbox:
         )
 
     async def next_due(self, channels: Iterable[str] | None = None) -> datetime | None:
-        """When the earliest pending row (of ``channels``) can next be claimed.
+        """When the dispatcher next has something to do for ``channels``.
 
-        That is its next attempt time, or the end of its lease if another
-        dispatcher holds it: a row leased elsewhere must not make this one's
-        sleep end at once, again and again, until the lease runs out. Rows of
+        The earliest of: a pending row's next claim (its next attempt time, or
+        the end of its lease if another dispatcher holds it: a row leased
+        elsewhere must not end this one's sleep at once, again and again,
+        until the lease runs out), and a failed update's next try. Rows of
         channels the caller does not serve are never its business.
         """
         claimable = type_coerce(
@@ -171,33 +180,44 @@ class Outbox:
             ),
             UTCDateTime,
         )
-        query = select(func.min(claimable)).where(outbox.c.status == "pending")
+        sends = select(func.min(claimable)).where(outbox.c.status == "pending")
+        updates = select(func.min(outbox.c.next_update_at)).where(
+            _TO_UPDATE, outbox.c.next_update_at.is_not(None)
+        )
         if channels is not None:
-            query = query.where(outbox.c.channel.in_(list(channels)))
-        return await self.runner.read(lambda c: c.execute(query).scalar())
+            wanted = list(channels)
+            sends = sends.where(outbox.c.channel.in_(wanted))
+            updates = updates.where(outbox.c.channel.in_(wanted))
 
-    async def stale(self, *, channels: Iterable[str], limit: int = 50) -> list[OutboxItem]:
+        def run(conn: Connection) -> datetime | None:
+            found = [conn.execute(q).scalar() for q in (sends, updates)]
+            return min((at for at in found if at is not None), default=None)
+
+        return await self.runner.read(run)
+
+    async def stale(
+        self, *, channels: Iterable[str], now: datetime | None = None, limit: int = 50
+    ) -> list[OutboxItem]:
         """Sent messages whose request was decided and that do not show it yet.
 
         A request is decided once, so a message needs at most one update;
         rows drop out of the partial index ``ix_outbox_to_update`` as soon as
         they are updated (or sent on a channel that cannot edit), which keeps
-        this query small however long the outbox grows.
+        this query small however long the outbox grows. With ``now``, a row
+        whose last update failed waits for its ``next_update_at``.
         """
         wanted = list(channels)
         query = (
             select(outbox, requests)
             .join(requests, requests.c.id == outbox.c.request_id)
-            .where(
-                outbox.c.status == "sent",
-                outbox.c.updated_status.is_(None),
-                outbox.c.channel.in_(wanted),
-                requests.c.status != "pending",
-                outbox.c.update_attempts < MAX_UPDATE_ATTEMPTS,
-            )
+            .where(_TO_UPDATE, outbox.c.channel.in_(wanted), requests.c.status != "pending")
             .order_by(outbox.c.id)
             .limit(limit)
         )
+        if now is not None:
+            query = query.where(
+                or_(outbox.c.next_update_at.is_(None), outbox.c.next_update_at <= now)
+            )
         return await self.runner.read(lambda c: _items(c, query))
 
     async def mark_updated(
@@ -216,13 +236,21 @@ class Outbox:
         )
         await self.runner.run(lambda c: c.execute(statement))
 
-    async def mark_update_failed(self, item_id: int, *, error: str, now: datetime) -> None:
-        """Count a failed update; after ``MAX_UPDATE_ATTEMPTS`` the message is left as it is."""
+    async def mark_update_failed(
+        self, item_id: int, *, error: str, now: datetime, retry_at: datetime | None = None
+    ) -> None:
+        """Count a failed update, to be tried again at ``retry_at`` (at once without one).
+
+        After ``MAX_UPDATE_ATTEMPTS`` the message is left as it is.
+        """
         statement = (
             update(outbox)
             .where(outbox.c.id == item_id)
             .values(
-                update_error=error, updated_at=now, update_attempts=outbox.c.update_attempts + 1
+                update_error=error,
+                updated_at=now,
+                update_attempts=outbox.c.update_attempts + 1,
+                next_update_at=retry_at,
             )
         )
         await self.runner.run(lambda c: c.execute(statement))

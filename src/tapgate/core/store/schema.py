@@ -141,6 +141,7 @@ outbox = Table(
     Column("updated_status", String(16)),
     Column("update_attempts", Integer, nullable=False, server_default="0"),
     Column("update_error", Text),
+    Column("next_update_at", UTCDateTime),  # after a failed update: not before (migration 0002)
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     CheckConstraint("status IN ('pending', 'sent', 'failed', 'cancelled')", name="status"),
