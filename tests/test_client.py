@@ -164,12 +164,33 @@ async def test_a_connection_error_is_retried_then_succeeds(api: respx.MockRouter
     route = api.post("/v1/tool-calls").mock(
         side_effect=[
             httpx.ConnectError("refused"),
-            httpx.ReadTimeout("slow"),
+            httpx.Response(503, json={"error": {"code": "unavailable", "message": "retry"}}),
             httpx.Response(200, json=state("allow")),
         ]
     )
     assert (await remote().check(DEPLOY)).allowed
     assert route.call_count == 3
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [httpx.ReadTimeout("slow"), httpx.RemoteProtocolError("closed"), httpx.Response(502)],
+)
+async def test_a_submit_that_may_have_acted_is_never_resent(
+    api: respx.MockRouter, failure: Exception | httpx.Response
+) -> None:
+    """Its answer lost, the request may exist and be decided: asking again could undo a deny."""
+    route = api.post("/v1/tool-calls").mock(
+        side_effect=[failure, httpx.Response(200, json=state("allow"))]
+    )
+    if isinstance(failure, httpx.Response):
+        with pytest.raises(ClientError):
+            await remote().submit(DEPLOY)
+    else:
+        with pytest.raises(ClientError, match=type(failure).__name__) as caught:
+            await remote().submit(DEPLOY)
+        assert caught.value.code == "unreachable"
+    assert route.call_count == 1
 
 
 async def test_retries_give_up_with_an_unreachable_error(api: respx.MockRouter) -> None:

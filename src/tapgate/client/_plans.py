@@ -9,11 +9,15 @@ slicing and parsing exist once and are tested once (gidgethub's sans-I/O idea).
 
 Retries cover transport failures (refused connections, resets, timeouts) and
 502 / 503 / 504 from a proxy, with capped exponential backoff and jitter.
-Reads and long-polls are retried on any of them. The submit ``POST`` is too:
-the server reuses an identical pending request (same agent, session, tool and
-arguments), so a resubmitted call never creates a second request or pings the
-approvers twice. A cancel is retried only when the connection was never made,
-because a cancel that reached the server and is sent again answers 409.
+Reads and long-polls are retried on any of them. The two POSTs (submit,
+cancel) are resent only when the server cannot have acted on them: the
+connection was never made, or the answer was a 503 (tapgate's own "database
+unavailable", or a proxy with no server to pass it to). A submit whose
+answer was lost may have created a request *and had it decided* while the
+server held the answer: sent again, it would create a second request (the
+server reuses only a still-pending one), so a denial could be asked again
+and approved by someone else. That failure is an error the caller must
+treat as "not allowed"; a cancel sent twice answers 409.
 """
 
 from __future__ import annotations
@@ -99,6 +103,7 @@ class Planner:
             path="/v1/tool-calls",
             json=submit_body(call, wait),
             timeout=self._timeout(wait),
+            idempotent=False,  # see the module docstring: never resent once it may have acted
         )
         response = yield from self._exchange(send)
         return ticket_from(read_json(response), call)
@@ -169,7 +174,8 @@ class Planner:
                     ) from exc
             else:
                 assert response is not None
-                transient = response.status_code in _RETRY_STATUSES and send.idempotent
+                status = response.status_code
+                transient = status == 503 or (status in _RETRY_STATUSES and send.idempotent)
                 if not transient or attempt >= self.retries:
                     return response
             yield Pause(seconds=self._delay(attempt))
