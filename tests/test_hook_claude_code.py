@@ -495,6 +495,28 @@ def test_a_mistyped_hook_subcommand_still_answers_deny_in_json(
 # -- the installed script, as Claude Code runs it -------------------------------------------
 
 
+async def test_a_server_that_never_answers_cannot_outlast_the_hook() -> None:
+    """Claude Code lets a call through when a hook outlives its timeout: answer first."""
+
+    async def hang(request: web.Request) -> web.Response:
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", hang)
+    payload = json.dumps(hook_input("PreToolUse", "Bash", CASES["Bash"][2]))
+    async with TestServer(app, host="127.0.0.1") as server:
+        url = str(server.make_url("")).rstrip("/")
+        started = asyncio.get_running_loop().time()
+        code, answer = await subprocess_hook(url, payload, "--timeout", "1")
+        took = asyncio.get_running_loop().time() - started
+    assert code == 0
+    assert took < 8  # --timeout 1 plus its grace (1 s), not the requests' read timeouts
+    decision, reason = verdict(answer, "PreToolUse")
+    assert decision == "deny"
+    assert "no answer from the server within 2s" in reason and "--on-error deny" in reason
+
+
 async def test_the_installed_script_waits_for_a_tap(served: Served) -> None:
     payload = json.dumps(hook_input("PreToolUse", "Bash", CASES["Bash"][2]))
     answer = asyncio.create_task(subprocess_hook(served.url, payload))

@@ -18,11 +18,12 @@ import json
 import math
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from tapgate.client import claude_code_hook, run_approved
-from tapgate.client._hook import DEFAULT_HOOK_TIMEOUT, hook_refusal
+from tapgate.client._hook import DEFAULT_HOOK_TIMEOUT, hook_fallback, hook_refusal
 from tapgate.client._run import EXIT_CONFIG
 from tapgate.core.models import CONTACT_TOOL
 
@@ -111,8 +112,31 @@ def _seconds(text: str) -> float:
     return value
 
 
+HOOK_GRACE = 15.0
+"""Seconds past ``--timeout`` after which the hook answers whatever the server is doing.
+
+Claude Code cancels a hook that outlives its own ``timeout`` and lets the tool
+call through, so a server that accepts connections and never answers (each
+retried request waits its read timeout) must not keep the hook past it. The
+docs ask for Claude Code's ``timeout`` at least 30 s above ``--timeout``. A
+short ``--timeout`` gets a grace as short as itself.
+"""
+
+
 def _hook_claude_code(args: argparse.Namespace) -> int:
     raw = _read_stdin()
+    answered = threading.Lock()  # held by whoever writes the one answer
+    limit = args.timeout + min(HOOK_GRACE, args.timeout)
+
+    def give_up() -> None:
+        problem = f"no answer from the server within {limit:g}s"
+        if answered.acquire(blocking=False):
+            _answer(hook_fallback(raw, args.on_error, problem, "--on-error"))
+            os._exit(0)  # the main thread is stuck in I/O: leave without it
+
+    watchdog = threading.Timer(limit, give_up)
+    watchdog.daemon = True
+    watchdog.start()
     try:
         answer = claude_code_hook(
             raw,
@@ -124,7 +148,9 @@ def _hook_claude_code(args: argparse.Namespace) -> int:
         )
     except Exception as exc:
         answer = hook_refusal(raw, f"internal error ({type(exc).__name__})")
-    _answer(answer)
+    watchdog.cancel()
+    if answered.acquire(blocking=False):
+        _answer(answer)
     return 0
 
 

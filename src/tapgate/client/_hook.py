@@ -39,6 +39,7 @@ __all__ = [
     "HookInput",
     "HookVerdict",
     "claude_code_hook",
+    "hook_fallback",
     "hook_output",
     "hook_refusal",
     "parse_hook_input",
@@ -167,6 +168,11 @@ def hook_refusal(raw: str, problem: str) -> dict[str, Any]:
     reason more easily than an exit status; a deny keeps the gate closed.
     """
     return hook_output(_event_of(raw), "deny", f"tapgate: {problem}; denied")
+
+
+def hook_fallback(raw: str, verdict: HookVerdict, problem: str, flag: str) -> dict[str, Any]:
+    """The answer named by ``flag`` (``--on-error``) for the hook input ``raw``."""
+    return _fallback(_event_of(raw), verdict, problem, flag)
 
 
 def _event_of(raw: str) -> HookEvent:
