@@ -602,3 +602,18 @@ async def test_a_sync_tool_approved_and_denied_by_signed_line_taps(tapped: Tappe
         denied = await asyncio.wait_for(task, 10)
     assert isinstance(denied, Denied)
     assert (denied.decision.request_id, denied.decision.decided_by) == (request_id, "alice")
+
+
+def test_decide_withdraws_a_request_it_can_no_longer_wait_for(api: respx.MockRouter) -> None:
+    """A wait that fails (here a 400 from a server whose max_wait is too short) cancels."""
+    from tapgate.client._ask import decide
+
+    api.post("/v1/tool-calls").respond(200, json=state())
+    api.get("/v1/tool-calls/req-1").mock(
+        return_value=error(400, "invalid_query", "must be at most 30 (server.max_wait)")
+    )
+    cancelled = state("deny", status="cancelled", source="cancel", decided_by="agent:ci-bot")
+    cancel = api.post("/v1/tool-calls/req-1/cancel").respond(200, json=cancelled)
+    with sync_remote() as gate, pytest.raises(ClientError, match="max_wait"):
+        decide(gate, DEPLOY, timeout=None)
+    assert cancel.call_count == 1

@@ -783,3 +783,16 @@ def test_example_keeps_every_secret_in_the_environment() -> None:
     secrets += [raw["channels"]["line"][key] for key in ("channel_access_token", "channel_secret")]
     secrets += [raw["channels"]["slack"][key] for key in ("bot_token", "signing_secret")]
     assert all(re.fullmatch(r"\$\{[A-Z_]+\}", value) for value in secrets)
+
+
+def test_max_wait_leaves_room_for_the_clients_long_polls() -> None:
+    error = config_error({"server": {"max_wait": "30s"}})
+    assert error.path == "server.max_wait"
+    assert "at least 60s" in error.message
+
+
+def test_the_max_wait_floor_is_the_clients_slice() -> None:
+    from tapgate.bot._config_models import _CLIENT_SLICE
+    from tapgate.client import LONG_POLL
+
+    assert _CLIENT_SLICE == LONG_POLL

@@ -35,7 +35,8 @@ def decide(
     countdown, or to know what to cancel on Ctrl-C). A ``None`` answer means
     the request was withdrawn on the server (see :func:`withdraw`). Errors of
     the gate (unreachable, 401, ...) propagate: only the caller knows what
-    they should turn into.
+    they should turn into; one raised while waiting first withdraws the
+    request (best effort), since nobody will wait for it any more.
     """
     started = time.monotonic()
     ticket = gate.submit(call)
@@ -46,7 +47,11 @@ def decide(
     if on_pending is not None:
         on_pending(request)
     remaining = None if timeout is None else max(timeout - (time.monotonic() - started), 0.0)
-    decision = gate.wait(request.id, remaining)
+    try:
+        decision = gate.wait(request.id, remaining)
+    except TapgateError:  # we stop waiting: nobody else will, so take the request back
+        withdraw(gate, request.id, "the agent could not keep waiting (an error); withdrawn")
+        raise
     if decision is not None or timeout is None:
         return decision
     return withdraw(gate, request.id, f"nobody decided within {timeout:g}s; withdrawn by the agent")
