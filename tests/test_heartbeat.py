@@ -53,3 +53,20 @@ async def test_heartbeat_runs_on_its_clock(store: Store, clock: ManualClock) -> 
         await asyncio.sleep(0.01)
     await heartbeat.close()
     assert (await gate.status(ticket.request_id or "")).status == "expired"
+
+
+async def test_a_reminder_goes_out_in_the_beat_that_queued_it(
+    store: Store, clock: ManualClock
+) -> None:
+    gate = Gate(store=store, policy=POLICY, directory=DIRECTORY, clock=clock)
+    slack = RecordingNotifier("slack")
+    dispatcher = Dispatcher(store, [slack], clock=clock, bus=gate.bus, idle=3600)
+    heartbeat = Heartbeat(gate, dispatcher, interval=5, remind_after=300)
+    await gate.submit(ToolCall(tool="deploy", agent="ci"))
+    await dispatcher.start()
+    await slack.wait_for_sends(1)
+    clock.advance(301)
+    await heartbeat.beat()
+    await asyncio.wait_for(slack.wait_for_sends(2), 5)  # no second beat needed
+    await dispatcher.close()
+    await heartbeat.close()

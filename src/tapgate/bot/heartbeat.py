@@ -79,10 +79,14 @@ class Heartbeat:
 
     async def _remind(self, cutoff: datetime) -> None:
         store, directory = self.gate.store, self.gate.directory
+        queued = False
         for request in await store.due_reminders(cutoff, limit=100):
             deliveries = directory.deliveries(request.approvers)
             if await store.queue_reminder(request.id, deliveries, self.gate.clock.now()):
                 log.info("reminding approvers of request %s", request.id)
+                queued = True
+        if queued and self.dispatcher is not None:
+            self.dispatcher.wake()  # send them now, not one beat later
 
     async def _loop(self) -> None:
         while True:
