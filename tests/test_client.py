@@ -617,3 +617,13 @@ def test_decide_withdraws_a_request_it_can_no_longer_wait_for(api: respx.MockRou
     with sync_remote() as gate, pytest.raises(ClientError, match="max_wait"):
         decide(gate, DEPLOY, timeout=None)
     assert cancel.call_count == 1
+
+
+def test_reprs_show_neither_the_token_nor_url_credentials() -> None:
+    for gate in (
+        RemoteGate("https://ops:hunter2@tapgate.example:8443", CI),
+        SyncRemoteGate("https://ops:hunter2@tapgate.example:8443", CI),
+    ):
+        text = repr(gate)
+        assert "tapgate.example:8443" in text
+        assert "hunter2" not in text and "ops" not in text and CI not in text

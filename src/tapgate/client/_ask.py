@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from urllib.parse import urlsplit, urlunsplit
 
 from tapgate.client._errors import ClientError, Unauthorized
-from tapgate.client._remote import SyncRemoteGate
+from tapgate.client._remote import SyncRemoteGate, without_credentials
 from tapgate.core.models import Decision, Request, ToolCall
 from tapgate.errors import AlreadyResolved, TapgateError
 
@@ -96,7 +95,7 @@ def failure(url: str, exc: BaseException) -> str:
     The text reaches the model (a hook's reason) and logs: credentials in the
     URL (``https://user:pass@host``) are left out.
     """
-    url = _without_credentials(url)
+    url = without_credentials(url)
     if isinstance(exc, Unauthorized):
         return f"the server at {url} refused the agent token ({exc.message})"
     if isinstance(exc, ClientError) and exc.code == "unreachable":
@@ -106,12 +105,3 @@ def failure(url: str, exc: BaseException) -> str:
     if isinstance(exc, TapgateError):
         return f"the server at {url} failed the request ({exc})"
     return f"unexpected failure ({type(exc).__name__}: {exc})"
-
-
-def _without_credentials(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port is not None else host
-    return urlunsplit(parts._replace(netloc=netloc))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from types import TracebackType
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -72,7 +73,7 @@ class RemoteGate:
         self._pool: httpx.AsyncClient | None = None
 
     def __repr__(self) -> str:
-        return f"RemoteGate({self.base_url!r})"  # never the token
+        return f"RemoteGate({without_credentials(self.base_url)!r})"  # never the token
 
     async def check(self, call: ToolCall) -> Decision:
         """Decide ``call``, waiting as long as it takes for a human if policy asks one."""
@@ -160,7 +161,7 @@ class SyncRemoteGate:
         self._client = httpx.Client(base_url=base_url, headers=_headers(token), transport=transport)
 
     def __repr__(self) -> str:
-        return f"SyncRemoteGate({self.base_url!r})"
+        return f"SyncRemoteGate({without_credentials(self.base_url)!r})"
 
     def check(self, call: ToolCall) -> Decision:
         """Decide ``call``, blocking until a human decides if policy asks one."""
@@ -210,3 +211,13 @@ def _request(client: httpx.AsyncClient | httpx.Client, step: Send) -> httpx.Requ
     return client.build_request(
         step.method, step.path, json=step.json, params=step.params, timeout=step.timeout
     )
+
+
+def without_credentials(url: str) -> str:
+    """``url`` without ``user:password@``: for reprs, logs and a model-visible reason."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    return urlunsplit(parts._replace(netloc=netloc))
