@@ -82,6 +82,19 @@ async def test_next_due_only_for_the_channels_served(store: Store, clock: Manual
     assert await store.outbox.next_due() == clock.now()
 
 
+async def test_rows_of_an_overdue_request_are_cancelled_not_sent(
+    store: Store, clock: ManualClock
+) -> None:
+    """Past its deadline but not yet swept: nobody can approve it, so no message goes out."""
+    request = make_request(clock.now(), ttl=60)
+    await store.create_request(request, [ALICE], clock.now())
+    clock.advance(61)
+    assert await store.outbox.claim(clock.now(), owner="d") == []
+    [row] = await store.outbox.for_request(request.id)
+    assert row.status == "cancelled"
+    assert not await store.queue_reminder(request.id, [ALICE], clock.now())
+
+
 async def test_failed_rows_are_never_claimed(store: Store, clock: ManualClock) -> None:
     await store.create_request(make_request(clock.now()), [ALICE], clock.now())
     [item] = await store.outbox.claim(clock.now(), owner="d")

@@ -106,7 +106,8 @@ class Outbox:
         """Lease up to ``limit`` due rows of pending requests, oldest first.
 
         Each claim counts as an attempt. Due rows whose request was decided
-        meanwhile are cancelled in the same transaction.
+        meanwhile, or is past its deadline (the sweep may lag), are cancelled
+        in the same transaction.
         """
         wanted = list(channels) if channels is not None else None
         return await self.runner.run(
@@ -283,7 +284,7 @@ def _claim(  # noqa: PLR0917 - called once, from a lambda, with the claim's six 
     channels: list[str] | None,
 ) -> list[OutboxItem]:
     due = (
-        select(outbox.c.id, requests.c.status)
+        select(outbox.c.id, requests.c.status, requests.c.expires_at)
         .join(requests, requests.c.id == outbox.c.request_id)
         .where(_DUE)
     )
@@ -293,8 +294,10 @@ def _claim(  # noqa: PLR0917 - called once, from a lambda, with the claim's six 
     if conn.dialect.name == "postgresql":
         due = due.with_for_update(skip_locked=True, of=outbox)
     rows = conn.execute(due, {"b_now": now}).all()
-    live = [r.id for r in rows if r.status == "pending"]
-    dead = [r.id for r in rows if r.status != "pending"]
+    # A request past its deadline is as good as decided, even if the sweep has
+    # not expired it yet: no approval message for what nobody can approve.
+    live = [r.id for r in rows if r.status == "pending" and r.expires_at > now]
+    dead = [r.id for r in rows if not (r.status == "pending" and r.expires_at > now)]
     if dead:
         conn.execute(
             update(outbox).where(outbox.c.id.in_(dead)).values(status="cancelled", updated_at=now)

@@ -458,12 +458,17 @@ class Store:
     async def queue_reminder(
         self, request_id: str, deliveries: Sequence[Delivery], now: datetime
     ) -> bool:
-        """Queue one reminder per delivery, once per request (compare-and-set on reminded_at)."""
+        """Queue one reminder per delivery, once per request (compare-and-set on reminded_at).
+
+        Not for a request already past its deadline (the sweep may lag behind
+        it): nobody can decide that one any more.
+        """
         mark = (
             update(requests)
             .where(
                 requests.c.id == request_id,
                 requests.c.status == "pending",
+                requests.c.expires_at > now,
                 requests.c.reminded_at.is_(None),
             )
             .values(reminded_at=now)
