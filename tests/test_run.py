@@ -226,14 +226,19 @@ async def test_ctrl_c_or_sigterm_while_waiting_cancels_the_request(
 
 
 @contextlib.asynccontextmanager
-async def held_asks(upstream: str) -> AsyncIterator[tuple[str, asyncio.Event]]:
+async def held_asks(
+    upstream: str, *, broken_cancel: bool = False
+) -> AsyncIterator[tuple[str, asyncio.Event]]:
     """A real HTTP proxy to ``upstream`` that answers ``POST /v1/tool-calls`` only once released.
 
     The server has the request by then; only the answer carrying its id is held.
+    With ``broken_cancel`` every cancel gets a 500 and never reaches the server.
     """
     release = asyncio.Event()
 
     async def forward(request: web.Request) -> web.Response:
+        if broken_cancel and request.path.endswith("/cancel"):
+            return web.json_response({"error": {"code": "internal", "message": "x"}}, status=500)
         body = await request.read()
         headers = {k: v for k, v in request.headers.items() if k.lower() != "host"}
         async with (
@@ -293,6 +298,22 @@ async def test_a_second_ctrl_c_stops_at_once(served: Served, tmp_path: Path) -> 
     assert "interrupted (Ctrl-C) before the server answered" in err.decode()
     assert not marker.exists()
     assert "Traceback" not in err.decode()
+
+
+async def test_a_cancel_that_fails_is_not_reported_as_done(served: Served, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    async with held_asks(served.url, broken_cancel=True) as (url, release):
+        release.set()
+        proc = await run_process(url, marker)
+        request = await served.pending()
+        await asyncio.sleep(0.3)  # into its long-poll
+        proc.send_signal(signal.SIGINT)
+        _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 130, err.decode()
+    assert f"request {request.id} not run (and not cancelled:" in err.decode()
+    assert "and cancelled" not in err.decode()
+    assert (await served.app[GATE].status(request.id)).status == "pending"
+    assert not marker.exists()
 
 
 async def test_an_ignored_ctrl_c_stays_ignored(served: Served, tmp_path: Path) -> None:

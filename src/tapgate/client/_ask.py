@@ -56,12 +56,16 @@ def decide(
     return withdraw(gate, request.id, f"nobody decided within {timeout:g}s; withdrawn by the agent")
 
 
-def withdraw(gate: SyncRemoteGate, request_id: str, reason: str) -> Decision | None:
+def withdraw(
+    gate: SyncRemoteGate, request_id: str, reason: str, *, strict: bool = False
+) -> Decision | None:
     """Cancel a request the caller stops waiting for; ``None`` once it is cancelled.
 
     A decision that arrived in the meantime wins the race (the cancel answers
     409) and is returned instead, so an approval in the last second is not
-    lost. If the server cannot be reached the request simply expires there.
+    lost. If the server cannot be reached the request simply expires there:
+    ``None`` too, unless ``strict``, when the error is raised so the caller
+    can say the request was *not* cancelled.
     """
     try:
         gate.cancel(request_id, reason=reason)
@@ -69,8 +73,12 @@ def withdraw(gate: SyncRemoteGate, request_id: str, reason: str) -> Decision | N
         try:
             return gate.wait(request_id, 0)
         except TapgateError:
+            if strict:
+                raise
             return None
     except TapgateError:
+        if strict:
+            raise
         return None
     return None
 

@@ -160,9 +160,12 @@ def _interrupted(
     try:
         # The interrupted long-poll may have left its connection half-read: a new pool.
         with SyncRemoteGate(url, token, retries=0) as gate:
-            late = withdraw(gate, request.id, f"{how} by the user of tapgate run")
+            late = withdraw(gate, request.id, f"{how} by the user of tapgate run", strict=True)
     except (KeyboardInterrupt, _Stopped):
         return _fail(err, f"{how}: request {request.id} not run (and not cancelled)", status)
+    except TapgateError as exc:
+        note = f" (and not cancelled: {failure(url, exc)}; it expires on its own)"
+        return _fail(err, f"{how}: request {request.id} not run{note}", status)
     note = f"; it was already {late.status}" if late is not None else " and cancelled"
     return _fail(err, f"{how}: request {request.id} not run{note}", status)
 
