@@ -196,6 +196,8 @@ class _Signals:
     SIGTERM becomes :class:`_Stopped`, Ctrl-C ``KeyboardInterrupt``.
     Handlers are installed on the main thread only (elsewhere Python cannot
     have them), never over a signal the caller ignores (``nohup``, ``&``).
+    The hold's limit uses ``SIGALRM`` / ``ITIMER_REAL`` while asking: a
+    program that calls :func:`run_approved` must not rely on its own timer then.
     """
 
     HOLD_LIMIT = 5.0

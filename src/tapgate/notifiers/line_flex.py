@@ -136,15 +136,20 @@ def _arguments(view: ApprovalView) -> list[dict[str, Any]]:
         _text(_fact(title, REASON_MAX), size="sm", weight="bold", wrap=True, margin="md"),
         _text(body or "—", size="sm", wrap=True),
     ]
-    if view.extra is not None:
-        extra = fit_text(
-            view.extra, max_len=EXTRA_TEXT_MAX, max_lines=EXTRA_MAX_LINES, measure=utf16_len
-        )
-        parts += [
-            _text("Other arguments", size="sm", weight="bold", margin="md"),
-            _text(extra, size="xs", wrap=True, color=_MUTED),
-        ]
-    return parts
+    return parts + _extra_parts(view)
+
+
+def _extra_parts(view: ApprovalView) -> list[dict[str, Any]]:
+    """The arguments the body does not show, small and muted (none if there are none)."""
+    if view.extra is None:
+        return []
+    extra = fit_text(
+        view.extra, max_len=EXTRA_TEXT_MAX, max_lines=EXTRA_MAX_LINES, measure=utf16_len
+    )
+    return [
+        _text("Other arguments", size="sm", weight="bold", margin="md"),
+        _text(extra, size="xs", wrap=True, color=_MUTED),
+    ]
 
 
 def _buttons(view: ApprovalView) -> list[dict[str, Any]]:
@@ -222,15 +227,7 @@ def _question_text(view: ApprovalView) -> list[dict[str, Any]]:
         {"type": "separator", "margin": "md"},
         _text(body or "(no message)", wrap=True, margin="md"),
     ]
-    if view.extra is not None:
-        extra = fit_text(
-            view.extra, max_len=EXTRA_TEXT_MAX, max_lines=EXTRA_MAX_LINES, measure=utf16_len
-        )
-        parts += [
-            _text("Other arguments", size="sm", weight="bold", margin="md"),
-            _text(extra, size="xs", wrap=True, color=_MUTED),
-        ]
-    return parts
+    return parts + _extra_parts(view)
 
 
 def _question_buttons(view: ApprovalView) -> list[dict[str, Any]]:

@@ -189,15 +189,20 @@ def _arguments(view: ApprovalView) -> list[dict[str, Any]]:
         encode=lambda t: f"{title}\n{_code(t)}",
     )
     sections = [{"type": "section", "text": {"type": "mrkdwn", "text": body}}]
-    if view.extra is not None:
-        extra = fit_text(
-            view.extra,
-            max_len=EXTRA_TEXT_MAX,
-            max_lines=EXTRA_MAX_LINES,
-            encode=lambda t: f"*Other arguments*\n{_code(t)}",
-        )
-        sections.append({"type": "section", "text": {"type": "mrkdwn", "text": extra}})
-    return sections
+    return sections + _extra_sections(view)
+
+
+def _extra_sections(view: ApprovalView) -> list[dict[str, Any]]:
+    """The arguments the body does not show, as one code block (none if there are none)."""
+    if view.extra is None:
+        return []
+    extra = fit_text(
+        view.extra,
+        max_len=EXTRA_TEXT_MAX,
+        max_lines=EXTRA_MAX_LINES,
+        encode=lambda t: f"*Other arguments*\n{_code(t)}",
+    )
+    return [{"type": "section", "text": {"type": "mrkdwn", "text": extra}}]
 
 
 def _actions(view: ApprovalView) -> dict[str, Any]:
@@ -316,15 +321,7 @@ def _question_text(view: ApprovalView) -> list[dict[str, Any]]:
         encode=escape,
     )
     sections = [{"type": "section", "text": {"type": "plain_text", "text": text}}]
-    if view.extra is not None:
-        extra = fit_text(
-            view.extra,
-            max_len=EXTRA_TEXT_MAX,
-            max_lines=EXTRA_MAX_LINES,
-            encode=lambda t: f"*Other arguments*\n{_code(t)}",
-        )
-        sections.append({"type": "section", "text": {"type": "mrkdwn", "text": extra}})
-    return sections
+    return sections + _extra_sections(view)
 
 
 def _question_actions(view: ApprovalView) -> dict[str, Any]:
