@@ -1,26 +1,46 @@
 """LINE webhook payloads, read after the signature check: the few fields tapgate acts on.
 
-The payload is read with a small parser of our own rather than the SDK's
-``WebhookParser``: that parser verifies again over re-encoded text, quietly
-turns an event it cannot read into an ``UnknownEvent`` and hands back untyped
-pydantic-v1 models. We need a handful of fields of LINE's documented shape;
-a signed body that does not have them raises :class:`Malformed` (answered
-400, never 500). A text message of the form ``answer <reference>: <text>``
-(``core.actions.parse_answer``) is recognised here as a typed answer.
+The events are parsed by line-bot-sdk's ``WebhookParser``, which owns LINE's
+event schema (event types, their required fields, strict types), and only
+then narrowed to the handful of fields tapgate acts on. The parser was not
+written for hostile input, so it runs inside a fence:
+
+- the signature has already been checked on the raw bytes (``_signature``);
+  the parser checks it again over the decoded text, which for valid UTF-8 is
+  the same bytes (a body that is not UTF-8 never gets that far);
+- the envelope must be an object with an ``events`` list: the parser would
+  happily iterate the keys of ``{"events": {}}``;
+- anything the parser raises (``KeyError``, ``TypeError``, pydantic's
+  ``ValidationError``, ``RecursionError``) means a malformed body;
+- an event tapgate acts on (a postback, a follow, a *text* message) that the
+  parser could only read as an ``UnknownEvent`` is malformed too, not
+  silently skipped: a tap LINE signed but that cannot be read must be a
+  visible 400, not a 200 that did nothing. Other events it cannot read
+  (say a message of a kind newer than the SDK) are ignored like any other
+  event tapgate has no use for, so they cannot sink a tap in the same batch.
+
+Every such body raises :class:`Malformed`, answered 400 and never 500. A text
+message of the form ``answer <reference>: <text>`` (``core.actions.parse_answer``)
+is recognised here as a typed answer.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from linebot.v3 import WebhookParser
+from linebot.v3.webhook import UnknownEvent
+from linebot.v3.webhooks import MessageEvent, PostbackEvent, TextMessageContent
+
 from tapgate.core.actions import parse_answer
 
-__all__ = ["Event", "Malformed", "parse_events"]
+__all__ = ["Event", "EventReader", "Malformed"]
 
 _ID_COMMAND = "id"
+# Event types tapgate acts on (messages: text ones only); one the SDK cannot read is an error.
+_ACTED_ON = frozenset({"postback", "follow"})
 
 
 class Malformed(ValueError):
@@ -56,80 +76,70 @@ class Event:
         return self.kind in ("postback", "follow") or self.is_id_command or self.answer is not None
 
 
-def parse_events(body: bytes) -> list[Event]:
-    """The events of a verified body; raises :class:`Malformed` for anything else."""
-    try:
-        payload = json.loads(body)
-    except (ValueError, RecursionError) as error:  # JSON or UTF-8 errors; absurd nesting
-        raise Malformed("not JSON") from error
-    events = payload.get("events") if isinstance(payload, dict) else None
-    if not isinstance(events, list):
-        raise Malformed("no events list")
-    return [_event(item, index) for index, item in enumerate(events)]
+class EventReader:
+    """Reads verified webhook bodies of one channel with line-bot-sdk's ``WebhookParser``."""
+
+    def __init__(self, channel_secret: str) -> None:
+        self._parser = WebhookParser(channel_secret)
+
+    def read(self, body: bytes, signature: str) -> list[Event]:
+        """The events of a body whose ``signature`` was verified; raises :class:`Malformed`."""
+        try:
+            text = body.decode("utf-8")
+            envelope = json.loads(text)
+        except (ValueError, RecursionError) as error:  # not UTF-8 or JSON; absurd nesting
+            raise Malformed("not JSON") from error
+        if not isinstance(envelope, dict) or not isinstance(envelope.get("events"), list):
+            raise Malformed("no events list")
+        try:
+            parsed = self._parser.parse(text, signature)
+        except Exception as error:  # the SDK's own errors are as varied as its input
+            raise Malformed(f"line-bot-sdk could not parse it ({type(error).__name__})") from error
+        raw = envelope["events"]
+        return [_event(item, raw[index], index) for index, item in enumerate(parsed)]
 
 
-def _event(item: object, index: int) -> Event:
+def _event(item: Any, raw: dict[str, Any], index: int) -> Event:
+    """Narrow one of the SDK's event models to the fields tapgate acts on."""
     where = f"events[{index}]"
-    if not isinstance(item, dict):
-        raise Malformed(f"{where}: expected an object")
-    kind = _required_text(item, "type", where)
-    source = _object(item, "source", where) or {}
-    context = _object(item, "deliveryContext", where) or {}
-    redelivery = context.get("isRedelivery", False)
-    if not isinstance(redelivery, bool):
-        raise Malformed(f"{where}.deliveryContext.isRedelivery: expected true or false")
-    text = _message_text(item, where) if kind == "message" else None
+    kind = item.type
+    if isinstance(item, UnknownEvent) and _acted_on(raw):
+        raise Malformed(f"{where}: a {kind} event line-bot-sdk could not read")
+    source = item.source
+    text = _message_text(item) if isinstance(item, MessageEvent) else None
     return Event(
         kind=kind,
-        event_id=_required_text(item, "webhookEventId", where),
-        redelivery=redelivery,
-        reply_token=_text(item, "replyToken", where),
-        source_type=_text(source, "type", f"{where}.source"),
-        user_id=_text(source, "userId", f"{where}.source"),
-        data=_postback_data(item, where) if kind == "postback" else None,
+        event_id=_required_text(item.webhook_event_id, f"{where}.webhookEventId"),
+        redelivery=item.delivery_context.is_redelivery,
+        reply_token=_text(getattr(item, "reply_token", None), f"{where}.replyToken"),
+        source_type=None if source is None else source.type,
+        user_id=_text(getattr(source, "user_id", None), f"{where}.source.userId"),
+        data=item.postback.data if isinstance(item, PostbackEvent) else None,
         text=text,
         answer=parse_answer(text),
     )
 
 
-def _postback_data(item: Mapping[str, Any], where: str) -> str:
-    data = _object(item, "postback", where, required=True) or {}
-    value = data.get("data")
-    if not isinstance(value, str):
-        raise Malformed(f"{where}.postback.data: expected a string")
-    return value
+def _acted_on(raw: dict[str, Any]) -> bool:
+    """Whether tapgate acts on events shaped like ``raw`` (the JSON the SDK read)."""
+    if raw.get("type") == "message":
+        message = raw.get("message")
+        return isinstance(message, dict) and message.get("type") == "text"
+    return raw.get("type") in _ACTED_ON
 
 
-def _message_text(item: Mapping[str, Any], where: str) -> str | None:
+def _message_text(item: MessageEvent) -> str | None:
     """The text of a text message; ``None`` for stickers, images and the like."""
-    message = _object(item, "message", where, required=True) or {}
-    if message.get("type") != "text":
-        return None
-    text = message.get("text")
-    if not isinstance(text, str):
-        raise Malformed(f"{where}.message.text: expected a string")
-    return text
+    message = item.message
+    return message.text if isinstance(message, TextMessageContent) else None
 
 
-def _text(obj: Mapping[str, Any], key: str, where: str) -> str | None:
-    """A non-empty string field, or ``None`` when it is absent or null."""
-    value = obj.get(key)
-    return None if value is None else _required_text(obj, key, where)
+def _text(value: str | None, where: str) -> str | None:
+    """A non-empty string, or ``None`` when the field is absent."""
+    return None if value is None else _required_text(value, where)
 
 
-def _required_text(obj: Mapping[str, Any], key: str, where: str) -> str:
-    value = obj.get(key)
+def _required_text(value: object, where: str) -> str:
     if not isinstance(value, str) or not value:
-        raise Malformed(f"{where}.{key}: expected a non-empty string")
-    return value
-
-
-def _object(
-    obj: Mapping[str, Any], key: str, where: str, *, required: bool = False
-) -> dict[str, Any] | None:
-    value = obj.get(key)
-    if value is None and not required:
-        return None
-    if not isinstance(value, dict):
-        raise Malformed(f"{where}.{key}: expected an object")
+        raise Malformed(f"{where}: expected a non-empty string")
     return value

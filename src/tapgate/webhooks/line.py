@@ -10,7 +10,7 @@ Owns ``POST /webhooks/line`` from the raw bytes to the reply in the chat (sent a
 
 What a tap *means* (who may decide, the compare-and-set, the sentences) is
 ``tapgate.core.taps``; this module only speaks LINE. The payload is read by
-``_line_events`` after verification.
+line-bot-sdk's ``WebhookParser`` (fenced in ``_line_events``) after verification.
 
 LINE has no dialogs, so a question is answered in two steps: the Reply button
 (a postback with ``inputOption: openKeyboard``) opens the keyboard with
@@ -34,7 +34,7 @@ from aiohttp import web
 from tapgate.core.actions import TapAction, answer_prefill, parse_postback_data
 from tapgate.core.gate import Gate
 from tapgate.core.taps import ANSWER_MAX, TapOutcome, find_question, reply_check, tap
-from tapgate.webhooks._line_events import Event, Malformed, parse_events
+from tapgate.webhooks._line_events import Event, EventReader, Malformed
 from tapgate.webhooks._line_reply import LineReplier, ReplyFailed
 from tapgate.webhooks._signature import verify_signature
 
@@ -89,6 +89,7 @@ class LineWebhook:
             raise ValueError("the LINE channel secret must not be empty")
         self._gate = gate
         self._secret = channel_secret.encode("utf-8")
+        self._events = EventReader(channel_secret)
         self._api_base_url = api_base_url
         self._access_token = access_token
         self._timeout = timeout
@@ -108,12 +109,13 @@ class LineWebhook:
         200 once every event is handled (a failed reply or event is logged:
         the decision is already recorded, and LINE gains nothing from a retry).
         """
-        if not verify_signature(self._secret, body, _header(headers, _SIGNATURE_HEADER)):
+        signature = _header(headers, _SIGNATURE_HEADER)
+        if not verify_signature(self._secret, body, signature):
             _log.warning("LINE webhook refused: missing or invalid signature")
             return self._reject("signature", 401, "invalid signature")
         started = time.perf_counter()
         try:
-            events = parse_events(body)
+            events = self._events.read(body, signature or "")
         except Malformed as error:
             _log.warning("LINE webhook refused: signed but malformed payload (%s)", error)
             return self._reject("payload", 400, "malformed payload")
