@@ -282,6 +282,7 @@ FLOOR = textwrap.dedent("""
             cookie_jar=aiohttp.DummyCookieJar(),
         )
         yield
+        await asyncio.gather(*replies, return_exceptions=True)  # let the last replies land
         await app["session"].close()
 
     app = web.Application()

@@ -13,6 +13,8 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,6 +39,7 @@ from tapgate.client import (
     Unauthorized,
     guard,
 )
+from tapgate.client._plans import Pause, Planner, Send, resume, retry_after
 from tapgate.core.models import Decision, ToolCall
 from tapgate.errors import AlreadyResolved, RequestNotFound
 from tapgate.notifiers.recording import RecordingNotifier
@@ -207,6 +210,34 @@ async def test_a_503_from_a_proxy_is_retried(api: respx.MockRouter) -> None:
     )
     decision = await remote().wait("req-1", timeout=0)
     assert decision is not None and decision.verdict == "deny" and route.call_count == 2
+
+
+@pytest.mark.parametrize(
+    ("header", "low", "high"),
+    [
+        ("4", 4.0, 4.0),
+        ("9999", 10.0, 10.0),  # capped: a proxy must not park an agent for hours
+        ("soon", 0.25, 0.5),  # unreadable: the backoff alone
+        (None, 0.25, 0.5),
+        ("Wed, 21 Oct 2015 07:28:00 GMT", 0.25, 0.5),  # a date in the past
+    ],
+)
+def test_a_retry_waits_at_least_what_retry_after_asks(
+    header: str | None, low: float, high: float
+) -> None:
+    """The plan's pause after a 503: the server's Retry-After as a floor under the backoff."""
+    plan = Planner(timeout=1.0, retries=3, backoff=0.5, long_poll=60).wait("req-1", 0)
+    step = resume(plan, None)
+    assert isinstance(step, Send)
+    headers = {} if header is None else {"Retry-After": header}
+    pause = resume(plan, httpx.Response(503, headers=headers))
+    assert isinstance(pause, Pause) and low <= pause.seconds <= high
+
+
+def test_retry_after_reads_an_http_date() -> None:
+    later = datetime.now(UTC) + timedelta(seconds=6)
+    header = format_datetime(later, usegmt=True)
+    assert 4.0 <= retry_after(httpx.Response(503, headers={"Retry-After": header})) <= 6.0
 
 
 async def test_wait_honours_its_timeout_and_the_read_timeout_exceeds_the_wait(

@@ -8,14 +8,18 @@ from the server side to show it comes back.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import AsyncIterator
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from tapgate.core import Approver, Directory, Gate, Policy, PolicySpec, Rule, Store, ToolCall
 from tapgate.core.clock import SystemClock
+from tapgate.core.store.notify import DecisionListener
+from tests.fakes.taps import free_port
 
 POLICY = Policy(PolicySpec(rules=(Rule(tool="deploy", action="ask", source="r"),)))
 DIRECTORY = Directory([Approver(name="alice")], channels=())
@@ -107,3 +111,31 @@ async def test_one_replica_at_a_time_runs_the_timed_duties(replicas: tuple[Gate,
     await first.close()  # the leader goes away: the other replica takes over
     assert await second.leads()
     await second.close()
+
+
+async def test_the_listener_backs_off_and_logs_an_outage_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """No PostgreSQL to reach: attempts spread out and the outage is one warning, not a stream."""
+    engine = create_async_engine(f"postgresql+asyncpg://nobody@127.0.0.1:{free_port()}/none")
+    listener = DecisionListener(engine, lambda _id: None, asyncio.sleep, retry=0.02, max_retry=0.16)
+    attempts: list[float] = []
+    original = listener._listen_once
+
+    async def timed() -> None:
+        attempts.append(time.monotonic())
+        await original()
+
+    listener._listen_once = timed  # type: ignore[method-assign]
+    with caplog.at_level("DEBUG", logger="tapgate.core.store.notify"):
+        listener.start()
+        await asyncio.sleep(1.0)
+        await listener.close()
+    await engine.dispose()
+    gaps = [b - a for a, b in itertools.pairwise(attempts)]
+    # 0.02, 0.04, 0.08, 0.16, 0.16 ...: a fixed 0.02 s retry would be ~45 attempts.
+    assert 5 <= len(attempts) <= 12, gaps
+    assert gaps[3] > 2 * gaps[0], gaps
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "cannot connect" in warnings[0].getMessage()
+    assert not listener.connected.is_set()

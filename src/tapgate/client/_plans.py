@@ -8,7 +8,9 @@ The async and the sync gate are ~20-line drivers that execute the steps with
 slicing and parsing exist once and are tested once (gidgethub's sans-I/O idea).
 
 Retries cover transport failures (refused connections, resets, timeouts) and
-502 / 503 / 504 from a proxy, with capped exponential backoff and jitter.
+502 / 503 / 504 from a proxy, with capped exponential backoff and jitter; a
+``Retry-After`` on the answer (tapgate's 503 sends one) is a floor under the
+next delay, capped like the backoff so a proxy cannot park an agent for an hour.
 Reads and long-polls are retried on any of them. The two POSTs (submit,
 cancel) are resent only when the server cannot have acted on them: the
 connection was never made, or the answer was a 503 (tapgate's own "database
@@ -26,6 +28,8 @@ import random
 import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
@@ -35,7 +39,7 @@ from tapgate.client._errors import ClientError
 from tapgate.client._wire import decision_from, read_json, submit_body, ticket_from
 from tapgate.core.models import Decision, Ticket, ToolCall
 
-__all__ = ["Finished", "Pause", "Plan", "Planner", "Send", "resume"]
+__all__ = ["Finished", "Pause", "Plan", "Planner", "Send", "resume", "retry_after"]
 
 T = TypeVar("T")
 
@@ -178,6 +182,9 @@ class Planner:
                 transient = status == 503 or (status in _RETRY_STATUSES and send.idempotent)
                 if not transient or attempt >= self.retries:
                     return response
+                yield Pause(seconds=max(self._delay(attempt), retry_after(response)))
+                attempt += 1
+                continue
             yield Pause(seconds=self._delay(attempt))
             attempt += 1
 
@@ -188,6 +195,26 @@ class Planner:
     def _delay(self, attempt: int) -> float:
         ceiling = min(_MAX_DELAY, self.backoff * 2.0**attempt)
         return ceiling * (0.5 + random.random() / 2)  # noqa: S311 - jitter, not a secret
+
+
+def retry_after(response: httpx.Response) -> float:
+    """The wait a ``Retry-After`` header asks for, capped at the backoff's ceiling; 0 if none.
+
+    Both of RFC 9110's forms are read: delta-seconds and an HTTP date. A value
+    that is neither is ignored (the backoff alone decides).
+    """
+    value = response.headers.get("Retry-After", "").strip()
+    if value.isdigit():
+        seconds = float(value)
+    else:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return 0.0
+        if when.tzinfo is None:  # RFC 9110 dates are GMT; a naive one is read as such
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    return min(max(seconds, 0.0), _MAX_DELAY)
 
 
 def _path(request_id: str) -> str:

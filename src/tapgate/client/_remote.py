@@ -39,10 +39,12 @@ class RemoteGate:
 
     ``check`` submits and then long-polls in slices of ``long_poll`` seconds
     (which must not exceed the server's ``max_wait``); each HTTP read timeout
-    is ``timeout`` plus the slice. Transport failures are retried ``retries``
-    times with capped exponential backoff from ``backoff`` seconds, reads and
-    submits always (the server reuses an identical pending request, so a
-    resubmit is safe), a cancel only when the connection was never made.
+    is ``timeout`` plus the slice. Transport failures and 502 / 503 / 504 are
+    retried ``retries`` times with capped exponential backoff from ``backoff``
+    seconds (a ``Retry-After`` is a floor under the delay): reads always, a
+    submit or a cancel only when the server cannot have acted on it (no
+    connection was made, or a 503), since a submit resent after its answer
+    was lost could make a new request after a denial.
     HTTP errors raise :class:`~tapgate.client.ClientError` (401:
     :class:`~tapgate.client.Unauthorized`), ``RequestNotFound`` or
     ``AlreadyResolved`` with the server's message.

@@ -4,9 +4,12 @@ The database notifies ``tapgate_decided`` with the request id whenever a
 request leaves ``pending`` (the audit trigger does it, so no code path can
 forget; PostgreSQL delivers it when the deciding transaction commits). Each
 replica keeps one connection listening and hands the ids to the gate, which
-wakes its own waiters. A dropped connection is re-opened with backoff, and
-after every (re)connect the gate reconciles all its waiters at once, so a
-notification lost while disconnected costs a moment, never a waiter.
+wakes its own waiters. A dropped connection is re-opened with capped
+exponential backoff (1 s, 2 s, 4 s ... 10 s; back to 1 s once a connection
+held), and after every (re)connect the gate reconciles all its waiters at
+once, so a notification lost while disconnected costs a moment, never a
+waiter. An outage is logged once as a warning, then every tenth failed
+attempt, and its end once, rather than a line a second for its whole length.
 SQLite has one process per file: nothing to listen to.
 """
 
@@ -37,11 +40,14 @@ class DecisionListener:
         on_connected: Callable[[], Awaitable[Any]],
         *,
         retry: float = 1.0,
+        max_retry: float = 10.0,
     ) -> None:
         self._engine = engine
         self._on_decided = on_decided
         self._on_connected = on_connected
         self._retry = retry
+        self._max_retry = max_retry
+        self._failures = 0  # attempts in a row that never got to LISTEN
         self._task: asyncio.Task[None] | None = None
         self.connected = asyncio.Event()
         self.server_pid: int | None = None  # the listening backend (operators, tests)
@@ -69,9 +75,19 @@ class DecisionListener:
                 task = asyncio.current_task()
                 if task is not None and task.cancelling():
                     raise  # a driver error raised while we are being stopped: stop
-                log.warning("LISTEN %s lost (%s); reconnecting", CHANNEL, exc)
+                if self.connected.is_set():
+                    log.warning("LISTEN %s lost (%s); reconnecting", CHANNEL, exc)
+                elif self._failures % 10 == 0:
+                    log.warning("LISTEN %s: cannot connect (%s); retrying", CHANNEL, exc)
+                else:
+                    log.debug("LISTEN %s: still cannot connect (%s)", CHANNEL, exc)
+            self._failures = 0 if self.connected.is_set() else self._failures + 1
             self.connected.clear()
-            await asyncio.sleep(self._retry)
+            await asyncio.sleep(self._delay())
+
+    def _delay(self) -> float:
+        """``retry`` after a held connection dropped; doubling, to ``max_retry``, while down."""
+        return min(self._retry * 2.0 ** max(self._failures - 1, 0), self._max_retry)
 
     async def _listen_once(self) -> None:
         lost = asyncio.Event()
@@ -85,6 +101,8 @@ class DecisionListener:
             raw.add_termination_listener(lambda _conn: lost.set())
             await raw.add_listener(CHANNEL, notified)
             self.server_pid = raw.get_server_pid()
+            if self._failures:
+                log.info("LISTEN %s restored after %d failed attempts", CHANNEL, self._failures)
             self.connected.set()
             await self._on_connected()  # catch up on anything decided while not listening
             try:
