@@ -30,6 +30,7 @@ from tapgate.bot.config import parse_config
 from tapgate.bot.keys import GATE
 from tapgate.bot.routes import LINE_WEBHOOK
 from tapgate.client import (
+    ArgumentsChanged,
     ClientError,
     Denied,
     GuardError,
@@ -448,6 +449,42 @@ async def test_a_guarded_async_tool_is_denied_with_the_reason(served: Served) ->
     with pytest.raises(ToolDenied, match="not during the freeze") as caught:
         await task
     assert caught.value.decision.source == "approver" and caught.value.tool == "deploy"
+
+
+async def test_a_guarded_tool_whose_arguments_change_while_waiting_does_not_run(
+    served: Served,
+) -> None:
+    """Approved for staging, mutated to prod during the wait: the tool must not run on prod."""
+    ran: list[dict[str, str]] = []
+    async with RemoteGate(served.url, CI, long_poll=0.2) as gate:
+
+        @guard(gate)
+        async def deploy(target: dict[str, str]) -> None:
+            ran.append(dict(target))
+
+        target = {"env": "staging"}
+        task = asyncio.create_task(deploy(target))
+        await served.pending()
+        target["env"] = "prod"
+        await served.decide("approve")
+        with pytest.raises(ArgumentsChanged, match="changed while the call was being decided"):
+            await task
+        assert isinstance(task.exception(), GuardError)
+
+    with SyncRemoteGate(served.url, CI, long_poll=0.2) as sync_gate:
+
+        @guard(sync_gate, on_deny="return")
+        def sync_deploy(target: dict[str, str]) -> None:
+            ran.append(dict(target))
+
+        target = {"env": "staging"}
+        thread = asyncio.create_task(asyncio.to_thread(sync_deploy, target))
+        await served.pending()
+        target["env"] = "prod"
+        await served.decide("approve")
+        with pytest.raises(ArgumentsChanged):  # not a Denied value: nobody denied anything
+            await thread
+    assert ran == []
 
 
 async def test_a_guarded_sync_tool_in_a_thread_is_approved_and_denied(served: Served) -> None:

@@ -116,6 +116,7 @@ EXPORTS: dict[str, set[str]] = {
     },
     "tapgate.webhooks": set(),
     "tapgate.client": {
+        "ArgumentsChanged",
         "AsyncChecker",
         "ClientError",
         "Denied",

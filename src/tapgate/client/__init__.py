@@ -11,7 +11,13 @@ domain records and errors, never the server, webhooks or notifiers.
 
 from __future__ import annotations
 
-from tapgate.client._errors import ClientError, GuardError, ToolDenied, Unauthorized
+from tapgate.client._errors import (
+    ArgumentsChanged,
+    ClientError,
+    GuardError,
+    ToolDenied,
+    Unauthorized,
+)
 from tapgate.client._guard import AsyncChecker, Denied, SyncChecker, guard
 from tapgate.client._hook import claude_code_hook
 from tapgate.client._remote import LONG_POLL, RemoteGate, SyncRemoteGate
@@ -19,6 +25,7 @@ from tapgate.client._run import run_approved
 
 __all__ = [
     "LONG_POLL",
+    "ArgumentsChanged",
     "AsyncChecker",
     "ClientError",
     "Denied",

@@ -18,7 +18,7 @@ from __future__ import annotations
 from tapgate.core.models import Decision
 from tapgate.errors import TapgateError
 
-__all__ = ["ClientError", "GuardError", "ToolDenied", "Unauthorized"]
+__all__ = ["ArgumentsChanged", "ClientError", "GuardError", "ToolDenied", "Unauthorized"]
 
 
 class ClientError(TapgateError):
@@ -58,3 +58,7 @@ class ToolDenied(TapgateError):
 
 class GuardError(TapgateError):
     """A guard was used in a way it cannot serve (a sync tool with an async gate in a loop)."""
+
+
+class ArgumentsChanged(GuardError):
+    """A guarded tool's arguments changed between the check and the call: it did not run."""

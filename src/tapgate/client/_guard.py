@@ -7,6 +7,12 @@ and its bound arguments, so approvers see exactly what will run. A denial
 raises :class:`ToolDenied` or comes back as a :class:`Denied` value; either way
 the decision's ``reason`` is there for the model.
 
+The arguments are read again when the decision comes back: a list or dict
+the tool was given can be changed by other code during the minutes a human
+takes to decide, and an approval of ``{"env": "staging"}`` must not run the
+tool on ``"prod"``. If what the tool would now get differs from what was
+approved, it does not run (:class:`ArgumentsChanged`).
+
 Mixed cases: a sync tool with an async gate runs the check under
 ``asyncio.run`` (and refuses inside a running loop, where that would block or
 fail); an async tool with a sync gate runs the check in a worker thread, so a
@@ -23,7 +29,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, Literal, ParamSpec, Protocol, TypeVar, cast, overload
 
-from tapgate.client._errors import GuardError, ToolDenied
+from tapgate.client._errors import ArgumentsChanged, GuardError, ToolDenied
 from tapgate.core.models import Decision, Risk, ToolCall
 
 __all__ = ["AsyncChecker", "Denied", "SyncChecker", "guard", "tool_arguments"]
@@ -126,6 +132,14 @@ def guard(
                 raise ToolDenied(decision, tool=name)
             return Denied(tool=name, reason=decision.reason, decision=decision)
 
+        def unchanged(call: ToolCall, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            """Refuse to run if the arguments differ from the ones decided on."""
+            if tool_arguments(signature, args, kwargs) != call.arguments:
+                raise ArgumentsChanged(
+                    f"{name}'s arguments changed while the call was being decided; "
+                    "not run (ask again with the new arguments)"
+                )
+
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
@@ -137,6 +151,7 @@ def guard(
                     decision = await asyncio.to_thread(cast(SyncChecker, gate).check, call)
                 if not decision.allowed:
                     return refused(decision)
+                unchanged(call, args, kwargs)
                 return await fn(*args, **kwargs)
 
             return guarded_async
@@ -150,6 +165,7 @@ def guard(
                 decision = cast(SyncChecker, gate).check(call)
             if not decision.allowed:
                 return refused(decision)
+            unchanged(call, args, kwargs)
             return fn(*args, **kwargs)
 
         return guarded
