@@ -567,6 +567,27 @@ async def test_a_tap_from_another_workspace_is_refused(serve: Serve, pinned: boo
     assert rejected == (2 if pinned else 0)
 
 
+@pytest.mark.parametrize("pinned", [True, False], ids=["team_id", "slack_team"])
+@pytest.mark.parametrize("home", [OTHER_TEAM, None], ids=["other-home", "no-home"])
+async def test_a_slack_connect_tap_is_judged_by_the_tappers_home_workspace(
+    serve: Serve, pinned: bool, home: str | None
+) -> None:
+    """In a shared channel ``team.id`` is the message's workspace, not the tapper's.
+
+    Only ``user.team_id`` says where the person is from; when it is another
+    workspace, or missing, the tap must not pass for one of ours.
+    """
+    served = await serve(team_id=TEAM if pinned else None)
+    request = await served.ask()
+    tapped = click(served, "approve", request, user=ALICE, team=TEAM)
+    tapped["user"] = {k: v for k, v in tapped["user"].items() if k != "team_id"}
+    if home is not None:
+        tapped["user"]["team_id"] = home
+    assert (await served.post(form(tapped)))[0] == 200
+    assert await served.told(ALICE, 1) == [NOT_APPROVER]
+    await assert_untouched(served, request)
+
+
 async def test_a_pinned_workspace_still_accepts_its_own_approvers(serve: Serve) -> None:
     served = await serve(team_id=TEAM)
     request = await served.ask()

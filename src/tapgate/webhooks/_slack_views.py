@@ -123,9 +123,13 @@ def verify_signature(
 class Interaction:
     """One tap or one modal submission (a deny's reason, a question's answer in ``reason``).
 
-    ``team`` is the tapper's workspace: ``user.team_id`` (their home
-    workspace, which is what ``approvers[].slack_team`` names), else the
-    payload's ``team.id``. ``channel`` is where ephemeral answers go.
+    ``team`` is the tapper's workspace: ``user.team_id``, their home
+    workspace, which is what ``approvers[].slack_team`` names; ``None`` when
+    the payload does not say. Never the payload's ``team.id``: in a Slack
+    Connect channel that is the workspace the *message* lives in, so a
+    person from another organisation would pass for one of ours. A tap whose
+    workspace is unknown fails any workspace check. ``channel`` is where
+    ephemeral answers go.
     """
 
     action: TapAction
@@ -352,8 +356,7 @@ def _tapper(body: dict[str, Any]) -> tuple[str, str | None] | None:
     user_id = _str(user.get("id"))
     if user_id is None:
         return None
-    team = _str(user.get("team_id")) or _str(_dict(body.get("team")).get("id"))
-    return user_id, team
+    return user_id, _str(user.get("team_id"))
 
 
 def _metadata(value: object) -> tuple[str, str | None] | None:
