@@ -11,13 +11,16 @@ import asyncio
 import itertools
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from tapgate.core import Approver, Directory, Gate, Policy, PolicySpec, Rule, Store, ToolCall
 from tapgate.core.clock import SystemClock
+from tapgate.core.store.engine import normalize_url
+from tapgate.core.store.leader import HEARTBEAT_LOCK, Leadership
 from tapgate.core.store.notify import DecisionListener
 from tests.fakes.taps import free_port
 
@@ -139,3 +142,45 @@ async def test_the_listener_backs_off_and_logs_an_outage_once(
     warnings = [r for r in caplog.records if r.levelname == "WARNING"]
     assert len(warnings) == 1 and "cannot connect" in warnings[0].getMessage()
     assert not listener.connected.is_set()
+
+
+async def test_a_failed_leadership_probe_discards_the_session_that_holds_the_lock(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A probe that fails on a live session must not send the lock back into the pool."""
+    engine = create_async_engine(normalize_url(pg_url))
+    observer = create_async_engine(normalize_url(pg_url))
+    leader = Leadership(engine)
+    try:
+        assert await leader.hold()
+        assert leader._conn is not None
+        first = await leader._conn.scalar(text("SELECT pg_backend_pid()"))
+        probed = leader._conn
+        real_execute = AsyncConnection.execute
+
+        async def failing(self: AsyncConnection, *args: Any, **kwargs: Any) -> Any:
+            if self is probed:
+                raise TimeoutError("the probe timed out; the session lives on")
+            return await real_execute(self, *args, **kwargs)
+
+        monkeypatch.setattr(AsyncConnection, "execute", failing)
+        assert await leader.hold()  # dropped the old session, took the lock on a new one
+        monkeypatch.undo()
+        assert leader._conn is not None and leader._conn is not probed
+        now = await leader._conn.scalar(text("SELECT pg_backend_pid()"))
+        async with observer.connect() as conn:
+            holders = (
+                await conn.execute(
+                    text("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = :key"),
+                    {"key": HEARTBEAT_LOCK},
+                )
+            ).scalars()
+            assert list(holders) == [now] and now != first
+            alive = await conn.scalar(
+                text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"), {"pid": first}
+            )
+        assert alive == 0, "the session whose probe failed is still open (back in the pool)"
+    finally:
+        await leader.close()
+        await engine.dispose()
+        await observer.dispose()

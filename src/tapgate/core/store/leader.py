@@ -64,7 +64,17 @@ class Leadership:
             await self._drop()
 
     async def _drop(self) -> None:
+        """Discard the lock's connection: invalidated, never handed back to the pool.
+
+        The lock is the *session's*. If a probe failed and the session is in
+        fact alive (a timeout, a hiccup), a pooled connection would keep the
+        lock while nobody leads: this replica would ask again on another
+        session and be refused by its own, and so would every other replica.
+        Invalidating closes the session, and PostgreSQL releases the lock.
+        """
         conn, self._conn = self._conn, None
         if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.invalidate()
             with contextlib.suppress(Exception):
                 await conn.close()
