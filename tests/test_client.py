@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+import threading
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -219,6 +220,7 @@ async def test_a_503_from_a_proxy_is_retried(api: respx.MockRouter) -> None:
         ("4", 4.0, 4.0),
         ("9999", 10.0, 10.0),  # capped: a proxy must not park an agent for hours
         ("soon", 0.25, 0.5),  # unreadable: the backoff alone
+        ("\u00b2", 0.25, 0.5),  # a superscript two: str.isdigit says yes, float() says no
         (None, 0.25, 0.5),
         ("Wed, 21 Oct 2015 07:28:00 GMT", 0.25, 0.5),  # a date in the past
     ],
@@ -230,7 +232,7 @@ def test_a_retry_waits_at_least_what_retry_after_asks(
     plan = Planner(timeout=1.0, retries=3, backoff=0.5, long_poll=60).wait("req-1", 0)
     step = resume(plan, None)
     assert isinstance(step, Send)
-    headers = {} if header is None else {"Retry-After": header}
+    headers = [] if header is None else [(b"Retry-After", header.encode("latin-1"))]
     pause = resume(plan, httpx.Response(503, headers=headers))
     assert isinstance(pause, Pause) and low <= pause.seconds <= high
 
@@ -567,6 +569,80 @@ async def test_the_in_process_gate_works_with_guard(served: Served) -> None:
     await served.decide("deny", reason="use the pipeline")
     with pytest.raises(ToolDenied, match="use the pipeline"):
         await task
+
+
+class _Client:
+    """An object whose text is its address: a copy of it reads differently."""
+
+
+@dataclass
+class _Job:
+    env: str
+    client: _Client
+    retries: float = float("nan")
+
+
+class _FreshNaN(Mapping[str, float]):
+    """A mapping that computes a new NaN on every read."""
+
+    def __getitem__(self, key: str) -> float:
+        return float("nan")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["x"])
+
+    def __len__(self) -> int:
+        return 1
+
+
+class _LockingGate(FakeGate):
+    """Allows, but takes the lock it was handed while deciding (its text changes)."""
+
+    lock: threading.Lock | None = None
+
+    async def check(self, call: ToolCall) -> Decision:
+        assert self.lock is not None
+        self.lock.acquire()
+        return await super().check(call)
+
+
+async def test_guard_runs_an_allowed_tool_whose_arguments_only_read_differently() -> None:
+    """No false ArgumentsChanged: objects by identity, NaN equal to NaN, values rebuilt alike."""
+    ran: list[str] = []
+
+    @guard(FakeGate())
+    async def deploy(job: _Job, limits: Mapping[str, float], ratio: float) -> None:
+        ran.append(job.env)
+
+    await deploy(_Job("staging", _Client()), _FreshNaN(), float("nan"))
+    lock = threading.Lock()
+    gate = _LockingGate()
+    gate.lock = lock
+
+    @guard(gate)
+    async def with_lock(lock: threading.Lock) -> None:
+        ran.append("locked")
+
+    await with_lock(lock)
+    assert ran == ["staging", "locked"]
+
+
+async def test_guard_refuses_a_value_that_changed_type_or_content() -> None:
+    flags: dict[str, Any] = {"force": 1}
+    job = _Job("staging", _Client())
+
+    class Mutating(FakeGate):
+        async def check(self, call: ToolCall) -> Decision:
+            flags["force"] = True  # 1 == True, but not what was shown
+            job.env = "prod"
+            return await super().check(call)
+
+    @guard(Mutating())
+    async def deploy(job: _Job, flags: dict[str, Any]) -> None:
+        raise AssertionError("must not run")
+
+    with pytest.raises(ArgumentsChanged):
+        await deploy(job, flags)
 
 
 def test_guard_wrapper_is_a_functools_wrapper() -> None:

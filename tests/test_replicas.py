@@ -140,8 +140,10 @@ async def test_the_listener_backs_off_and_logs_an_outage_once(
     assert 5 <= len(attempts) <= 12, gaps
     assert gaps[3] > 2 * gaps[0], gaps
     warnings = [r for r in caplog.records if r.levelname == "WARNING"]
-    assert len(warnings) == 1 and "cannot connect" in warnings[0].getMessage()
+    assert len(warnings) == 1 and "not listening" in warnings[0].getMessage()
     assert not listener.connected.is_set()
+    listener._failures = 5_000  # hours of outage: the delay stays capped, nothing overflows
+    assert listener._delay() == 0.16
 
 
 async def test_a_failed_leadership_probe_discards_the_session_that_holds_the_lock(

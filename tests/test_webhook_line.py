@@ -492,12 +492,16 @@ STICKER = {
 }
 
 
-async def test_a_message_line_bot_sdk_cannot_read_does_not_sink_a_tap(served: Served) -> None:
-    """A message of a kind newer than the SDK is skipped; the tap beside it is decided."""
+async def test_events_line_bot_sdk_cannot_read_do_not_sink_a_tap(served: Served) -> None:
+    """Unreadable events tapgate would not act on are skipped; the tap beside them is decided."""
     request = await served.ask()
-    new_kind = line_event("message", message={"id": "1", "type": "hologram", "quoteToken": "q"})
+    unreadable = [
+        line_event("message", message={"id": "1", "type": "hologram", "quoteToken": "q"}),
+        line_event("message", message={"id": "1", "type": "text", "text": "hello"}),
+        {**FOLLOW, "mode": "standby", "replyToken": None},  # standby: no reply token
+    ]
     item = tap_event("approve", request)
-    assert (await served.post(payload(new_kind, item)))[0] == 200
+    assert (await served.post(payload(*unreadable, item)))[0] == 200
     assert (await served.gate.status(request.id)).resolved_by == "alice"
 
 
@@ -535,9 +539,8 @@ async def test_an_empty_event_list_is_ok(served: Served) -> None:
                 {**postback("v=1&a=approve&r=x"), "timestamp": "noon"},
                 {**postback("v=1&a=approve&r=x"), "webhookEventId": ""},
                 {**postback("v=1&a=approve&r=x"), "replyToken": ""},
-                {**FOLLOW, "deliveryContext": {"isRedelivery": "no"}},
-                {**FOLLOW, "follow": {}},
-                {**text_message("id"), "message": {"type": "text", "id": "1", "text": None}},
+                {**text_message("id"), "message": {"type": "text", "id": "1", "text": "id"}},
+                {**text_message("answer 3fA9xK2b: yes"), "timestamp": None},
                 {**text_message("id"), "source": {"type": "user", "userId": ""}},
             )
         ),

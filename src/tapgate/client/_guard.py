@@ -11,7 +11,9 @@ The arguments are read again when the decision comes back: a list or dict
 the tool was given can be changed by other code during the minutes a human
 takes to decide, and an approval of ``{"env": "staging"}`` must not run the
 tool on ``"prod"``. If what the tool would now get differs from what was
-approved, it does not run (:class:`ArgumentsChanged`).
+approved, it does not run (:class:`ArgumentsChanged`). Plain values and
+containers are compared by value, other objects (clients, locks, paths) by
+identity, so an object whose text changes on its own never blocks a call.
 
 Mixed cases: a sync tool with an async gate runs the check under
 ``asyncio.run`` (and refuses inside a running loop, where that would block or
@@ -123,18 +125,21 @@ def guard(
         name = tool or fn.__name__
         signature = inspect.signature(fn)
 
-        def call_for(args: tuple[Any, ...], kwargs: dict[str, Any]) -> ToolCall:
-            arguments = tool_arguments(signature, args, kwargs)
-            return ToolCall(tool=name, arguments=arguments, agent=agent, session=session, risk=risk)
+        def call_for(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[ToolCall, Any]:
+            """The call to decide, and a snapshot of its arguments to compare with after."""
+            bound = _bound(signature, args, kwargs)
+            arguments = {k: _jsonable(v) for k, v in bound.items()}
+            call = ToolCall(tool=name, arguments=arguments, agent=agent, session=session, risk=risk)
+            return call, _snapshot(bound)
 
         def refused(decision: Decision) -> Denied:
             if on_deny == "raise":
                 raise ToolDenied(decision, tool=name)
             return Denied(tool=name, reason=decision.reason, decision=decision)
 
-        def unchanged(call: ToolCall, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        def unchanged(decided: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
             """Refuse to run if the arguments differ from the ones decided on."""
-            if tool_arguments(signature, args, kwargs) != call.arguments:
+            if _snapshot(_bound(signature, args, kwargs)) != decided:
                 raise ArgumentsChanged(
                     f"{name}'s arguments changed while the call was being decided; "
                     "not run (ask again with the new arguments)"
@@ -144,28 +149,28 @@ def guard(
 
             @functools.wraps(fn)
             async def guarded_async(*args: Any, **kwargs: Any) -> Any:
-                call = call_for(args, kwargs)
+                call, decided = call_for(args, kwargs)
                 if is_async_gate:
                     decision = await cast(AsyncChecker, gate).check(call)
                 else:
                     decision = await asyncio.to_thread(cast(SyncChecker, gate).check, call)
                 if not decision.allowed:
                     return refused(decision)
-                unchanged(call, args, kwargs)
+                unchanged(decided, args, kwargs)
                 return await fn(*args, **kwargs)
 
             return guarded_async
 
         @functools.wraps(fn)
         def guarded(*args: Any, **kwargs: Any) -> Any:
-            call = call_for(args, kwargs)
+            call, decided = call_for(args, kwargs)
             if is_async_gate:
                 decision = _run_async_check(cast(AsyncChecker, gate), call)
             else:
                 decision = cast(SyncChecker, gate).check(call)
             if not decision.allowed:
                 return refused(decision)
-            unchanged(call, args, kwargs)
+            unchanged(decided, args, kwargs)
             return fn(*args, **kwargs)
 
         return guarded
@@ -201,11 +206,18 @@ def tool_arguments(
     ``cls`` is left out. Values JSON cannot carry become text (paths, enums,
     datetimes and other objects via ``str``); dataclasses become objects.
     """
+    return {k: _jsonable(v) for k, v in _bound(signature, args, kwargs).items()}
+
+
+def _bound(
+    signature: inspect.Signature, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The live argument values by parameter name, defaults applied, without ``self``."""
     bound = signature.bind(*args, **kwargs)
     bound.apply_defaults()
     params = list(signature.parameters)
     skip = params[0] if params and params[0] in ("self", "cls") else None
-    return {k: _jsonable(v) for k, v in bound.arguments.items() if k != skip}
+    return {k: v for k, v in bound.arguments.items() if k != skip}
 
 
 def _jsonable(value: Any) -> Any:
@@ -217,7 +229,51 @@ def _jsonable(value: Any) -> Any:
         items = sorted(value, key=repr) if isinstance(value, set | frozenset) else value
         return [_jsonable(v) for v in items]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _jsonable(dataclasses.asdict(value))
+        # Field by field, not dataclasses.asdict: that deep-copies every leaf.
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, enum.Enum):
         return _jsonable(value.value)
     return str(value)
+
+
+class _Same:
+    """A leaf compared by identity: an object whose text may change while it does not.
+
+    A lock's ``str`` says whether it is held, a process's its return code, and
+    a plain object's its address (new for every copy): comparing their text
+    would call an approved call changed. What this cannot see is an attribute
+    of such an object reassigned in place; the tool gets the live object.
+    """
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: object) -> None:
+        self.obj = obj
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.obj is self.obj
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _snapshot(value: Any) -> Any:
+    """``value`` as decided on, to compare with after the decision (see :func:`guard`).
+
+    Plain values by value and type (``1`` and ``True`` differ; floats by their
+    exact hex, so NaN equals NaN), containers and dataclasses by their
+    contents, anything else by identity (:class:`_Same`).
+    """
+    if isinstance(value, float):
+        return (float, float(value).hex())
+    if value is None or isinstance(value, bool | int | str):
+        return (type(value), value)
+    if isinstance(value, Mapping):
+        return (Mapping, {str(k): _snapshot(v) for k, v in value.items()})
+    if isinstance(value, list | tuple | set | frozenset):
+        unordered = isinstance(value, set | frozenset)
+        items = sorted(value, key=repr) if unordered else value
+        return (set if unordered else list, [_snapshot(v) for v in items])
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: _snapshot(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return (type(value), fields)
+    return _Same(value)

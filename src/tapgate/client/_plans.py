@@ -204,7 +204,7 @@ def retry_after(response: httpx.Response) -> float:
     that is neither is ignored (the backoff alone decides).
     """
     value = response.headers.get("Retry-After", "").strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # str.isdigit alone takes "²"
         seconds = float(value)
     else:
         try:

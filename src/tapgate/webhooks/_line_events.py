@@ -12,12 +12,14 @@ written for hostile input, so it runs inside a fence:
   happily iterate the keys of ``{"events": {}}``;
 - anything the parser raises (``KeyError``, ``TypeError``, pydantic's
   ``ValidationError``, ``RecursionError``) means a malformed body;
-- an event tapgate acts on (a postback, a follow, a *text* message) that the
-  parser could only read as an ``UnknownEvent`` is malformed too, not
-  silently skipped: a tap LINE signed but that cannot be read must be a
-  visible 400, not a 200 that did nothing. Other events it cannot read
-  (say a message of a kind newer than the SDK) are ignored like any other
-  event tapgate has no use for, so they cannot sink a tap in the same batch.
+- an event tapgate would act on (a postback; a text message that is the
+  ``id`` command or a typed answer) that the parser could only read as an
+  ``UnknownEvent`` is malformed too, not silently skipped: a tap LINE signed
+  but that cannot be read must be a visible 400, not a 200 that did nothing.
+  Other events it cannot read (a message of a kind newer than the SDK, a
+  "hello" with a mention type it does not know, a follow in standby mode)
+  are ignored like any other event tapgate has no use for, so they cannot
+  sink a tap in the same batch.
 
 Every such body raises :class:`Malformed`, answered 400 and never 500. A text
 message of the form ``answer <reference>: <text>`` (``core.actions.parse_answer``)
@@ -39,8 +41,8 @@ from tapgate.core.actions import parse_answer
 __all__ = ["Event", "EventReader", "Malformed"]
 
 _ID_COMMAND = "id"
-# Event types tapgate acts on (messages: text ones only); one the SDK cannot read is an error.
-_ACTED_ON = frozenset({"postback", "follow"})
+# Event types tapgate must read (text messages: see _acted_on); one the SDK cannot is an error.
+_ACTED_ON = frozenset({"postback"})
 
 
 class Malformed(ValueError):
@@ -121,10 +123,22 @@ def _event(item: Any, raw: dict[str, Any], index: int) -> Event:
 
 
 def _acted_on(raw: dict[str, Any]) -> bool:
-    """Whether tapgate acts on events shaped like ``raw`` (the JSON the SDK read)."""
+    """Whether tapgate would act on ``raw`` (the JSON of an event the SDK could not read).
+
+    A postback always (it is a tap); a text message only when its text is the
+    ``id`` command or a typed answer, so that an unreadable "hello" in some
+    group cannot sink a tap in the same batch. A follow is only ever answered
+    with the user id, and in standby mode LINE sends it without the reply
+    token the SDK requires: skipped, not refused.
+    """
     if raw.get("type") == "message":
         message = raw.get("message")
-        return isinstance(message, dict) and message.get("type") == "text"
+        if not isinstance(message, dict) or message.get("type") != "text":
+            return False
+        text = message.get("text")
+        if not isinstance(text, str):
+            return False
+        return text.strip().casefold() == _ID_COMMAND or parse_answer(text) is not None
     return raw.get("type") in _ACTED_ON
 
 

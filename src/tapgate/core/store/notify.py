@@ -6,7 +6,7 @@ forget; PostgreSQL delivers it when the deciding transaction commits). Each
 replica keeps one connection listening and hands the ids to the gate, which
 wakes its own waiters. A dropped connection is re-opened with capped
 exponential backoff (1 s, 2 s, 4 s ... 10 s; back to 1 s once a connection
-held), and after every (re)connect the gate reconciles all its waiters at
+has held for 10 s), and after every (re)connect the gate reconciles all its waiters at
 once, so a notification lost while disconnected costs a moment, never a
 waiter. An outage is logged once as a warning, then every tenth failed
 attempt, and its end once, rather than a line a second for its whole length.
@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -47,7 +48,8 @@ class DecisionListener:
         self._on_connected = on_connected
         self._retry = retry
         self._max_retry = max_retry
-        self._failures = 0  # attempts in a row that never got to LISTEN
+        self._failures = 0  # attempts in a row that never got to LISTEN, or lost it at once
+        self._since = 0.0  # when the current connection started listening
         self._task: asyncio.Task[None] | None = None
         self.connected = asyncio.Event()
         self.server_pid: int | None = None  # the listening backend (operators, tests)
@@ -75,19 +77,23 @@ class DecisionListener:
                 task = asyncio.current_task()
                 if task is not None and task.cancelling():
                     raise  # a driver error raised while we are being stopped: stop
-                if self.connected.is_set():
+                if self.connected.is_set() and self._failures == 0:
                     log.warning("LISTEN %s lost (%s); reconnecting", CHANNEL, exc)
                 elif self._failures % 10 == 0:
-                    log.warning("LISTEN %s: cannot connect (%s); retrying", CHANNEL, exc)
+                    log.warning("LISTEN %s: not listening (%s); retrying", CHANNEL, exc)
                 else:
-                    log.debug("LISTEN %s: still cannot connect (%s)", CHANNEL, exc)
-            self._failures = 0 if self.connected.is_set() else self._failures + 1
+                    log.debug("LISTEN %s: still not listening (%s)", CHANNEL, exc)
+            # A connection that held a while starts the next round at ``retry``;
+            # one lost at once (or whose catch-up keeps failing) counts as a failure.
+            held = self.connected.is_set() and time.monotonic() - self._since >= self._max_retry
+            self._failures = 0 if held else self._failures + 1
             self.connected.clear()
             await asyncio.sleep(self._delay())
 
     def _delay(self) -> float:
         """``retry`` after a held connection dropped; doubling, to ``max_retry``, while down."""
-        return min(self._retry * 2.0 ** max(self._failures - 1, 0), self._max_retry)
+        doublings = min(max(self._failures - 1, 0), 30)  # 2.0 ** 1024 overflows: hours down
+        return min(self._retry * 2.0**doublings, self._max_retry)
 
     async def _listen_once(self) -> None:
         lost = asyncio.Event()
@@ -103,6 +109,7 @@ class DecisionListener:
             self.server_pid = raw.get_server_pid()
             if self._failures:
                 log.info("LISTEN %s restored after %d failed attempts", CHANNEL, self._failures)
+            self._since = time.monotonic()
             self.connected.set()
             await self._on_connected()  # catch up on anything decided while not listening
             try:
