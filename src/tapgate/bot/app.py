@@ -102,7 +102,6 @@ def _core(
         )
         app[METRICS].watch(gate.bus)
         app[METRICS].waiters.set_function(lambda: gate.waiting)
-        app[METRICS].pending.set(len(await store.list_requests(status="pending", limit=100_000)))
         pace = {"slack": config.channels.slack.pace} if config.channels.slack else {}
         dispatcher = Dispatcher(
             store,
@@ -111,6 +110,7 @@ def _core(
             bus=gate.bus,
             pace=pace,
             lease=config.server.delivery_lease,
+            on_failure=app[METRICS].delivery_failed,
         )
         heartbeat = Heartbeat(
             gate,

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+
 from aiohttp import web
 
 from tapgate.bot.keys import METRICS, STORE
 
 __all__ = ["setup_health"]
+
+log = logging.getLogger(__name__)
 
 
 async def healthz(_request: web.Request) -> web.Response:
@@ -23,7 +27,17 @@ async def readyz(request: web.Request) -> web.Response:
 
 
 async def metrics(request: web.Request) -> web.Response:
-    """Prometheus text exposition."""
+    """Prometheus text exposition; the pending gauge is counted in the database first.
+
+    A scrape must answer even when the database does not: the gauge then keeps
+    its last value, the failure is logged, and ``/readyz`` says 503.
+    """
+    store = request.app.get(STORE)
+    if store is not None:
+        try:
+            request.app[METRICS].pending.set(await store.count_requests(status="pending"))
+        except Exception as exc:  # any database failure: report the rest, keep the last count
+            log.warning("metrics: could not count pending requests: %r", exc)
     body = request.app[METRICS].exposition()
     return web.Response(
         body=body,

@@ -23,12 +23,17 @@ class Metrics:
         self.registry = CollectorRegistry()
         self.decisions = Counter(
             "tapgate_decisions",
-            "Tool calls decided, by verdict and source",
+            "Tool calls decided in this process, by verdict and source",
             ["verdict", "source"],
             registry=self.registry,
         )
+        # Set from the database at each scrape (see health.metrics): counting this
+        # process's events would drift as soon as a replica or `tapgate resolve`
+        # decides something.
         self.pending = Gauge(
-            "tapgate_pending_requests", "Requests waiting for an approver", registry=self.registry
+            "tapgate_pending_requests",
+            "Requests waiting for an approver (the whole database)",
+            registry=self.registry,
         )
         self.deliveries = Counter(
             "tapgate_deliveries",
@@ -38,7 +43,7 @@ class Metrics:
         )
         self.delivery_failures = Counter(
             "tapgate_delivery_failures",
-            "Approval messages that could not be delivered",
+            "Failed sends of approval messages, by channel; permanent ones are given up",
             ["channel", "permanent"],
             registry=self.registry,
         )
@@ -64,13 +69,14 @@ class Metrics:
         """Follow the gate's events."""
         bus.subscribe(self._on_event)
 
+    def delivery_failed(self, channel: str, permanent: bool) -> None:
+        """Count one failed send (the dispatcher's ``on_failure``)."""
+        self.delivery_failures.labels(channel=channel, permanent=str(permanent).lower()).inc()
+
     def _on_event(self, event: GateEvent) -> None:
-        if event.kind == "requested":
-            self.pending.inc()
-        elif event.kind == "notified":
+        if event.kind == "notified":
             self.deliveries.labels(channel=str(event.detail.get("channel", "?"))).inc()
         elif event.kind in ("resolved", "expired", "cancelled"):
-            self.pending.dec()
             decision = event.request.decision()
             if decision is not None:
                 self.decisions.labels(verdict=decision.verdict, source=decision.source).inc()

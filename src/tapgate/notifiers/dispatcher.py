@@ -64,6 +64,7 @@ class Dispatcher:
         pace: Mapping[str, float] | None = None,
         backoff: Callable[..., float] = outbox_backoff,
         owner: str | None = None,
+        on_failure: Callable[[str, bool], None] | None = None,
     ) -> None:
         self.store = store
         self.notifiers = {n.channel: n for n in notifiers}
@@ -75,6 +76,8 @@ class Dispatcher:
         self.pace = dict(pace or {})
         self.backoff = backoff
         self.owner = owner or f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        # Told (channel, permanent) for every failed send: the server's metrics.
+        self.on_failure = on_failure
         self._slots = asyncio.Semaphore(concurrency)
         self._wake = asyncio.Event()
         self._claim_wanted = True  # the first pass claims whatever is due
@@ -274,6 +277,8 @@ class Dispatcher:
     async def _failed(self, item: OutboxItem, exc: DeliveryError) -> None:
         now = self.clock.now()
         error = str(exc) or type(exc).__name__
+        if self.on_failure is not None:
+            self.on_failure(item.delivery.channel, not exc.retryable)
         if not exc.retryable:
             log.error(
                 "giving up on %s message to %s for request %s: %s",

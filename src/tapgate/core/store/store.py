@@ -320,6 +320,11 @@ class Store:
             lambda c: [request_from_row(r) for r in c.execute(query).mappings()]
         )
 
+    async def count_requests(self, *, status: RequestStatus) -> int:
+        """How many requests have ``status`` (the pending gauge; an indexed count)."""
+        query = select(func.count()).select_from(requests).where(requests.c.status == status)
+        return await self.runner.read(lambda c: int(c.execute(query).scalar_one()))
+
     async def transition(
         self,
         request_id: str,
