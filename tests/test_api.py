@@ -10,8 +10,11 @@ schemas generated from them are checked against real traffic as a side effect.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import json
+import socket
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -23,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from tapgate.bot import api as api_module
 from tapgate.bot._api_models import (
     CancelIn,
     ErrorOut,
@@ -31,14 +35,14 @@ from tapgate.bot._api_models import (
     ToolCallList,
     ToolCallOut,
 )
-from tapgate.bot.api import HEARTBEAT_INTERVAL
+from tapgate.bot.api import HEARTBEAT_INTERVAL, STREAM_QUEUE_SIZE
 from tapgate.bot.app import build_app
 from tapgate.bot.config import Config, parse_config
 from tapgate.bot.keys import GATE, METRICS, STORE
 from tapgate.bot.openapi import EXAMPLES, openapi_document
 from tapgate.core.clock import ManualClock
 from tapgate.core.gate import Gate
-from tapgate.core.models import ToolCall
+from tapgate.core.models import GateEvent, ToolCall
 from tapgate.notifiers.recording import RecordingNotifier
 
 CI = "ci-bot-token-0123456789abcdef"
@@ -597,7 +601,69 @@ async def test_the_event_stream_ends_cleanly_on_shutdown(api: Api) -> None:
     assert rest == b""
     await closing
     # The bus has no public subscriber count; the stream's queue must be gone.
-    assert api.app[GATE].bus._queues == []
+    assert api.app[GATE].bus._subscriptions == []
+
+
+async def test_other_agents_bursts_never_evict_the_callers_events(api: Api) -> None:
+    """The stream's buffer holds the caller's events only: theirs are filtered at the door."""
+    stream = await open_stream(api)
+    mine = await api.ask()
+    await stream.events(until=lambda e: e.kind == "requested")
+    template = await api.gate.status(mine)
+    theirs = dataclasses.replace(template, id="t" * 22, agent="other")
+    for _ in range(STREAM_QUEUE_SIZE * 2):
+        api.app[GATE].bus.publish(GateEvent(kind="expired", request=theirs, at=api.clock.now()))
+    await api.gate.cancel(mine, by="ci-bot")
+    events = await stream.events(until=lambda e: e.kind == "cancelled")
+    assert {e.request_id for e in events} == {mine}  # perhaps a "notified" first
+    stream.resp.close()
+
+
+async def test_a_stream_that_lost_events_says_so_and_ends(api: Api) -> None:
+    stream = await open_stream(api)
+    mine = await api.ask()
+    await stream.events(until=lambda e: e.kind == "requested")
+    request = await api.gate.status(mine)
+    for _ in range(STREAM_QUEUE_SIZE + 10):  # at once: the pump cannot keep up
+        api.app[GATE].bus.publish(GateEvent(kind="expired", request=request, at=api.clock.now()))
+    rest = (await asyncio.wait_for(stream.resp.content.read(), timeout=10)).decode()
+    last = rest.rstrip("\n").split("\n\n")[-1]  # the stream then ends: read() returned
+    assert last.startswith("event: overflow\ndata: "), rest[-200:]
+    assert json.loads(last.split("data: ", 1)[1])["dropped"] >= 10
+
+
+async def test_a_client_that_stops_reading_neither_holds_the_server_nor_its_shutdown(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stalled stream is dropped after STREAM_WRITE_TIMEOUT, and at once on shutdown."""
+    monkeypatch.setattr(api_module, "STREAM_WRITE_TIMEOUT", 0.5)
+    url = api.client.make_url("/v1/events")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((url.host, url.port))
+    sock.sendall(
+        f"GET /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {CI}\r\n\r\n".encode()
+    )
+    await api.ask()  # a request to send events about; the client never reads a byte
+    request = await api.gate.status((await api.gate.store.list_requests())[0].id)
+    big = dataclasses.replace(request, tool="t" * 4000)  # ~4 KB frames
+    subscriptions = api.app[GATE].bus._subscriptions
+    for _ in range(2000):  # fill the socket buffers until a write has to wait
+        for _ in range(20):
+            api.app[GATE].bus.publish(GateEvent(kind="expired", request=big, at=api.clock.now()))
+        await asyncio.sleep(0.005)
+        if not subscriptions:
+            break  # the stalled write timed out and the stream was dropped
+    assert subscriptions == [], "the stalled stream was never dropped"
+    started = time.monotonic()
+    await asyncio.wait_for(api.client.server.close(), 10)
+    assert time.monotonic() - started < 5
+    sock.close()
+
+
+async def test_head_on_the_event_stream_is_refused(api: Api) -> None:
+    resp = await api.client.head("/v1/events", headers={"Authorization": f"Bearer {CI}"})
+    assert resp.status == 405
 
 
 # -- the OpenAPI document ------------------------------------------------------------------

@@ -42,6 +42,7 @@ from tapgate.bot._api_models import (
 )
 from tapgate.bot.keys import CLOCK, CONFIG, GATE, METRICS, STORE
 from tapgate.bot.openapi import openapi_document
+from tapgate.core.events import Subscription
 from tapgate.core.models import GateEvent, Request, ToolCall
 from tapgate.errors import RequestNotFound, ResolveError
 
@@ -49,6 +50,7 @@ __all__ = [
     "AGENT",
     "HEARTBEAT_INTERVAL",
     "STREAM_QUEUE_SIZE",
+    "STREAM_WRITE_TIMEOUT",
     "authenticate",
     "json_api_middleware",
     "model_response",
@@ -68,6 +70,8 @@ STREAM_QUEUE_SIZE = 256
 """Events buffered per SSE client; a client that falls further behind loses the oldest."""
 
 _BEAT = timedelta(seconds=HEARTBEAT_INTERVAL)
+STREAM_WRITE_TIMEOUT = 30.0
+"""Seconds one SSE write may wait for a client that does not read, before it is dropped."""
 _SHUTDOWN = web.AppKey("tapgate.api_shutdown", asyncio.Event)
 _PREFIX = "/v1"
 _PUBLIC = frozenset({"/v1/openapi.json"})
@@ -92,7 +96,8 @@ def setup_api(app: web.Application) -> None:
     app.router.add_get("/v1/tool-calls", list_tool_calls)
     app.router.add_get("/v1/tool-calls/{id}", get_tool_call)
     app.router.add_post("/v1/tool-calls/{id}/cancel", cancel_tool_call)
-    app.router.add_get("/v1/events", stream_events)
+    # No HEAD: its answer would be an endless body after headers that promise none.
+    app.router.add_get("/v1/events", stream_events, allow_head=False)
     app.router.add_get("/v1/openapi.json", get_openapi)
 
 
@@ -340,30 +345,43 @@ async def stream_events(request: web.Request) -> web.StreamResponse:
             "X-Accel-Buffering": "no",  # nginx would otherwise buffer the stream
         }
     )
-    # Subscribe before the headers go out, so no event falls between the two.
-    async with request.app[GATE].bus.stream(maxsize=STREAM_QUEUE_SIZE) as queue:
+    agent = request[AGENT]
+    # Subscribe before the headers go out, so no event falls between the two;
+    # only this agent's events are queued (see core.events.Subscription).
+    bus = request.app[GATE].bus
+    async with bus.stream(STREAM_QUEUE_SIZE, lambda e: e.request.agent == agent) as events:
         await response.prepare(request)
+        stopper = asyncio.ensure_future(request.app[_SHUTDOWN].wait())
         try:
-            await response.write(b": connected\n\n")
-            await _pump(request, response, queue)
+            if await _send(request, response, b": connected\n\n", stopper):
+                await _pump(request, response, events, stopper)
         except ConnectionResetError:
             pass  # the client went away
         except Exception:  # the headers are out: the stream can only end, not turn into a 500
-            log.exception("agent API: event stream for %s failed", request[AGENT])
+            log.exception("agent API: event stream for %s failed", agent)
+        finally:
+            stopper.cancel()
     return response
 
 
 async def _pump(
-    request: web.Request, response: web.StreamResponse, queue: asyncio.Queue[GateEvent]
+    request: web.Request,
+    response: web.StreamResponse,
+    events: Subscription,
+    stopper: asyncio.Future[Any],
 ) -> None:
-    """Forward the agent's events, beat every ``HEARTBEAT_INTERVAL``, stop at shutdown."""
-    agent, clock = request[AGENT], request.app[CLOCK]
-    stopper = asyncio.ensure_future(request.app[_SHUTDOWN].wait())
+    """Forward the agent's events, beat every ``HEARTBEAT_INTERVAL``, stop at shutdown.
+
+    A client that fell so far behind that events were lost is told so with
+    an ``overflow`` event and the stream ends: it must re-read what it waits
+    for rather than trust a stream with a gap.
+    """
+    clock = request.app[CLOCK]
     getter: asyncio.Future[GateEvent] | None = None
     next_beat = clock.now() + _BEAT
     try:
         while True:
-            getter = getter or asyncio.ensure_future(queue.get())
+            getter = getter or asyncio.ensure_future(events.queue.get())
             beat = asyncio.ensure_future(clock.sleep_until(next_beat))
             racers: set[asyncio.Future[Any]] = {stopper, getter, beat}
             try:
@@ -372,17 +390,45 @@ async def _pump(
                 beat.cancel()
             if stopper.done():
                 return
+            if events.dropped:
+                frame = f'event: overflow\ndata: {{"dropped": {events.dropped}}}\n\n'.encode()
+                await _send(request, response, frame, stopper)
+                return
             if getter.done():
                 event, getter = getter.result(), None
-                if event.request.agent == agent:
-                    await response.write(_frame(event))
+                frame = _frame(event)
             else:
-                await response.write(b": heartbeat\n\n")
+                frame = b": heartbeat\n\n"
                 next_beat = clock.now() + _BEAT
+            if not await _send(request, response, frame, stopper):
+                return
     finally:
-        stopper.cancel()
         if getter is not None:
             getter.cancel()
+
+
+async def _send(
+    request: web.Request, response: web.StreamResponse, frame: bytes, stopper: asyncio.Future[Any]
+) -> bool:
+    """Write one frame; False, with the connection dropped, if the client stalls or we stop.
+
+    A client that stops reading makes ``write`` wait for ever once the socket
+    buffers fill. Racing the write against shutdown keeps SIGTERM prompt, and
+    ``STREAM_WRITE_TIMEOUT`` frees a stalled client's connection; aborting
+    the transport is the only way out (a graceful end would wait to drain).
+    """
+    write = asyncio.ensure_future(response.write(frame))
+    await asyncio.wait(
+        {write, stopper}, timeout=STREAM_WRITE_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
+    )
+    if write.done():
+        write.result()  # a client that went away raises ConnectionResetError here
+        return True
+    write.cancel()
+    if request.transport is not None:
+        request.transport.abort()
+    log.info("agent API: event stream for %s dropped (client not reading)", request[AGENT])
+    return False
 
 
 def _frame(event: GateEvent) -> bytes:

@@ -235,8 +235,10 @@ def _events() -> dict[str, Any]:
         "description": "Each event has `event: <kind>` and one line of `data:` holding an "
         "`EventOut` JSON object (kinds: requested, notified, resolved, expired, cancelled). "
         "A comment line is sent every 15 seconds; the stream ends when the server shuts "
-        "down. A client that falls far behind loses its oldest events: re-read the state "
-        "with `GET /v1/tool-calls/{id}` after reconnecting.",
+        "down. A client that falls more than 256 events behind is sent `event: overflow` "
+        'with `data: {"dropped": N}` and the stream ends; one that stops reading is dropped '
+        "after 30 seconds. Re-read the state with `GET /v1/tool-calls/{id}` after "
+        "reconnecting.",
         "responses": {
             "200": {
                 "description": "The event stream",

@@ -2,8 +2,8 @@
 
 The gate publishes; the server's SSE stream, the notifiers' update step and
 tests subscribe. Publishing never blocks the gate: a subscriber that falls
-behind loses its oldest events (counted in ``dropped``) rather than slowing
-every agent down.
+behind loses its oldest events (counted in ``dropped``, on the bus and on the
+subscription) rather than slowing every agent down.
 """
 
 from __future__ import annotations
@@ -15,9 +15,37 @@ from contextlib import asynccontextmanager
 
 from tapgate.core.models import GateEvent
 
-__all__ = ["EventBus"]
+__all__ = ["EventBus", "Subscription"]
 
 Listener = Callable[[GateEvent], None]
+
+
+class Subscription:
+    """One bounded queue on the bus, with the filter applied before queueing.
+
+    Filtering at the door matters: a queue shared with other agents' events
+    would lose this subscriber's own to a burst of theirs (one heartbeat can
+    expire hundreds of requests at once). ``dropped`` counts what was lost
+    anyway, so the consumer can tell its view has a gap.
+    """
+
+    def __init__(self, maxsize: int, accept: Callable[[GateEvent], bool] | None) -> None:
+        self.queue: asyncio.Queue[GateEvent] = asyncio.Queue(maxsize)
+        self.accept = accept
+        self.dropped = 0
+
+    def offer(self, event: GateEvent) -> bool:
+        """Queue ``event`` if accepted, dropping the oldest when full; True if one was dropped."""
+        if self.accept is not None and not self.accept(event):
+            return False
+        lost = False
+        if self.queue.full():
+            with contextlib.suppress(asyncio.QueueEmpty):
+                self.queue.get_nowait()
+            self.dropped += 1
+            lost = True
+        self.queue.put_nowait(event)
+        return lost
 
 
 class EventBus:
@@ -25,19 +53,15 @@ class EventBus:
 
     def __init__(self) -> None:
         self._listeners: list[Listener] = []
-        self._queues: list[asyncio.Queue[GateEvent]] = []
+        self._subscriptions: list[Subscription] = []
         self.dropped = 0
 
     def publish(self, event: GateEvent) -> None:
         """Deliver ``event`` to every listener and queue, now, without awaiting."""
         for listener in list(self._listeners):
             listener(event)
-        for queue in list(self._queues):
-            if queue.full():
-                with contextlib.suppress(asyncio.QueueEmpty):
-                    queue.get_nowait()
-                self.dropped += 1
-            queue.put_nowait(event)
+        for subscription in list(self._subscriptions):
+            self.dropped += subscription.offer(event)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener`` for every event; returns the function that unsubscribes."""
@@ -45,11 +69,13 @@ class EventBus:
         return lambda: self._listeners.remove(listener)
 
     @asynccontextmanager
-    async def stream(self, maxsize: int = 1000) -> AsyncIterator[asyncio.Queue[GateEvent]]:
-        """A bounded queue of events for the duration of the ``async with`` block."""
-        queue: asyncio.Queue[GateEvent] = asyncio.Queue(maxsize)
-        self._queues.append(queue)
+    async def stream(
+        self, maxsize: int = 1000, accept: Callable[[GateEvent], bool] | None = None
+    ) -> AsyncIterator[Subscription]:
+        """A bounded queue of the events ``accept`` lets in, for the ``async with`` block."""
+        subscription = Subscription(maxsize, accept)
+        self._subscriptions.append(subscription)
         try:
-            yield queue
+            yield subscription
         finally:
-            self._queues.remove(queue)
+            self._subscriptions.remove(subscription)
