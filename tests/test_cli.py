@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import sqlite3
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -121,3 +123,37 @@ async def test_db_upgrade(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert f"database at revision {head_revision()}" in out
     async with await Store.open(url, migrate=False) as store:
         assert await store.is_current()
+
+
+def test_db_upgrade_of_an_unreachable_postgresql_is_one_line_without_the_password(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with socket.socket() as s:  # a loopback port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code, out, err = run(
+        capsys, "db", "upgrade", "--url", f"postgresql://ops:s3cret-pw@127.0.0.1:{port}/tapgate"
+    )
+    assert code == 2
+    assert "s3cret-pw" not in out + err
+    assert "Traceback" not in err
+    [line] = err.strip().splitlines()
+    assert f"cannot reach the database at postgresql://ops:***@127.0.0.1:{port}/tapgate" in line
+
+
+async def test_db_upgrade_of_a_database_from_a_newer_tapgate_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    await (await Store.open(url)).close()
+    with sqlite3.connect(tmp_path / "x.db") as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '0099'")
+    code = await asyncio.to_thread(main, ["db", "upgrade", "--url", url])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert "Traceback" not in err
+    [line] = err.strip().splitlines()
+    assert f"cannot migrate the database at {url}: " in line
+    assert "'0099'" in line
+    assert f"this tapgate knows revisions up to {head_revision()}" in line

@@ -1,22 +1,40 @@
-"""Operator commands: pending, resolve (break-glass), grants, audit."""
+"""Operator commands: pending, resolve (break-glass), grants, audit.
+
+They use the database as it is: never created, never migrated, and a database
+they cannot use is one line on stderr, not a traceback.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import sqlite3
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from tapgate.bot.cli import main
 from tapgate.bot.config import load_config
 from tapgate.core import Gate, Policy, Store, ToolCall
+from tapgate.core.store.engine import head_revision
+
+# Every command that opens the store, with the arguments it needs.
+OPERATOR_COMMANDS = {
+    "pending": ["pending"],
+    "resolve": ["resolve", "r1", "approve", "--as", "alice"],
+    "grants-list": ["grants", "list"],
+    "grants-revoke": ["grants", "revoke", "g1"],
+    "audit": ["audit"],
+}
 
 
-def write_config(tmp_path: Path) -> Path:
+def write_config(tmp_path: Path, url: str | None = None) -> Path:
+    url = url or f"sqlite:///{tmp_path / 'ops.db'}"
     path = tmp_path / "tapgate.yaml"
     path.write_text(
-        f"store: {{url: 'sqlite:///{tmp_path / 'ops.db'}'}}\n"
+        f"store: {{url: '{url}'}}\n"
         "approvers:\n  - {name: alice, groups: [oncall]}\n  - {name: bob}\n"
         "policy:\n  rules:\n    - {tool: deploy, action: ask, approvers: [oncall]}\n"
     )
@@ -130,3 +148,101 @@ async def test_audit_since_rejects_a_bad_time(
     code, _, err = await cli(capsys, "audit", "--config", str(config), "--since", "yesterday")
     assert code == 2
     assert "ISO 8601" in err
+
+
+def one_line_error(code: int, out: str, err: str) -> str:
+    assert code == 2
+    assert out == ""
+    assert "Traceback" not in err
+    [line] = err.strip().splitlines()
+    assert line.startswith("tapgate: error: ")
+    return line
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def sqlite_tables(path: Path) -> list[str]:
+    with sqlite3.connect(path) as conn:
+        return sorted(row[0] for row in conn.execute("SELECT name FROM sqlite_master"))
+
+
+@pytest.mark.parametrize("command", OPERATOR_COMMANDS.values(), ids=OPERATOR_COMMANDS.keys())
+async def test_a_missing_sqlite_file_is_an_error_and_is_not_created(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    db = tmp_path / "typo" / "ops.db"
+    config = write_config(tmp_path, f"sqlite:///{db}")
+    line = one_line_error(*await cli(capsys, *command, "--config", str(config)))
+    assert f"database not found: no SQLite file at {db}" in line
+    assert "tapgate db upgrade" in line
+    assert not db.parent.exists()
+
+
+@pytest.mark.parametrize("command", OPERATOR_COMMANDS.values(), ids=OPERATOR_COMMANDS.keys())
+async def test_an_unmigrated_database_is_an_error_and_is_not_migrated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    db = tmp_path / "ops.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE notes (x)")
+    config = write_config(tmp_path, f"sqlite:///{db}")
+    line = one_line_error(*await cli(capsys, *command, "--config", str(config)))
+    assert "is not migrated (run `tapgate db upgrade`)" in line
+    assert sqlite_tables(db) == ["notes"]
+
+
+async def test_an_unmigrated_postgresql_database_is_not_migrated(
+    pg_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path, pg_url)
+    line = one_line_error(*await cli(capsys, "pending", "--config", str(config)))
+    assert "is not migrated" in line
+    async with await Store.open(pg_url, migrate=False) as store:
+        tables = await store.run(
+            lambda c: c.execute(
+                text("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")
+            ).scalar_one()
+        )
+    assert tables == 0
+
+
+async def test_a_database_from_a_newer_tapgate_is_an_error_and_is_left_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path)
+    await submit(config)  # creates and migrates ops.db
+    with sqlite3.connect(tmp_path / "ops.db") as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '0099'")
+    line = one_line_error(*await cli(capsys, "pending", "--config", str(config)))
+    assert f"is at revision 0099, but this tapgate expects {head_revision()}" in line
+    with sqlite3.connect(tmp_path / "ops.db") as conn:
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [("0099",)]
+
+
+async def test_a_file_that_is_not_sqlite_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "ops.db"
+    db.write_text("these are my notes, not a database\n" * 200)
+    config = write_config(tmp_path, f"sqlite:///{db}")
+    line = one_line_error(*await cli(capsys, "pending", "--config", str(config)))
+    assert f"database error at sqlite:///{db}: file is not a database" in line
+    assert db.read_text() == "these are my notes, not a database\n" * 200
+
+
+@pytest.mark.parametrize("command", OPERATOR_COMMANDS.values(), ids=OPERATOR_COMMANDS.keys())
+async def test_an_unreachable_postgresql_is_one_line_without_the_password(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    port = free_port()
+    config = write_config(tmp_path, f"postgresql://ops:s3cret-pw@127.0.0.1:{port}/tapgate")
+    code, out, err = await cli(capsys, *command, "--config", str(config))
+    assert "s3cret-pw" not in out + err
+    line = one_line_error(code, out, err)
+    assert f"cannot reach the database at postgresql://ops:***@127.0.0.1:{port}/tapgate: " in line

@@ -5,26 +5,52 @@ operator can act while the server runs; a decision made here reaches a
 waiting agent through the server's reconciliation sweep (or NOTIFY on
 PostgreSQL). ``resolve`` is the break-glass path: it skips the per-request
 approver check, and the audit line says so.
+
+pending, resolve, grants and audit never create or migrate a database: a
+SQLite file that does not exist, or a schema not at the head revision (the
+check ``/readyz`` makes), is an error naming the problem, so a mistyped path
+does not quietly print "no pending requests" and a newer CLI does not upgrade
+the schema under a running older server. ``tapgate db upgrade`` does both.
+A database that cannot be reached or used (connection refused, not a SQLite
+file, an Alembic revision this tapgate does not know) is reported as one line
+by :func:`store_errors`, with the password masked in the URL.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Literal, TypeVar
+
+import asyncpg
+from alembic.script.revision import RevisionError
+from alembic.util import CommandError
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from tapgate.bot.config import Config
 from tapgate.core.gate import Gate
 from tapgate.core.models import AuditEntry, Grant, Request
 from tapgate.core.policy import Policy
 from tapgate.core.store import Store
-from tapgate.errors import ConfigError
+from tapgate.core.store.engine import current_revision, head_revision, normalize_url
+from tapgate.errors import ConfigError, StoreError
 
-__all__ = ["audit", "grants_list", "grants_revoke", "pending", "resolve", "serve"]
+__all__ = [
+    "audit",
+    "grants_list",
+    "grants_revoke",
+    "pending",
+    "resolve",
+    "serve",
+    "store_errors",
+]
 
 T = TypeVar("T")
 Loader = Callable[[str | None], Config]
@@ -32,7 +58,7 @@ Loader = Callable[[str | None], Config]
 
 def _with_gate(config: Config, work: Callable[[Gate], Awaitable[T]]) -> T:
     async def run() -> T:
-        store = await Store.open(config.store_url)
+        store = await _open_existing(config.store_url)
         try:
             gate = Gate(
                 store=store, policy=Policy(config.policy_spec()), directory=config.directory()
@@ -41,7 +67,95 @@ def _with_gate(config: Config, work: Callable[[Gate], Awaitable[T]]) -> T:
         finally:
             await store.close()
 
-    return asyncio.run(run())
+    with store_errors(config.store_url):
+        return asyncio.run(run())
+
+
+async def _open_existing(url: str) -> Store:
+    """The store at ``url`` as it is: never created, never migrated.
+
+    Raises :class:`StoreError` when the SQLite file does not exist or the
+    schema is not at this tapgate's head revision.
+    """
+    path = _sqlite_file(make_url(normalize_url(url)))
+    if path is not None and not path.exists():
+        raise StoreError(
+            f"database not found: no SQLite file at {path.absolute()} "
+            "(check store.url; `tapgate db upgrade` creates it)"
+        )
+    store = await Store.open(url, migrate=False)
+    try:
+        # What Store.is_current() checks for /readyz, but keeping the error
+        # (unreachable, not a database) and the revision for the message.
+        _check_revision(url, await store.runner.read(current_revision))
+    except BaseException:
+        await store.close()
+        raise
+    return store
+
+
+def _check_revision(url: str, revision: str | None) -> None:
+    head = head_revision()
+    if revision is None:
+        raise StoreError(
+            f"database at {_display_url(url)} is not migrated (run `tapgate db upgrade`)"
+        )
+    if revision != head:
+        raise StoreError(
+            f"database at {_display_url(url)} is at revision {revision}, "
+            f"but this tapgate expects {head} (run `tapgate db upgrade`, "
+            "or use the newer tapgate that migrated it)"
+        )
+
+
+def _sqlite_file(url: URL) -> Path | None:
+    """The file a SQLite URL names; ``None`` for PostgreSQL, in-memory and ``file:`` URIs."""
+    if url.get_backend_name() != "sqlite" or url.query.get("uri"):
+        return None
+    if not url.database or url.database == ":memory:":
+        return None
+    return Path(url.database)
+
+
+def _display_url(url: str) -> str:
+    """``url`` with its password masked, for messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except SQLAlchemyError:
+        return "(an unparsable store URL)"
+
+
+@contextlib.contextmanager
+def store_errors(url: str) -> Iterator[None]:
+    """Turn a database failure into a one-line :class:`StoreError` naming it.
+
+    Driver and network errors (SQLAlchemy, asyncpg, ``OSError``) and Alembic
+    errors become a message with ``url``, its password masked, and the
+    driver's reason; tapgate's own errors pass through.
+    """
+    shown = _display_url(url)
+    try:
+        yield
+    except OSError as exc:  # refused, unresolvable host, timeout; a SQLite directory denied
+        verb = "open" if shown.startswith("sqlite") else "reach"
+        raise StoreError(f"cannot {verb} the database at {shown}: {_reason(exc)}") from exc
+    except (CommandError, RevisionError) as exc:
+        raise StoreError(
+            f"cannot migrate the database at {shown}: {_reason(exc)} "
+            f"(this tapgate knows revisions up to {head_revision()})"
+        ) from exc
+    except (SQLAlchemyError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        raise StoreError(f"database error at {shown}: {_reason(exc)}") from exc
+
+
+def _reason(exc: BaseException) -> str:
+    """The driver's own message, on one line."""
+    if isinstance(exc, DBAPIError) and exc.orig is not None:
+        exc = exc.orig
+        if exc.__cause__ is not None:  # an async driver's error, adapted by SQLAlchemy
+            exc = exc.__cause__
+    lines = str(exc).strip().splitlines()
+    return lines[0].strip() if lines else type(exc).__name__
 
 
 def serve(args: argparse.Namespace, config: Config) -> int:

@@ -4,8 +4,13 @@ The agent-side commands (``tapgate hook claude-code``, ``tapgate run``) are
 wired in :mod:`tapgate.bot._cli_agent`.
 
 Every command reports bad input (a missing file, invalid YAML or JSON, a config
-mistake) as one clear line on stderr and exit status 2, never as a traceback:
-operators run these by hand and in CI.
+mistake) and a database it cannot use (unreachable, not found, not migrated,
+not a database, at a revision this tapgate does not know) as one clear line
+on stderr and exit status 2, never as a traceback and never with the
+database password: operators run these by hand and in CI.
+
+The operator commands (``pending``, ``resolve``, ``grants``, ``audit``) never
+create or migrate the database; ``tapgate db upgrade`` creates and migrates it.
 """
 
 from __future__ import annotations
@@ -181,6 +186,8 @@ def _check_config(args: argparse.Namespace) -> int:
 
 
 def _db_upgrade(args: argparse.Namespace) -> int:
+    """Create the database if needed and migrate it to the head revision."""
+    from tapgate.bot._cli_ops import store_errors
     from tapgate.core.store import Store
     from tapgate.core.store.engine import current_revision
 
@@ -193,7 +200,8 @@ def _db_upgrade(args: argparse.Namespace) -> int:
         finally:
             await store.close()
 
-    revision = asyncio.run(run())
+    with store_errors(url):
+        revision = asyncio.run(run())
     print(f"database at revision {revision}")
     return 0
 
