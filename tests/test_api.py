@@ -661,6 +661,38 @@ async def test_a_client_that_stops_reading_neither_holds_the_server_nor_its_shut
     sock.close()
 
 
+async def test_shutdown_does_not_wait_for_a_stalled_client_to_drain(api: Api) -> None:
+    """Buffers full, no write waiting: ending the stream must not wait for the client."""
+    url = api.client.make_url("/v1/events")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((url.host, url.port))
+    sock.sendall(
+        f"GET /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {CI}\r\n\r\n".encode()
+    )
+    await api.ask()
+    request = await api.gate.status((await api.gate.store.list_requests())[0].id)
+    big = dataclasses.replace(request, tool="t" * 4000)
+    # aiohttp's private state only tells the test *when* to stop the server: once
+    # the socket is full (protocol paused) with no write waiting and the pump idle.
+    assert api.client.server.runner is not None and api.client.server.runner.server is not None
+    connections = api.client.server.runner.server.connections
+    subscriptions = api.app[GATE].bus._subscriptions
+    for _ in range(5000):
+        api.app[GATE].bus.publish(GateEvent(kind="expired", request=big, at=api.clock.now()))
+        await asyncio.sleep(0.002)
+        handler = connections[0] if connections else None
+        idle = subscriptions and subscriptions[0].queue.empty()
+        if handler is not None and handler._paused and handler._drain_waiter is None and idle:
+            break
+    else:
+        pytest.fail("the stream never reached a full socket with no write waiting")
+    started = time.monotonic()
+    await asyncio.wait_for(api.client.server.close(), 20)
+    assert time.monotonic() - started < 5
+    sock.close()
+
+
 async def test_head_on_the_event_stream_is_refused(api: Api) -> None:
     resp = await api.client.head("/v1/events", headers={"Authorization": f"Bearer {CI}"})
     assert resp.status == 405

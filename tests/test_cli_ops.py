@@ -246,3 +246,29 @@ async def test_an_unreachable_postgresql_is_one_line_without_the_password(
     assert "s3cret-pw" not in out + err
     line = one_line_error(code, out, err)
     assert f"cannot reach the database at postgresql://ops:***@127.0.0.1:{port}/tapgate: " in line
+
+
+@pytest.mark.parametrize(
+    ("query", "shown"),
+    [
+        (
+            "?password=s3cret-pw",
+            "cannot reach the database at postgresql://ops@127.0.0.1:{port}/tapgate?password=***: ",
+        ),
+        (
+            "?sslmode=require",
+            "cannot use the database URL postgresql://ops@127.0.0.1:{port}/"
+            "tapgate?sslmode=require: ",
+        ),
+    ],
+    ids=["password-in-query", "libpq-option"],
+)
+async def test_url_options_are_one_line_and_a_query_password_is_masked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], query: str, shown: str
+) -> None:
+    """asyncpg takes ``?password=`` (hide_password does not mask it) and refuses ``sslmode``."""
+    port = free_port()
+    config = write_config(tmp_path, f"postgresql://ops@127.0.0.1:{port}/tapgate{query}")
+    code, out, err = await cli(capsys, "pending", "--config", str(config))
+    assert "s3cret-pw" not in out + err
+    assert shown.format(port=port) in one_line_error(code, out, err)

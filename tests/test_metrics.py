@@ -8,12 +8,18 @@ shows at once; failed sends are counted by channel, permanent ones apart.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
-from collections.abc import Awaitable, Callable
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 
+import asyncpg
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
+from tapgate.bot import metrics as metrics_module
 from tapgate.bot.app import build_app
 from tapgate.bot.keys import GATE
 from tapgate.core import Gate, Policy, Store, ToolCall
@@ -96,3 +102,49 @@ async def test_failed_sends_are_counted_by_channel_and_permanence(
             break
         await asyncio.sleep(0.01)
     assert (transient, permanent) == (1, 1)
+
+
+async def test_a_scrape_answers_while_the_database_is_locked(
+    db_url: str,
+    clock: ManualClock,
+    aiohttp_client: Callable[[web.Application], Awaitable[Client]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A migration holding a lock must not hang /metrics: the last count is reported."""
+    monkeypatch.setattr(metrics_module, "PENDING_COUNT_TIMEOUT", 0.3)
+    app = build_app(make_config(db_url), clock=clock, notifiers=[RecordingNotifier("console")])
+    client = await aiohttp_client(app)
+    await app[GATE].submit(ToolCall(tool="deploy", arguments={}, agent="ci-bot"))
+    assert await scrape(client, "tapgate_pending_requests") == 1
+    async with locked_requests(db_url):
+        started = time.monotonic()
+        for _ in range(3):  # one count in flight, each scrape bounded by the timeout
+            assert await scrape(client, "tapgate_pending_requests") == 1
+        assert time.monotonic() - started < 3
+    await app[GATE].submit(ToolCall(tool="deploy", arguments={"n": 2}, agent="ci-bot"))
+    for _ in range(100):  # the count left running finishes; the next scrape is current
+        if await scrape(client, "tapgate_pending_requests") == 2:
+            break
+        await asyncio.sleep(0.1)
+    assert await scrape(client, "tapgate_pending_requests") == 2
+
+
+@contextlib.asynccontextmanager
+async def locked_requests(db_url: str) -> AsyncIterator[None]:
+    """Another session holds a lock that blocks reading ``requests``, as a migration would."""
+    if db_url.startswith("sqlite"):
+        conn = sqlite3.connect(db_url.removeprefix("sqlite:///"), isolation_level=None)
+        conn.execute("BEGIN EXCLUSIVE")
+        try:
+            yield
+        finally:
+            conn.execute("ROLLBACK")
+            conn.close()
+        return
+    pg = await asyncpg.connect(db_url)
+    try:
+        await pg.execute("BEGIN")
+        await pg.execute("LOCK TABLE requests IN ACCESS EXCLUSIVE MODE")
+        yield
+    finally:
+        await pg.close()

@@ -77,21 +77,37 @@ async def _open_existing(url: str) -> Store:
     Raises :class:`StoreError` when the SQLite file does not exist or the
     schema is not at this tapgate's head revision.
     """
-    path = _sqlite_file(make_url(normalize_url(url)))
+    try:
+        path = _sqlite_file(make_url(normalize_url(url)))
+    except (SQLAlchemyError, ValueError) as exc:
+        raise StoreError(f"cannot use the database URL {_display_url(url)}: {exc}") from exc
     if path is not None and not path.exists():
         raise StoreError(
             f"database not found: no SQLite file at {path.absolute()} "
             "(check store.url; `tapgate db upgrade` creates it)"
         )
-    store = await Store.open(url, migrate=False)
+    try:
+        store = await Store.open(url, migrate=False)
+    except _BAD_URL as exc:
+        raise StoreError(f"cannot use the database URL {_display_url(url)}: {exc}") from exc
     try:
         # What Store.is_current() checks for /readyz, but keeping the error
         # (unreachable, not a database) and the revision for the message.
-        _check_revision(url, await store.runner.read(current_revision))
+        # The first query is where the driver reads the URL's options.
+        revision = await store.runner.read(current_revision)
+        _check_revision(url, revision)
+    except _BAD_URL as exc:
+        await store.close()
+        raise StoreError(f"cannot use the database URL {_display_url(url)}: {exc}") from exc
     except BaseException:
         await store.close()
         raise
     return store
+
+
+# What a driver raises for a URL it cannot use: a port that is not a number or
+# out of range, an option it does not take (libpq's ``sslmode`` to asyncpg).
+_BAD_URL = (ValueError, TypeError, OverflowError)
 
 
 def _check_revision(url: str, revision: str | None) -> None:
@@ -118,10 +134,16 @@ def _sqlite_file(url: URL) -> Path | None:
 
 
 def _display_url(url: str) -> str:
-    """``url`` with its password masked, for messages."""
+    """``url`` with its password masked, for messages: in the user part and in the query.
+
+    asyncpg also takes ``?password=``, which ``hide_password`` does not touch.
+    """
     try:
-        return make_url(url).render_as_string(hide_password=True)
-    except SQLAlchemyError:
+        parsed = make_url(url)
+        query = {k: "***" if "password" in k.lower() else v for k, v in parsed.query.items()}
+        shown = parsed.set(query=query).render_as_string(hide_password=True)
+        return shown.replace("%2A%2A%2A", "***")
+    except Exception:  # make_url raises ValueError for a bad port, ArgumentError for others
         return "(an unparsable store URL)"
 
 

@@ -49,6 +49,7 @@ from tapgate.errors import RequestNotFound, ResolveError
 __all__ = [
     "AGENT",
     "HEARTBEAT_INTERVAL",
+    "STREAM_END_TIMEOUT",
     "STREAM_QUEUE_SIZE",
     "STREAM_WRITE_TIMEOUT",
     "authenticate",
@@ -72,6 +73,8 @@ STREAM_QUEUE_SIZE = 256
 _BEAT = timedelta(seconds=HEARTBEAT_INTERVAL)
 STREAM_WRITE_TIMEOUT = 30.0
 """Seconds one SSE write may wait for a client that does not read, before it is dropped."""
+STREAM_END_TIMEOUT = 1.0
+"""Seconds the end of an SSE stream may wait for the client before the connection is dropped."""
 _SHUTDOWN = web.AppKey("tapgate.api_shutdown", asyncio.Event)
 _PREFIX = "/v1"
 _PUBLIC = frozenset({"/v1/openapi.json"})
@@ -355,13 +358,28 @@ async def stream_events(request: web.Request) -> web.StreamResponse:
         try:
             if await _send(request, response, b": connected\n\n", stopper):
                 await _pump(request, response, events, stopper)
-        except ConnectionResetError:
-            pass  # the client went away
+            await _end(request, response)
+        except ConnectionError:
+            pass  # the client went away (reset, or "Connection lost" while draining)
         except Exception:  # the headers are out: the stream can only end, not turn into a 500
             log.exception("agent API: event stream for %s failed", agent)
         finally:
             stopper.cancel()
     return response
+
+
+async def _end(request: web.Request, response: web.StreamResponse) -> None:
+    """Finish the stream, or drop the connection if the client does not take the end.
+
+    aiohttp would otherwise ``write_eof`` after the handler with no time
+    limit, waiting for a client that stopped reading to drain its buffers:
+    that held a server's shutdown for ~30 s.
+    """
+    try:
+        await asyncio.wait_for(response.write_eof(), STREAM_END_TIMEOUT)
+    except TimeoutError:
+        if request.transport is not None:
+            request.transport.abort()
 
 
 async def _pump(
@@ -418,16 +436,19 @@ async def _send(
     the transport is the only way out (a graceful end would wait to drain).
     """
     write = asyncio.ensure_future(response.write(frame))
-    await asyncio.wait(
-        {write, stopper}, timeout=STREAM_WRITE_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
-    )
-    if write.done():
-        write.result()  # a client that went away raises ConnectionResetError here
-        return True
-    write.cancel()
+    try:
+        await asyncio.wait(
+            {write, stopper}, timeout=STREAM_WRITE_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
+        )
+        if write.done():
+            write.result()  # a client that went away raises a ConnectionError here
+            return True
+    finally:
+        write.cancel()  # no-op when done; never orphaned if we are cancelled
     if request.transport is not None:
         request.transport.abort()
-    log.info("agent API: event stream for %s dropped (client not reading)", request[AGENT])
+    if not stopper.done():
+        log.info("agent API: event stream for %s dropped (client not reading)", request[AGENT])
     return False
 
 

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import logging
-
 from aiohttp import web
 
 from tapgate.bot.keys import METRICS, STORE
 
 __all__ = ["setup_health"]
-
-log = logging.getLogger(__name__)
 
 
 async def healthz(_request: web.Request) -> web.Response:
@@ -29,15 +25,12 @@ async def readyz(request: web.Request) -> web.Response:
 async def metrics(request: web.Request) -> web.Response:
     """Prometheus text exposition; the pending gauge is counted in the database first.
 
-    A scrape must answer even when the database does not: the gauge then keeps
-    its last value, the failure is logged, and ``/readyz`` says 503.
+    A scrape must answer even when the database does not, or is slow: the
+    gauge then keeps its last value (see ``Metrics.refresh_pending``).
     """
     store = request.app.get(STORE)
     if store is not None:
-        try:
-            request.app[METRICS].pending.set(await store.count_requests(status="pending"))
-        except Exception as exc:  # any database failure: report the rest, keep the last count
-            log.warning("metrics: could not count pending requests: %r", exc)
+        await request.app[METRICS].refresh_pending(lambda: store.count_requests(status="pending"))
     body = request.app[METRICS].exposition()
     return web.Response(
         body=body,

@@ -8,12 +8,21 @@ process.
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from tapgate.core.events import EventBus
 from tapgate.core.models import GateEvent
 
-__all__ = ["Metrics"]
+__all__ = ["PENDING_COUNT_TIMEOUT", "Metrics"]
+
+log = logging.getLogger(__name__)
+
+PENDING_COUNT_TIMEOUT = 2.0
+"""Seconds a scrape waits for the pending count; Prometheus gives a scrape 10 s in all."""
 
 
 class Metrics:
@@ -21,6 +30,7 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self._counting: asyncio.Future[int] | None = None
         self.decisions = Counter(
             "tapgate_decisions",
             "Tool calls decided in this process, by verdict and source",
@@ -69,6 +79,27 @@ class Metrics:
         """Follow the gate's events."""
         bus.subscribe(self._on_event)
 
+    async def refresh_pending(self, count: Callable[[], Awaitable[int]]) -> None:
+        """Set the pending gauge from ``count()``: one count at a time, each wait bounded.
+
+        ``/metrics`` is anonymous and may be scraped often: a slow database (a
+        migration holding a lock) must cost one query in flight, not one per
+        scrape, and must not hold a scrape past Prometheus' timeout. On a
+        timeout or an error the gauge keeps its last value and it is logged.
+        """
+        if self._counting is None or self._counting.done():
+            self._counting = asyncio.ensure_future(count())
+            self._counting.add_done_callback(_retrieved)
+        try:
+            value = await asyncio.wait_for(asyncio.shield(self._counting), PENDING_COUNT_TIMEOUT)
+        except TimeoutError:
+            log.warning("metrics: pending count still running; the last count is reported")
+            return
+        except Exception as exc:  # any database failure: keep the last count
+            log.warning("metrics: could not count pending requests: %r", exc)
+            return
+        self.pending.set(value)
+
     def delivery_failed(self, channel: str, permanent: bool) -> None:
         """Count one failed send (the dispatcher's ``on_failure``)."""
         self.delivery_failures.labels(channel=channel, permanent=str(permanent).lower()).inc()
@@ -84,3 +115,9 @@ class Metrics:
     def exposition(self) -> bytes:
         """The Prometheus text format of every metric."""
         return generate_latest(self.registry)
+
+
+def _retrieved(task: asyncio.Future[int]) -> None:
+    """Mark a count's error as seen (it is logged by the scrape that waited for it, if any)."""
+    if not task.cancelled():
+        task.exception()

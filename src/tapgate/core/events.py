@@ -1,7 +1,9 @@
 """The in-process event bus: requested, notified, resolved, expired, cancelled.
 
 The gate publishes; the server's SSE stream, the notifiers' update step and
-tests subscribe. Publishing never blocks the gate: a subscriber that falls
+tests subscribe. Publishing never blocks or breaks the gate (it publishes
+after its transaction committed): a listener or filter that raises is logged
+and skipped, and a subscriber that falls
 behind loses its oldest events (counted in ``dropped``, on the bus and on the
 subscription) rather than slowing every agent down.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -18,6 +21,8 @@ from tapgate.core.models import GateEvent
 __all__ = ["EventBus", "Subscription"]
 
 Listener = Callable[[GateEvent], None]
+
+log = logging.getLogger(__name__)
 
 
 class Subscription:
@@ -36,7 +41,11 @@ class Subscription:
 
     def offer(self, event: GateEvent) -> bool:
         """Queue ``event`` if accepted, dropping the oldest when full; True if one was dropped."""
-        if self.accept is not None and not self.accept(event):
+        try:
+            if self.accept is not None and not self.accept(event):
+                return False
+        except Exception:  # a broken filter loses its own events, never the gate's
+            log.exception("event filter failed; event %s not queued", event.kind)
             return False
         lost = False
         if self.queue.full():
@@ -59,7 +68,10 @@ class EventBus:
     def publish(self, event: GateEvent) -> None:
         """Deliver ``event`` to every listener and queue, now, without awaiting."""
         for listener in list(self._listeners):
-            listener(event)
+            try:
+                listener(event)
+            except Exception:  # the gate publishes after committing: a listener cannot undo it
+                log.exception("event listener %r failed on %s", listener, event.kind)
         for subscription in list(self._subscriptions):
             self.dropped += subscription.offer(event)
 
