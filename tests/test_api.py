@@ -42,7 +42,7 @@ from tapgate.bot.keys import GATE, METRICS, STORE
 from tapgate.bot.openapi import EXAMPLES, openapi_document
 from tapgate.core.clock import ManualClock
 from tapgate.core.gate import Gate
-from tapgate.core.models import GateEvent, ToolCall
+from tapgate.core.models import GateEvent, Request, ToolCall
 from tapgate.notifiers.recording import RecordingNotifier
 
 CI = "ci-bot-token-0123456789abcdef"
@@ -632,11 +632,8 @@ async def test_a_stream_that_lost_events_says_so_and_ends(api: Api) -> None:
     assert json.loads(last.split("data: ", 1)[1])["dropped"] >= 10
 
 
-async def test_a_client_that_stops_reading_neither_holds_the_server_nor_its_shutdown(
-    api: Api, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A stalled stream is dropped after STREAM_WRITE_TIMEOUT, and at once on shutdown."""
-    monkeypatch.setattr(api_module, "STREAM_WRITE_TIMEOUT", 0.5)
+async def stalled_client(api: Api) -> tuple[socket.socket, Request]:
+    """A raw event-stream client that never reads, and a request whose events are ~4 KB."""
     url = api.client.make_url("/v1/events")
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
@@ -644,9 +641,17 @@ async def test_a_client_that_stops_reading_neither_holds_the_server_nor_its_shut
     sock.sendall(
         f"GET /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {CI}\r\n\r\n".encode()
     )
-    await api.ask()  # a request to send events about; the client never reads a byte
+    await api.ask()
     request = await api.gate.status((await api.gate.store.list_requests())[0].id)
-    big = dataclasses.replace(request, tool="t" * 4000)  # ~4 KB frames
+    return sock, dataclasses.replace(request, tool="t" * 4000)
+
+
+async def test_a_client_that_stops_reading_neither_holds_the_server_nor_its_shutdown(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stalled stream is dropped after STREAM_WRITE_TIMEOUT, and at once on shutdown."""
+    monkeypatch.setattr(api_module, "STREAM_WRITE_TIMEOUT", 0.5)
+    sock, big = await stalled_client(api)
     subscriptions = api.app[GATE].bus._subscriptions
     for _ in range(2000):  # fill the socket buffers until a write has to wait
         for _ in range(20):
@@ -663,16 +668,7 @@ async def test_a_client_that_stops_reading_neither_holds_the_server_nor_its_shut
 
 async def test_shutdown_does_not_wait_for_a_stalled_client_to_drain(api: Api) -> None:
     """Buffers full, no write waiting: ending the stream must not wait for the client."""
-    url = api.client.make_url("/v1/events")
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.connect((url.host, url.port))
-    sock.sendall(
-        f"GET /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {CI}\r\n\r\n".encode()
-    )
-    await api.ask()
-    request = await api.gate.status((await api.gate.store.list_requests())[0].id)
-    big = dataclasses.replace(request, tool="t" * 4000)
+    sock, big = await stalled_client(api)
     # aiohttp's private state only tells the test *when* to stop the server: once
     # the socket is full (protocol paused) with no write waiting and the pump idle.
     assert api.client.server.runner is not None and api.client.server.runner.server is not None
