@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tapgate.bot.cli import main
+from tapgate.bot.config import load_config
 from tapgate.core.store import Store
 from tapgate.core.store.engine import head_revision
 
@@ -112,6 +113,28 @@ def test_check_config(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     assert "config OK" in out
     assert "channels: console" in out
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://tapgate:S3cretPW@db/tapgate",
+        "postgresql://tapgate@db/tapgate?password=S3cretPW&sslmode=require",
+    ],
+)
+def test_check_config_and_the_config_repr_never_show_the_database_password(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, url: str
+) -> None:
+    """asyncpg also reads ``?password=``, which SQLAlchemy's hide_password leaves alone."""
+    config = tmp_path / "tapgate.yaml"
+    config.write_text(
+        f'store: {{url: "{url}"}}\n'
+        'agents: [{name: a, token: "a-token-of-some-length"}]\n'
+        "approvers: [{name: alice}]\n"
+    )
+    code, out, _ = run(capsys, "check-config", "--config", str(config))
+    assert code == 0 and "store: postgresql://tapgate" in out and "S3cretPW" not in out
+    assert "S3cretPW" not in repr(load_config(str(config)))
 
 
 async def test_db_upgrade(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -562,3 +562,16 @@ def test_the_example_config_decides_claude_codes_tools(
     policy = Policy(load_config(str(EXAMPLE)).policy_spec())
     decided = policy.evaluate(ToolCall(tool=tool, arguments=tool_input, agent="claude-code"))
     assert decided.action == action, decided.reason
+
+
+async def test_content_the_model_chose_is_denied_even_with_on_error_allow(
+    served: Served, hook: Hook
+) -> None:
+    """--on-error is for an unhealthy server; no tool input may be shaped into it."""
+    huge = hook_input("PreToolUse", "Bash", {"command": "rm -rf ~ #" + "x" * 1_100_000})
+    decision, reason = verdict(await hook(served.url, huge, "--on-error", "allow"), "PreToolUse")
+    assert decision == "deny" and "413" in reason and "--on-error" not in reason
+    broken = '{"hook_event_name": "PreToolUse", "tool_name": "Ba'
+    decision, _ = verdict(await hook(served.url, broken, "--on-error", "allow"), "PreToolUse")
+    assert decision == "deny"
+    assert await served.requests() == []

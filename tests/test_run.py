@@ -412,3 +412,35 @@ def _drain(fd: int, into: bytearray) -> None:
 
 def _joined(argv: list[str]) -> str:
     return shlex.join(argv)
+
+
+async def test_a_command_under_nohup_keeps_ignoring_hangups(served: Served) -> None:
+    """``nohup tapgate run -- deploy``: the deploy must survive the logout, as under nohup."""
+    show = "print(next(l for l in open('/proc/self/status') if l.startswith('SigIgn')))"
+    proc = await asyncio.create_subprocess_exec(
+        TAPGATE,
+        "run",
+        "--url",
+        served.url,
+        "--",
+        sys.executable,
+        "-c",
+        show,
+        env={**os.environ, "TAPGATE_AGENT_TOKEN": TOKEN},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0, err.decode()
+    ignored = int(out.decode().split()[1], 16)
+    assert ignored & (1 << (signal.SIGHUP - 1)), out.decode()
+
+
+async def test_a_program_named_like_an_assignment_is_refused(
+    served: Served, run: Run, tmp_path: Path
+) -> None:
+    """``A=1 sleep 5`` is judged as an assignment and ``sleep``, but the program run is ``A=1``."""
+    code, err = await run(served.url, "--", "A=1", *marking(tmp_path / "ran"))
+    assert code == 2 and "named like an assignment" in err
+    assert not (tmp_path / "ran").exists() and await served.requests() == []

@@ -44,6 +44,7 @@ from tapgate.errors import ConfigError, StoreError
 
 __all__ = [
     "audit",
+    "display_url",
     "grants_list",
     "grants_revoke",
     "pending",
@@ -80,7 +81,7 @@ async def _open_existing(url: str) -> Store:
     try:
         path = _sqlite_file(make_url(normalize_url(url)))
     except (SQLAlchemyError, ValueError) as exc:
-        raise StoreError(f"cannot use the database URL {_display_url(url)}: {exc}") from exc
+        raise StoreError(f"cannot use the database URL {display_url(url)}: {exc}") from exc
     if path is not None and not path.exists():
         raise StoreError(
             f"database not found: no SQLite file at {path.absolute()} "
@@ -89,7 +90,7 @@ async def _open_existing(url: str) -> Store:
     try:
         store = await Store.open(url, migrate=False)
     except _BAD_URL as exc:
-        raise StoreError(f"cannot use the database URL {_display_url(url)}: {exc}") from exc
+        raise StoreError(f"cannot use the database URL {display_url(url)}: {exc}") from exc
     try:
         # What Store.is_current() checks for /readyz, but keeping the error
         # (unreachable, not a database) and the revision for the message.
@@ -98,7 +99,7 @@ async def _open_existing(url: str) -> Store:
         _check_revision(url, revision)
     except _BAD_URL as exc:
         await store.close()
-        raise StoreError(f"cannot use the database URL {_display_url(url)}: {exc}") from exc
+        raise StoreError(f"cannot use the database URL {display_url(url)}: {exc}") from exc
     except BaseException:
         await store.close()
         raise
@@ -114,11 +115,11 @@ def _check_revision(url: str, revision: str | None) -> None:
     head = head_revision()
     if revision is None:
         raise StoreError(
-            f"database at {_display_url(url)} is not migrated (run `tapgate db upgrade`)"
+            f"database at {display_url(url)} is not migrated (run `tapgate db upgrade`)"
         )
     if revision != head:
         raise StoreError(
-            f"database at {_display_url(url)} is at revision {revision}, "
+            f"database at {display_url(url)} is at revision {revision}, "
             f"but this tapgate expects {head} (run `tapgate db upgrade`, "
             "or use the newer tapgate that migrated it)"
         )
@@ -133,7 +134,7 @@ def _sqlite_file(url: URL) -> Path | None:
     return Path(url.database)
 
 
-def _display_url(url: str) -> str:
+def display_url(url: str) -> str:
     """``url`` with its password masked, for messages: in the user part and in the query.
 
     asyncpg also takes ``?password=``, which ``hide_password`` does not touch.
@@ -155,7 +156,7 @@ def store_errors(url: str) -> Iterator[None]:
     errors become a message with ``url``, its password masked, and the
     driver's reason; tapgate's own errors pass through.
     """
-    shown = _display_url(url)
+    shown = display_url(url)
     try:
         yield
     except OSError as exc:  # refused, unresolvable host, timeout; a SQLite directory denied

@@ -17,7 +17,7 @@ import math
 import re
 from collections.abc import Sequence
 from typing import Annotated, Any, get_args, get_origin
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import (
     AfterValidator,
@@ -157,12 +157,13 @@ def _store_url(value: str) -> str:
 
 
 def _mask_password(url: str) -> str:
+    """``url`` for a repr: the password hidden, in the user part and in a ``?password=``."""
     parts = urlsplit(url)
     userinfo, at, hostport = parts.netloc.rpartition("@")
-    if not at or ":" not in userinfo:
-        return url
-    user = userinfo.split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{hostport}"))
+    if at and ":" in userinfo:
+        parts = parts._replace(netloc=f"{userinfo.split(':', 1)[0]}:***@{hostport}")
+    query = [(k, "***" if "password" in k.lower() else v) for k, v in parse_qsl(parts.query)]
+    return urlunsplit(parts._replace(query=urlencode(query, safe="*")))
 
 
 Duration = Annotated[float, BeforeValidator(_duration)]

@@ -171,9 +171,9 @@ def _check_config(args: argparse.Namespace) -> int:
     spec = config.policy_spec()
     rules = len(spec.rules) + sum(len(r) for r in spec.agents.values())
     print(f"config OK: {args.config or '(built-in defaults)'}")
-    from sqlalchemy.engine import make_url
+    from tapgate.bot._cli_ops import display_url
 
-    print(f"  store: {make_url(config.store_url).render_as_string(hide_password=True)}")
+    print(f"  store: {display_url(config.store_url)}")
     print(
         f"  agents: {len(config.agents)}, approvers: {len(config.approvers)}, "
         f"channels: {', '.join(config.enabled_channels) or 'none'}"

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from tapgate.client._ask import decide, describe, failure
+from tapgate.client._errors import ClientError
 from tapgate.client._remote import SyncRemoteGate
 from tapgate.core.models import Decision, ToolCall
 
@@ -48,6 +49,8 @@ __all__ = [
 HookEvent = Literal["PreToolUse", "PermissionRequest"]
 HookVerdict = Literal["allow", "deny", "ask"]
 HOOK_EVENTS: tuple[HookEvent, ...] = ("PreToolUse", "PermissionRequest")
+_REFUSED_CALL = frozenset({400, 413, 422})
+"""Statuses that refuse the call's content (which the model chose), not the server's health."""
 
 DEFAULT_HOOK_TIMEOUT = 300.0
 """Seconds the hook waits for a human: half of Claude Code's default command-hook timeout."""
@@ -141,8 +144,10 @@ def claude_code_hook(
     event = _event_of(raw)
     try:
         hook = parse_hook_input(raw)
-    except ValueError as exc:
-        return _fallback(event, on_error, f"could not read the hook input: {exc}", "--on-error")
+    except (ValueError, RecursionError) as exc:
+        # The model shapes tool_input: an input made unreadable on purpose must
+        # not reach --on-error, which an operator may have set to allow.
+        return hook_output(event, "deny", f"tapgate: could not read the hook input: {exc}; denied")
     if not token:
         problem = "no agent token (set TAPGATE_AGENT_TOKEN, or the variable --token-env names)"
         return _fallback(event, on_error, problem, "--on-error")
@@ -151,7 +156,7 @@ def claude_code_hook(
         with SyncRemoteGate(url, token) as gate:
             decision = decide(gate, call, timeout=timeout)
     except Exception as exc:  # a hook must answer, whatever went wrong
-        return _fallback(event, on_error, failure(url, exc), "--on-error")
+        return _failed(event, on_error, url, exc)
     if decision is None:
         problem = f"nobody decided within {timeout:g}s, so tapgate withdrew the request"
         return _fallback(event, on_expired, problem, "--on-expired")
@@ -182,6 +187,18 @@ def _event_of(raw: str) -> HookEvent:
     except (ValueError, AttributeError, RecursionError):
         return "PreToolUse"
     return cast(HookEvent, event) if event in HOOK_EVENTS else "PreToolUse"
+
+
+def _failed(event: HookEvent, on_error: HookVerdict, url: str, exc: Exception) -> dict[str, Any]:
+    """``--on-error``'s answer, unless the server refused the call's own content.
+
+    A call refused as too large, too deep or invalid (400, 413, 422) has
+    content the model chose: it is denied, so that no input can be shaped
+    into ``--on-error allow``.
+    """
+    if isinstance(exc, ClientError) and exc.status in _REFUSED_CALL:
+        return hook_output(event, "deny", f"tapgate: {failure(url, exc)}; denied")
+    return _fallback(event, on_error, failure(url, exc), "--on-error")
 
 
 def _fallback(event: HookEvent, verdict: HookVerdict, problem: str, flag: str) -> dict[str, Any]:

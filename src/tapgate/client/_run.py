@@ -25,6 +25,7 @@ stay clear of the 1, 2, 126, 127 and 128+ that commands and shells use:
 from __future__ import annotations
 
 import contextlib
+import re
 import shlex
 import signal
 import subprocess
@@ -86,6 +87,10 @@ def run_approved(
         return _fail(err, "no command given (tapgate run -- COMMAND ...)", 2)
     if not token:
         return _fail(err, "no agent token (set TAPGATE_AGENT_TOKEN)", EXIT_CONFIG)
+    if _ASSIGNMENT.match(argv[0]):
+        # shlex.join leaves "A=1" unquoted: the policy would judge "A=1 cmd" as
+        # an assignment and `cmd`, while the program run is one named "A=1".
+        return _fail(err, f"refusing to run a program named like an assignment: {argv[0]}", 2)
     command = shlex.join(argv)
     call = ToolCall(tool=tool, arguments={"command": command}, session=session)
     refusal = _ask(err, url, token, call, timeout)
@@ -326,12 +331,18 @@ def _forwarding(handler: Callable[[int, FrameType | None], None]) -> Iterator[No
     if threading.current_thread() is not threading.main_thread():
         yield  # signal handlers can only be set in the main thread (tests call from others)
         return
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    # A signal the caller ignores (nohup, `&` in a shell without job control)
+    # stays ignored: handling it here would reset it to the default in the child.
+    wanted = [s for s in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(s) != signal.SIG_IGN]
+    previous = {s: signal.signal(s, handler) for s in wanted}
     try:
         yield
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old)
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*\+?=")
 
 
 def _fail(err: TextIO, message: str, status: int) -> int:
