@@ -796,3 +796,58 @@ def test_the_max_wait_floor_is_the_clients_slice() -> None:
     from tapgate.client import LONG_POLL
 
     assert _CLIENT_SLICE == LONG_POLL
+
+
+LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("agents: &a [*a]\n", "nested too deeply"),
+        ("agents: " + "[" * 600 + "]" * 600 + "\n", "nested too deeply"),
+        (LAUGHS, "more than 100,000 values"),
+        ("? [a, b]\n: 1\n", "unhashable key"),
+    ],
+    ids=["recursive-alias", "deep-nesting", "billion-laughs", "complex-key"],
+)
+def test_hostile_yaml_is_a_config_error(tmp_path: Path, text: str, message: str) -> None:
+    """Never a traceback, and never gigabytes: aliases are counted once expanded."""
+    with pytest.raises(ConfigError, match=message):
+        load_config(write(tmp_path, text), env={})
+
+
+def test_yaml_merge_keys_work_and_explicit_keys_override_them(tmp_path: Path) -> None:
+    text = (
+        "agents:\n"
+        '  - &base {name: ci, token: "a-token-of-some-length"}\n'
+        '  - {<<: *base, name: nightly, token: "another-token-of-length"}\n'
+    )
+    config = load_config(write(tmp_path, text), env={})
+    assert [agent.name for agent in config.agents] == ["ci", "nightly"]
+
+
+@pytest.mark.parametrize(
+    ("text", "env", "where", "message"),
+    [
+        (
+            'agents: [{name: ci, token: "${CI_TOKEN}"}]\n',
+            {"CI_TOKEN": "a-token-of-some-length\n"},  # read from a secret file
+            "agents[0].token",
+            "whitespace",
+        ),
+        ("agents: [{name: ci, token: !!binary YWJj}]\n", {}, "agents[0].token", "a string"),
+        ("policy: {default_timeout: 99999999999d}\n", {}, "policy.default_timeout", "366 days"),
+        ("server: {max_wait: 400d}\n", {}, "server.max_wait", "366 days"),
+    ],
+    ids=["secret-with-newline", "binary-token", "huge-timeout", "huge-max-wait"],
+)
+def test_values_that_would_only_fail_at_run_time_are_refused(
+    tmp_path: Path, text: str, env: dict[str, str], where: str, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message) as caught:
+        load_config(write(tmp_path, text), env=env)
+    assert caught.value.path == where
+    assert "a-token-of-some-length" not in str(caught.value)

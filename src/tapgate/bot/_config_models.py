@@ -58,6 +58,7 @@ Loc = Sequence[str | int]
 """A YAML location as pydantic reports it: keys and list indices."""
 
 MIN_TOKEN_LENGTH = 16
+MAX_DURATION = 366 * 86400.0
 
 _NUMBER = r"\d+(?:\.\d+)?"
 _DURATION = re.compile(
@@ -85,6 +86,9 @@ def parse_duration(value: str | float) -> float:
         raise ValueError("expected a finite duration")
     if seconds <= 0:
         raise ValueError("a duration must be greater than 0")
+    if seconds > MAX_DURATION:
+        # Beyond this a datetime overflows somewhere (every ask a 500, no delivery ever).
+        raise ValueError("a duration must be at most 366 days")
     return seconds
 
 
@@ -129,8 +133,14 @@ def _no_bool(value: Any) -> Any:
 
 
 def _secret_text(value: Any) -> Any:
+    if isinstance(value, bytes):  # ``!!binary``: a secret is text, and short ones slip through
+        raise _custom_error("string_type", "expected text")
     if isinstance(value, str) and not value.strip():
         raise _custom_error("empty", "must not be empty")
+    if isinstance(value, str) and value != value.strip():
+        # A secret file read into ${VAR} often ends in a newline: the platform's
+        # (or the agent's) copy does not, so every signature or token would fail.
+        raise _custom_error("whitespace", "must not start or end with whitespace")
     return value
 
 

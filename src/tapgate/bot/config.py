@@ -279,6 +279,8 @@ def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = No
     # from None: a YAML error's text quotes the offending line, which may hold a secret.
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader subclass)
+    except RecursionError:  # a recursive alias, or nesting hundreds deep
+        raise ConfigError("", f"{file}: invalid YAML: nested too deeply") from None
     except yaml.MarkedYAMLError as exc:
         raise ConfigError("", _yaml_message(file, exc)) from None
     except yaml.YAMLError as exc:
@@ -292,12 +294,18 @@ def parse_config(data: object, env: Mapping[str, str] | None = None) -> Config:
     An empty document (``None``) is the all-defaults config.
     """
     environ: Mapping[str, str] = os.environ if env is None else env
-    resolved = _interpolate({} if data is None else data, environ, ())
     try:
+        resolved = _interpolate({} if data is None else data, environ, (), [_MAX_VALUES])
         return Config.model_validate(resolved)
     except ValidationError as exc:
         # from None: the pydantic error would repeat every input value, secrets included.
         raise config_error(exc, Config) from None
+    except RecursionError:  # data built in Python can nest deeper than any config needs
+        raise ConfigError("", "the configuration is nested too deeply") from None
+
+
+_MAX_VALUES = 100_000
+"""Values a configuration may hold once YAML aliases are expanded (a real one has hundreds)."""
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -310,8 +318,12 @@ class _StrictLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # ``<<: *base``: merged keys may be overridden, explicit ones not
             key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, str | int | float | bool) and key in seen:
+            if not isinstance(key, str | int | float | bool):
+                continue  # a complex key (``? [a, b]``): the models refuse it with its path
+            if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {key!r}", key_node.start_mark
                 )
@@ -326,18 +338,28 @@ def _yaml_message(file: str, exc: yaml.MarkedYAMLError) -> str:
     return f"{file}: invalid YAML{where}: {problem}"
 
 
-def _interpolate(value: object, env: Mapping[str, str], loc: tuple[str | int, ...]) -> object:
+def _interpolate(
+    value: object, env: Mapping[str, str], loc: tuple[str | int, ...], budget: list[int]
+) -> object:
     """Replace ``${VAR}`` / ``${VAR:-default}`` in every string value; ``$${`` is a literal ``${``.
 
     One pass only: text that comes out of the environment is never expanded
     again, so a secret that happens to contain ``${`` stays as it is.
+    ``budget`` counts values down: YAML aliases are shared by the loader but
+    copied here, and a few hundred bytes of nested aliases ("billion laughs")
+    would otherwise expand to billions of values and exhaust memory.
     """
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ConfigError(format_path(loc), f"more than {_MAX_VALUES:,} values (nested aliases?)")
     if isinstance(value, str):
         return _substitute(value, env, loc)
     if isinstance(value, Mapping):
-        return {key: _interpolate(item, env, (*loc, str(key))) for key, item in value.items()}
+        return {
+            key: _interpolate(item, env, (*loc, str(key)), budget) for key, item in value.items()
+        }
     if isinstance(value, list | tuple):
-        return [_interpolate(item, env, (*loc, index)) for index, item in enumerate(value)]
+        return [_interpolate(item, env, (*loc, index), budget) for index, item in enumerate(value)]
     return value
 
 
