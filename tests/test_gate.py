@@ -10,7 +10,7 @@ import pytest
 from tapgate.core.clock import ManualClock
 from tapgate.core.directory import Approver, Directory
 from tapgate.core.gate import Gate
-from tapgate.core.models import GateEvent, ToolCall
+from tapgate.core.models import CONTACT_TOOL, GateEvent, ToolCall
 from tapgate.core.policy import Policy
 from tapgate.core.rules import PolicySpec, Rule, ToolSpec
 from tapgate.core.store import Store
@@ -350,3 +350,21 @@ async def test_a_parked_waiter_is_a_timer_not_a_task(gate: Gate, clock: ManualCl
     assert len(asyncio.all_tasks()) == before + 50  # only the callers' own tasks
     clock.advance(60)
     assert {(await w).status for w in waiters} == {"expired"}
+
+
+async def test_an_answered_question_never_becomes_a_standing_grant(
+    store: Store, clock: ManualClock
+) -> None:
+    """An answer is for one question; 'always' must not answer the next one unasked."""
+    spec = PolicySpec(
+        rules=(Rule(tool=CONTACT_TOOL, action="ask", approvers=("alice",), source="r"),),
+        default_timeout=120,
+    )
+    question = ToolCall(tool=CONTACT_TOOL, arguments={"message": "EU or US?"}, agent="ci")
+    async with make_gate(store, clock, spec) as gate:
+        first = await gate.submit(question, question=True)
+        assert first.request is not None and not first.request.grantable
+        await gate.resolve(first.request.id, "approve", by="alice", scope="always")
+        again = await gate.submit(question, question=True)
+    assert again.decision is None and again.request is not None and not again.reused
+    assert await store.list_grants() == []

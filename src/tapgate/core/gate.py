@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import secrets
 from collections import OrderedDict, defaultdict
@@ -171,6 +172,10 @@ class Gate:
         verdict = self.policy.evaluate(call)
         if verdict.action != "ask":
             return Ticket(decision=_policy_decision(verdict))
+        if question:
+            # An answer is for one question: a standing grant would answer every
+            # later identical question with nobody asked ("contact_not_routed").
+            verdict = dataclasses.replace(verdict, grantable=False)
         fingerprint = self.policy.fingerprint(call)
         key = None
         if verdict.grantable:
