@@ -851,3 +851,30 @@ def test_values_that_would_only_fail_at_run_time_are_refused(
         load_config(write(tmp_path, text), env=env)
     assert caught.value.path == where
     assert "a-token-of-some-length" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "approvers",
+    [
+        '[{name: alice, line: "U1"}, {name: bob, line: "U1"}]',
+        '[{name: alice, slack: "U1"}, {name: bob, slack: "U1"}]',
+        '[{name: alice, slack: "U1", slack_team: T1}, {name: bob, slack: "U1", slack_team: T1}]',
+        '[{name: alice, slack: "U1"}, {name: bob, slack: "U1", slack_team: T2}]',
+    ],
+)
+def test_two_approvers_with_one_platform_id_are_refused(tmp_path: Path, approvers: str) -> None:
+    """A tap names one person: taps used to go to whichever approver came last."""
+    with pytest.raises(ConfigError, match=r"same .* user id as approvers\[0\]") as caught:
+        load_config(write(tmp_path, f"approvers: {approvers}\n"), env={})
+    assert caught.value.path.startswith("approvers[1].")
+
+
+def test_one_slack_id_in_two_workspaces_is_two_people(tmp_path: Path) -> None:
+    text = (
+        'approvers: [{name: alice, slack: "U1", slack_team: T1},'
+        ' {name: bob, slack: "U1", slack_team: T2}]\n'
+    )
+    directory = load_config(write(tmp_path, text), env={}).directory()
+    assert directory.identify("slack", "U1", "T1") == "alice"
+    assert directory.identify("slack", "U1", "T2") == "bob"
+    assert directory.identify("slack", "U1", "T3") is None

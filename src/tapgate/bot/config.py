@@ -230,6 +230,32 @@ def _check_approvers(approvers: Sequence[ApproverConfig]) -> None:
         if approver.name in groups:
             raise ConfigError(path, f"{approver.name!r} is also a group name")
         seen[key] = index
+    _check_platform_ids(approvers)
+
+
+def _check_platform_ids(approvers: Sequence[ApproverConfig]) -> None:
+    """One person per platform id: a tap must name exactly one approver.
+
+    Slack ids are unique only within a workspace, so one may repeat for
+    approvers in different ``slack_team``s; LINE ids never repeat.
+    """
+    owners: dict[tuple[str, str], list[tuple[int, str | None]]] = {}
+    for index, approver in enumerate(approvers):
+        for channel, uid, team in (
+            ("line", approver.line, None),
+            ("slack", approver.slack, approver.slack_team),
+        ):
+            if uid is None:
+                continue
+            for other, other_team in owners.get((channel, uid), []):
+                if team is None or other_team is None or team == other_team:
+                    raise ConfigError(
+                        format_path(("approvers", index, channel)),
+                        f"the same {channel} user id as approvers[{other}]: a tap could not "
+                        "tell them apart"
+                        + (" (set a different slack_team on each)" if channel == "slack" else ""),
+                    )
+            owners.setdefault((channel, uid), []).append((index, team))
 
 
 def _check_policy(

@@ -50,9 +50,11 @@ class Directory:
     def __init__(self, approvers: Iterable[Approver] = (), channels: Iterable[str] = ()) -> None:
         self._by_name = {a.name: a for a in approvers}
         self._channels = tuple(channels)
-        self._by_address = {
-            (channel, uid): a.name for a in self._by_name.values() for channel, uid in a.addresses
-        }
+        # A Slack id may belong to several approvers in different workspaces.
+        self._by_address: dict[tuple[str, str], list[str]] = {}
+        for a in self._by_name.values():
+            for channel, uid in a.addresses:
+                self._by_address.setdefault((channel, uid), []).append(a.name)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -90,13 +92,11 @@ class Directory:
         When the approver's workspace is configured for ``channel``, the tap
         must come from that workspace.
         """
-        name = self._by_address.get((channel, user_id))
-        if name is None:
-            return None
-        expected = self._by_name[name].team(channel)
-        if expected is not None and team != expected:
-            return None
-        return name
+        for name in self._by_address.get((channel, user_id), ()):
+            expected = self._by_name[name].team(channel)
+            if expected is None or team == expected:
+                return name
+        return None
 
     def deliveries(self, approvers: Iterable[str]) -> tuple[Delivery, ...]:
         """One delivery per approver × enabled channel on which they have an address.
