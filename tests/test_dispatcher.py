@@ -107,6 +107,8 @@ async def test_transient_failure_is_retried_later_and_delivered_once(
         if r.delivery.channel == "slack"
     ]
     assert sorted(r.attempts for r in rows) == [2, 2]
+    # A first attempt is not a retry; the second tells the notifier to look first.
+    assert [c.retried for c in slack.calls] == [False, False, True, True]
     await d.close()
 
 

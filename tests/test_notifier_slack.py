@@ -187,6 +187,19 @@ async def test_a_lost_answer_is_found_in_history_instead_of_posting_twice(
     assert mine.metadata["event_payload"]["key"] == key
 
 
+async def test_a_retried_row_finds_the_post_an_earlier_attempt_made(
+    slack: FakeSlack, notifier: SlackNotifier, request_: Request
+) -> None:
+    """The earlier attempt posted, then its process died (or gave up): look before posting."""
+    key = _key()
+    first = await notifier.send(request_, DELIVERY, key=key)
+    restarted = _notifier(slack, Sleeps())  # a new process: no memory of the first attempt
+    again = await restarted.send(request_, DELIVERY, key=key, retried=True)
+    assert again.ref == first.ref
+    assert len(slack.requests_to("chat.postMessage")) == 1
+    assert len(slack.requests_to("conversations.history")) == 1
+
+
 @pytest.mark.parametrize(
     "fault", [Fault.drop(), Fault.timeout(10)], ids=["drop", "timeout_not_delivered"]
 )

@@ -45,12 +45,17 @@ class Notifier(Protocol):
 
     channel: str
 
-    async def send(self, request: Request, delivery: Delivery, *, key: str) -> Receipt:
+    async def send(
+        self, request: Request, delivery: Delivery, *, key: str, retried: bool = False
+    ) -> Receipt:
         """Post ``request`` to ``delivery.address``.
 
         ``key`` is unique per outbox row and stable across attempts: LINE sends
         it as ``X-Line-Retry-Key``; Slack tags the message with it so that a
         post whose response was lost can be found instead of posted twice.
+        ``retried`` says an earlier attempt of this row may have reached the
+        platform (it failed ambiguously, or the process died or stopped while
+        sending): a notifier that cannot deduplicate by key must look first.
         """
         ...
 

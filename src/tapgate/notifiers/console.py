@@ -54,7 +54,9 @@ class ConsoleNotifier:
         self._stream = stream
         self._tool_shell_args = dict(tool_shell_args or {})
 
-    async def send(self, request: Request, delivery: Delivery, *, key: str) -> Receipt:
+    async def send(
+        self, request: Request, delivery: Delivery, *, key: str, retried: bool = False
+    ) -> Receipt:
         """Print ``request`` with the commands ``delivery.approver`` can run to decide it."""
         view = present(request, tool_shell_arg=self._tool_shell_args.get(request.tool))
         self._write(render_console(view, approver=delivery.approver))

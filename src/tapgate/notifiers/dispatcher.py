@@ -246,7 +246,11 @@ class Dispatcher:
     async def _send(self, notifier: Notifier, item: OutboxItem) -> None:
         try:
             async with self._slots:
-                receipt = await notifier.send(item.request, item.delivery, key=item.retry_key)
+                # The claim counted this attempt: more than one means an earlier
+                # one failed, died or was stopped, and may have been delivered.
+                receipt = await notifier.send(
+                    item.request, item.delivery, key=item.retry_key, retried=item.attempts > 1
+                )
         except DeliveryError as exc:
             await self._failed(item, exc)
             return

@@ -87,7 +87,9 @@ class LineNotifier:
         self._client: AsyncApiClient | None = None
         self._quota_reported = False
 
-    async def send(self, request: Request, delivery: Delivery, *, key: str) -> Receipt:
+    async def send(
+        self, request: Request, delivery: Delivery, *, key: str, retried: bool = False
+    ) -> Receipt:
         """Push ``request`` to the LINE user ``delivery.address``.
 
         Raises :class:`PermanentDeliveryError` for a rejected message, bad

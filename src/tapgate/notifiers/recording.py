@@ -30,6 +30,7 @@ class RecordedCall:
     delivery: Delivery
     key: str
     error: BaseException | None = None
+    retried: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -87,10 +88,14 @@ class RecordingNotifier:
         """Let held and later sends complete."""
         self._open.set()
 
-    async def send(self, request: Request, delivery: Delivery, *, key: str) -> Receipt:
+    async def send(
+        self, request: Request, delivery: Delivery, *, key: str, retried: bool = False
+    ) -> Receipt:
         """Record the call; raise the next scripted error or return a numbered receipt."""
         error = self._send_errors.popleft() if self._send_errors else None
-        await self._record(lambda: self.calls.append(_call(request, delivery, key, error)))
+        await self._record(
+            lambda: self.calls.append(_call(request, delivery, key, error, retried=retried))
+        )
         await self._open.wait()
         if error is not None:
             raise error
@@ -136,6 +141,11 @@ class RecordingNotifier:
 
 
 def _call(
-    request: Request, delivery: Delivery, key: str, error: BaseException | None
+    request: Request,
+    delivery: Delivery,
+    key: str,
+    error: BaseException | None,
+    *,
+    retried: bool = False,
 ) -> RecordedCall:
-    return RecordedCall(request=request, delivery=delivery, key=key, error=error)
+    return RecordedCall(request=request, delivery=delivery, key=key, error=error, retried=retried)

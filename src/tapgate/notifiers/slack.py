@@ -113,10 +113,15 @@ class SlackNotifier:
         self._dm_channels: dict[str, str] = {}
         self._history_warned = False
 
-    async def send(self, request: Request, delivery: Delivery, *, key: str) -> Receipt:
+    async def send(
+        self, request: Request, delivery: Delivery, *, key: str, retried: bool = False
+    ) -> Receipt:
         """Post ``request`` to the Slack user ``delivery.address`` (or the shared channel).
 
         Receipt ``ref`` is ``{"channel": "D…", "ts": "…"}`` as Slack returned them.
+        A ``retried`` row looks in the conversation's history (back to the
+        request's creation) before posting: an earlier attempt, in this process
+        or one that died, may have posted it.
         """
         payload = render_slack(self._view(request))
         post = _Post(
@@ -124,7 +129,8 @@ class SlackNotifier:
             request_id=request.id,
             text=payload["text"],
             blocks=payload["blocks"],
-            oldest=time.time() - _CLOCK_SKEW,
+            oldest=min(time.time(), request.created_at.timestamp()) - _CLOCK_SKEW,
+            maybe_posted=retried,
         )
         label = f"Slack post of request {request.id} to {delivery.address}"
         ref: dict[str, str] = await self._retrying(label)(self._post_once, post, delivery.address)
