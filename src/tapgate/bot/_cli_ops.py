@@ -28,7 +28,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import asyncpg
 from alembic.script.revision import RevisionError
 from alembic.util import CommandError
 from sqlalchemy.engine import URL, make_url
@@ -167,7 +166,14 @@ def store_errors(url: str) -> Iterator[None]:
             f"cannot migrate the database at {shown}: {_reason(exc)} "
             f"(this tapgate knows revisions up to {head_revision()})"
         ) from exc
-    except (SQLAlchemyError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+    except SQLAlchemyError as exc:
+        raise StoreError(f"database error at {shown}: {_reason(exc)}") from exc
+    except Exception as exc:
+        # SQLAlchemy passes some of asyncpg's connect errors through unwrapped.
+        # Matched by module, not imported: `tapgate serve` on SQLite imports
+        # this module and should not load a PostgreSQL driver (~3 MB) for it.
+        if not type(exc).__module__.startswith("asyncpg"):
+            raise
         raise StoreError(f"database error at {shown}: {_reason(exc)}") from exc
 
 
