@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tapgate.bot._config_models import StoreConfig, display_url
 from tapgate.bot.config import Config, load_config, parse_config, parse_duration
 from tapgate.core.directory import Approver
 from tapgate.core.rules import DEFAULT_RISK_ACTIONS, Rule, ToolSpec
@@ -878,3 +879,17 @@ def test_one_slack_id_in_two_workspaces_is_two_people(tmp_path: Path) -> None:
     assert directory.identify("slack", "U1", "T1") == "alice"
     assert directory.identify("slack", "U1", "T2") == "bob"
     assert directory.identify("slack", "U1", "T3") is None
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("sqlite:///tapgate.db", "sqlite:///tapgate.db"),
+        ("sqlite:////var/lib/tapgate/t.db", "sqlite:////var/lib/tapgate/t.db"),
+        ("postgresql://u:pw@db/t?sslmode=require", "postgresql://u:***@db/t?sslmode=require"),
+        ("postgresql://u@db/t?password=pw&x=a%20b", "postgresql://u@db/t?password=***&x=a%20b"),
+    ],
+)
+def test_the_store_url_is_shown_as_written_but_for_its_password(url: str, shown: str) -> None:
+    assert display_url(url) == shown
+    assert f"url='{shown}'" in repr(StoreConfig(url=url))

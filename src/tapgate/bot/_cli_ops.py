@@ -33,6 +33,7 @@ from alembic.util import CommandError
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from tapgate.bot._config_models import display_url
 from tapgate.bot.config import Config
 from tapgate.core.gate import Gate
 from tapgate.core.models import AuditEntry, Grant, Request
@@ -43,7 +44,6 @@ from tapgate.errors import ConfigError, StoreError
 
 __all__ = [
     "audit",
-    "display_url",
     "grants_list",
     "grants_revoke",
     "pending",
@@ -79,28 +79,23 @@ async def _open_existing(url: str) -> Store:
     """
     try:
         path = _sqlite_file(make_url(normalize_url(url)))
-    except (SQLAlchemyError, ValueError) as exc:
-        raise StoreError(f"cannot use the database URL {display_url(url)}: {exc}") from exc
-    if path is not None and not path.exists():
-        raise StoreError(
-            f"database not found: no SQLite file at {path.absolute()} "
-            "(check store.url; `tapgate db upgrade` creates it)"
-        )
-    try:
+        if path is not None and not path.exists():
+            raise StoreError(
+                f"database not found: no SQLite file at {path.absolute()} "
+                "(check store.url; `tapgate db upgrade` creates it)"
+            )
         store = await Store.open(url, migrate=False)
-    except _BAD_URL as exc:
-        raise StoreError(f"cannot use the database URL {display_url(url)}: {exc}") from exc
+    except (SQLAlchemyError, *_BAD_URL) as exc:
+        raise _unusable(url, exc) from exc
     try:
         # What Store.is_current() checks for /readyz, but keeping the error
         # (unreachable, not a database) and the revision for the message.
         # The first query is where the driver reads the URL's options.
-        revision = await store.runner.read(current_revision)
-        _check_revision(url, revision)
-    except _BAD_URL as exc:
+        _check_revision(url, await store.runner.read(current_revision))
+    except BaseException as exc:
         await store.close()
-        raise StoreError(f"cannot use the database URL {display_url(url)}: {exc}") from exc
-    except BaseException:
-        await store.close()
+        if isinstance(exc, _BAD_URL):
+            raise _unusable(url, exc) from exc
         raise
     return store
 
@@ -108,6 +103,10 @@ async def _open_existing(url: str) -> Store:
 # What a driver raises for a URL it cannot use: a port that is not a number or
 # out of range, an option it does not take (libpq's ``sslmode`` to asyncpg).
 _BAD_URL = (ValueError, TypeError, OverflowError)
+
+
+def _unusable(url: str, exc: BaseException) -> StoreError:
+    return StoreError(f"cannot use the database URL {display_url(url)}: {exc}")
 
 
 def _check_revision(url: str, revision: str | None) -> None:
@@ -131,20 +130,6 @@ def _sqlite_file(url: URL) -> Path | None:
     if not url.database or url.database == ":memory:":
         return None
     return Path(url.database)
-
-
-def display_url(url: str) -> str:
-    """``url`` with its password masked, for messages: in the user part and in the query.
-
-    asyncpg also takes ``?password=``, which ``hide_password`` does not touch.
-    """
-    try:
-        parsed = make_url(url)
-        query = {k: "***" if "password" in k.lower() else v for k, v in parsed.query.items()}
-        shown = parsed.set(query=query).render_as_string(hide_password=True)
-        return shown.replace("%2A%2A%2A", "***")
-    except Exception:  # make_url raises ValueError for a bad port, ArgumentError for others
-        return "(an unparsable store URL)"
 
 
 @contextlib.contextmanager

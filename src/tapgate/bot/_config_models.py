@@ -17,7 +17,7 @@ import math
 import re
 from collections.abc import Sequence
 from typing import Annotated, Any, get_args, get_origin
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import (
     AfterValidator,
@@ -50,6 +50,7 @@ __all__ = [
     "StoreConfig",
     "ToolConfig",
     "config_error",
+    "display_url",
     "format_path",
     "parse_duration",
 ]
@@ -166,14 +167,25 @@ def _store_url(value: str) -> str:
     raise _custom_error("url", "expected a sqlite:///PATH or postgresql:// URL")
 
 
-def _mask_password(url: str) -> str:
-    """``url`` for a repr: the password hidden, in the user part and in a ``?password=``."""
-    parts = urlsplit(url)
+def display_url(url: str) -> str:
+    """``url`` with its password masked, for reprs and messages; the rest exactly as written.
+
+    Masks the user part's password and any ``?…password…=`` query value
+    (asyncpg reads ``?password=``; SQLAlchemy's ``hide_password`` misses it).
+    A URL too broken to split is not echoed at all.
+    """
+    url = _QUERY_PASSWORD.sub(r"\1***", url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        return "(an unparsable store URL)"
     userinfo, at, hostport = parts.netloc.rpartition("@")
-    if at and ":" in userinfo:
-        parts = parts._replace(netloc=f"{userinfo.split(':', 1)[0]}:***@{hostport}")
-    query = [(k, "***" if "password" in k.lower() else v) for k, v in parse_qsl(parts.query)]
-    return urlunsplit(parts._replace(query=urlencode(query, safe="*")))
+    if not at or ":" not in userinfo:
+        return url
+    return urlunsplit(parts._replace(netloc=f"{userinfo.split(':', 1)[0]}:***@{hostport}"))
+
+
+_QUERY_PASSWORD = re.compile(r"(?i)([?&][^=&#]*password[^=&#]*=)[^&#]*")
 
 
 Duration = Annotated[float, BeforeValidator(_duration)]
@@ -246,7 +258,7 @@ class StoreConfig(Section):
 
     def __repr_args__(self) -> Any:
         # A PostgreSQL URL may carry a password; repr shows the rest of it only.
-        yield "url", _mask_password(self.url)
+        yield "url", display_url(self.url)
 
 
 class AgentConfig(Section):

@@ -171,7 +171,7 @@ def _check_config(args: argparse.Namespace) -> int:
     spec = config.policy_spec()
     rules = len(spec.rules) + sum(len(r) for r in spec.agents.values())
     print(f"config OK: {args.config or '(built-in defaults)'}")
-    from tapgate.bot._cli_ops import display_url
+    from tapgate.bot._config_models import display_url
 
     print(f"  store: {display_url(config.store_url)}")
     print(
