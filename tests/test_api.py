@@ -139,7 +139,7 @@ class Api:
         *when* the test acts (after the poll is parked), never what it asserts.
         """
         for _ in range(5000):
-            if self.gate._waiters.get(request_id):
+            if self.gate.waiting_on(request_id):
                 return
             await asyncio.sleep(0.001)
         raise AssertionError(f"no long-poll parked on {request_id}")
@@ -277,7 +277,7 @@ async def test_parked_long_polls_hold_no_database_connection(api: Api) -> None:
         for _ in range(40)
     ]
     for _ in range(5000):
-        if len(api.gate._waiters.get(request_id, ())) == len(polls):
+        if api.gate.waiting_on(request_id) == len(polls):
             break
         await asyncio.sleep(0.001)
     status, _ = await api.submit("read_file")
@@ -322,7 +322,7 @@ async def test_a_cancel_reason_with_control_characters_is_a_400(api: Api) -> Non
         "POST", f"/v1/tool-calls/{request_id}/cancel", {"reason": "stop\x00now"}
     )
     assert status == 400 and body["error"]["path"] == "reason"
-    assert (await api.gate.status(request_id)).status == "pending"
+    assert (await api.gate.get_request(request_id)).status == "pending"
     status, body, _ = await api.call(
         "POST", f"/v1/tool-calls/{request_id}/cancel", {"reason": "line one\nline two\t!"}
     )
@@ -349,7 +349,7 @@ async def test_another_agents_request_is_a_404_like_an_unknown_one(api: Api) -> 
         assert (status, body) == unknown[:2]
     status, listed, _ = await api.call("GET", "/v1/tool-calls")
     assert listed["tool_calls"] == []
-    assert (await api.gate.status(theirs)).status == "pending"
+    assert (await api.gate.get_request(theirs)).status == "pending"
 
 
 async def test_the_list_holds_only_the_callers_requests_filtered_and_limited(api: Api) -> None:
@@ -387,7 +387,7 @@ async def test_no_route_lets_an_agent_resolve(
     assert error["error"]["code"] in ("not_found", "method_not_allowed")
     if status == 405:
         assert "GET" in resp.headers["Allow"]
-    assert (await api.gate.status(request_id)).status == "pending"
+    assert (await api.gate.get_request(request_id)).status == "pending"
 
 
 # -- authentication and errors -------------------------------------------------------------
@@ -499,7 +499,7 @@ async def test_a_bad_cancel_body_is_400(api: Api) -> None:
     request_id = await api.ask()
     status, body, _ = await api.call("POST", f"/v1/tool-calls/{request_id}/cancel", {"reason": 5})
     assert status == 400 and body["error"]["path"] == "reason"
-    assert (await api.gate.status(request_id)).status == "pending"
+    assert (await api.gate.get_request(request_id)).status == "pending"
 
 
 async def test_unknown_routes_and_methods_under_v1_are_json(api: Api) -> None:
@@ -609,7 +609,7 @@ async def test_other_agents_bursts_never_evict_the_callers_events(api: Api) -> N
     stream = await open_stream(api)
     mine = await api.ask()
     await stream.events(until=lambda e: e.kind == "requested")
-    template = await api.gate.status(mine)
+    template = await api.gate.get_request(mine)
     theirs = dataclasses.replace(template, id="t" * 22, agent="other")
     for _ in range(STREAM_QUEUE_SIZE * 2):
         api.app[GATE].bus.publish(GateEvent(kind="expired", request=theirs, at=api.clock.now()))
@@ -623,7 +623,7 @@ async def test_a_stream_that_lost_events_says_so_and_ends(api: Api) -> None:
     stream = await open_stream(api)
     mine = await api.ask()
     await stream.events(until=lambda e: e.kind == "requested")
-    request = await api.gate.status(mine)
+    request = await api.gate.get_request(mine)
     for _ in range(STREAM_QUEUE_SIZE + 10):  # at once: the pump cannot keep up
         api.app[GATE].bus.publish(GateEvent(kind="expired", request=request, at=api.clock.now()))
     rest = (await asyncio.wait_for(stream.resp.content.read(), timeout=10)).decode()
@@ -642,7 +642,7 @@ async def stalled_client(api: Api) -> tuple[socket.socket, Request]:
         f"GET /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {CI}\r\n\r\n".encode()
     )
     await api.ask()
-    request = await api.gate.status((await api.gate.store.list_requests())[0].id)
+    request = await api.gate.get_request((await api.gate.store.list_requests())[0].id)
     return sock, dataclasses.replace(request, tool="t" * 4000)
 
 

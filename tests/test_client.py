@@ -214,6 +214,38 @@ async def test_a_503_from_a_proxy_is_retried(api: respx.MockRouter) -> None:
     assert decision is not None and decision.verdict == "deny" and route.call_count == 2
 
 
+async def test_the_async_gate_sleeps_through_the_injected_sleep(api: respx.MockRouter) -> None:
+    """Backoff pauses go through ``sleep``: a Retry-After of 7 s costs the test nothing."""
+    api.get("/v1/tool-calls/req-1").mock(
+        side_effect=[
+            httpx.Response(503, headers={"Retry-After": "7"}),
+            httpx.Response(200, json=state("deny")),
+        ]
+    )
+    pauses: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        pauses.append(seconds)
+
+    decision = await RemoteGate(BASE, CI, backoff=0.5, sleep=sleep).wait("req-1", timeout=0)
+    assert decision is not None and decision.verdict == "deny"
+    assert pauses == [7.0]
+
+
+def test_the_sync_gate_sleeps_through_the_injected_sleep(api: respx.MockRouter) -> None:
+    api.get("/v1/tool-calls/req-1").mock(
+        side_effect=[
+            httpx.Response(503, headers={"Retry-After": "7"}),
+            httpx.Response(200, json=state("allow")),
+        ]
+    )
+    pauses: list[float] = []
+    with SyncRemoteGate(BASE, CI, backoff=0.5, sleep=pauses.append) as gate:
+        decision = gate.wait("req-1", timeout=0)
+    assert decision is not None and decision.verdict == "allow"
+    assert pauses == [7.0]
+
+
 @pytest.mark.parametrize(
     ("header", "low", "high"),
     [

@@ -44,7 +44,7 @@ from tapgate.bot.app import build_app
 from tapgate.bot.config import Config, parse_config
 from tapgate.bot.keys import GATE, METRICS
 from tapgate.bot.routes import LINE_WEBHOOK, SLACK_WEBHOOK
-from tapgate.core.actions import (
+from tapgate.core.buttons import (
     SLACK_ACTIONS,
     answer_prefill,
     parse_answer,
@@ -54,7 +54,7 @@ from tapgate.core.actions import (
 from tapgate.core.clock import ManualClock
 from tapgate.core.gate import Gate
 from tapgate.core.models import CONTACT_TOOL, Delivery, Request, ToolCall, args_digest
-from tapgate.core.taps import title
+from tapgate.core.tap_texts import title
 from tapgate.notifiers.console import ConsoleNotifier
 from tapgate.notifiers.line import LineNotifier
 from tapgate.notifiers.line_flex import render_line, utf16_len
@@ -219,7 +219,9 @@ def test_answer_prefill_refuses_a_malformed_id() -> None:
         ("Deploy window", "Deploy window"),
         (None, "question"),
         ("  ", "question"),
-        ("Rotate key " + GITHUB_TOKEN, "Rotate key ********"),
+        # The one mask of core.masking, as in the messages: the kind of key stays readable.
+        ("Rotate key " + GITHUB_TOKEN, "Rotate key ghp_****"),
+        ("use password=hunter2 now", "use password=******** now"),  # short, but named a secret
         ("Internationalization matters", "Internationalization matters"),  # no digit: a word
         ("a\x1b[2Jb\u202ec\nd", "a[2Jbc d"),
         ("x" * 10 + " " + "y" * 60, "x" * 10 + " " + "y" * 28 + "…"),
@@ -516,7 +518,7 @@ async def ask_deploy(gate: Gate) -> Request:
 
 
 async def assert_pending(gate: Gate, request: Request) -> None:
-    current = await gate.status(request.id)
+    current = await gate.get_request(request.id)
     assert current.status == "pending"
     assert current.resolved_by is None and current.resolution_reason is None
 
@@ -769,7 +771,7 @@ async def test_slack_late_answers_are_told_who_answered_first(slack_app: SlackSe
     await served.post(served.click("reply", request, BOB_SLACK))  # no modal for a closed question
     assert await served.told(BOB_SLACK, 2) == [already, already]
     assert len(served.slack.views) == 2
-    assert (await served.gate.status(request.id)).resolution_reason == "EU"
+    assert (await served.gate.get_request(request.id)).resolution_reason == "EU"
 
 
 async def test_slack_an_answer_after_expiry_is_refused(slack_app: SlackServed) -> None:
@@ -782,7 +784,7 @@ async def test_slack_an_answer_after_expiry_is_refused(slack_app: SlackServed) -
     assert await served.told(ALICE_SLACK) == [expired]
     await served.post(served.click("reply", request))
     assert await served.told(ALICE_SLACK, 2) == [expired, expired]
-    current = await served.gate.status(request.id)
+    current = await served.gate.get_request(request.id)
     assert (current.status, current.resolution_reason) == ("expired", None)
 
 
@@ -981,7 +983,7 @@ async def test_line_full_id_and_no_subject_work_too(line_app: LineServed) -> Non
     event = typed(f"Answer {request.id}： yes")  # a capital, a full-width colon, the full id
     assert await served.post(event) == 200
     assert served.replied_to(event) == [answer_sent(request, "question")]
-    assert (await served.gate.status(request.id)).resolution_reason == "yes"
+    assert (await served.gate.get_request(request.id)).resolution_reason == "yes"
 
 
 async def test_line_a_redelivered_answer_is_applied_and_answered_once(line_app: LineServed) -> None:
@@ -1062,7 +1064,7 @@ async def test_line_an_answer_to_an_answered_question_is_refused(line_app: LineS
     already = "Already answered by alice at 00:00 UTC - Deploy window."
     assert served.replied_to(late) == [already]
     assert served.replied_to(button) == [already]
-    current = await served.gate.status(request.id)
+    current = await served.gate.get_request(request.id)
     assert (current.resolved_by, current.resolution_reason) == ("alice", "EU")
 
 
@@ -1075,7 +1077,7 @@ async def test_line_an_answer_after_expiry_is_refused(line_app: LineServed) -> N
     assert served.replied_to(event) == [
         f"This request expired - Deploy window (request {request.id[:8]})."
     ]
-    current = await served.gate.status(request.id)
+    current = await served.gate.get_request(request.id)
     assert (current.status, current.resolution_reason) == ("expired", None)
 
 
@@ -1127,7 +1129,7 @@ async def test_line_an_ambiguous_prefix_is_refused_and_a_longer_one_answers(
         "More than one open question starts with Tw1nPref; tap Reply on the one you mean."
     ]
     assert served.replied_to(precise) == ["Answer sent - question (request Tw1nPref)"]
-    first, second = [await served.gate.status(t.id) for t in twins]
+    first, second = [await served.gate.get_request(t.id) for t in twins]
     assert first.status == "pending"
     assert (second.status, second.resolution_reason) == ("approved", "US")
 
@@ -1148,7 +1150,7 @@ async def test_line_a_question_behind_many_newer_requests_is_found_by_its_prefix
     assert served.replied_to(wrong_case)[0].startswith("No question for you matches")
     await assert_pending(served.gate, question)
     assert await served.post(answer) == 200
-    current = await served.gate.status(question.id)
+    current = await served.gate.get_request(question.id)
     assert (current.status, current.resolution_reason) == ("approved", "EU")
 
 
@@ -1180,7 +1182,7 @@ async def test_line_dismiss_denies_the_question(line_app: LineServed) -> None:
     event = tapped(dismiss, user=BOB_LINE)
     assert await served.post(event) == 200
     assert served.replied_to(event) == [f"Dismissed - Deploy window (request {request.id[:8]})"]
-    decision = (await served.gate.status(request.id)).decision()
+    decision = (await served.gate.get_request(request.id)).decision()
     assert decision is not None
     assert (decision.status, decision.verdict, decision.decided_by) == ("denied", "deny", "bob")
 

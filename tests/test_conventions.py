@@ -56,6 +56,7 @@ EXPORTS: dict[str, set[str]] = {
         "Approver",
         "AuditEntry",
         "Clock",
+        "DecidedAtOnce",
         "Decision",
         "DecisionSource",
         "DecisionStatus",

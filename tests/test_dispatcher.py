@@ -334,8 +334,7 @@ async def _decide_while_running(
 async def test_decisions_cost_nothing_when_no_notifier_edits(
     gate: Gate, store: Store, clock: ManualClock
 ) -> None:
-    line = RecordingNotifier("line")
-    line.edits_messages = False  # type: ignore[attr-defined]
+    line = RecordingNotifier("line", edits_messages=False)
     calls = await _decide_while_running(gate, store, clock, line, messages=10)  # alice
     assert calls == [], calls[:12]  # a decision on LINE alone: no claim, no stale read, no next_due
 

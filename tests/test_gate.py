@@ -10,7 +10,7 @@ import pytest
 from tapgate.core.clock import ManualClock
 from tapgate.core.directory import Approver, Directory
 from tapgate.core.gate import Gate
-from tapgate.core.models import CONTACT_TOOL, GateEvent, ToolCall
+from tapgate.core.models import CONTACT_TOOL, DecidedAtOnce, GateEvent, ToolCall
 from tapgate.core.policy import Policy
 from tapgate.core.rules import PolicySpec, Rule, ToolSpec
 from tapgate.core.store import Store
@@ -79,7 +79,7 @@ async def test_ask_waits_for_an_approver(gate: Gate, store: Store) -> None:
     events: list[GateEvent] = []
     gate.bus.subscribe(events.append)
     checking = asyncio.create_task(gate.check(DEPLOY))
-    await until(lambda: bool(gate._waiters))
+    await until(lambda: gate.waiting > 0)
     [pending] = await store.list_requests(status="pending")
     assert pending.approvers == ("alice", "bob")
     assert not checking.done()
@@ -103,7 +103,7 @@ async def test_a_decision_between_the_read_and_the_park_is_not_lost(gate: Gate) 
     await gate.resolve(stale.id, "deny", by="bob", reason="not now")
     decided = await asyncio.wait_for(gate.wait_for(stale.id, timeout=30, known=stale), 2)
     assert (decided.status, decided.resolved_by) == ("denied", "bob")
-    assert not gate._waiters
+    assert gate.waiting == 0
 
 
 async def test_denial_reason_reaches_the_agent(gate: Gate) -> None:
@@ -151,7 +151,7 @@ async def test_on_timeout_allow(store: Store, clock: ManualClock) -> None:
     spec = PolicySpec(rules=SPEC.rules, on_timeout="allow")
     async with make_gate(store, clock, spec) as gate:
         checking = asyncio.create_task(gate.check(DEPLOY))
-        await until(lambda: bool(gate._waiters))
+        await until(lambda: gate.waiting > 0)
         clock.advance(60)
         decision = await checking
     assert decision.status == "expired" and decision.allowed
@@ -163,7 +163,7 @@ async def test_late_tap_is_refused_before_any_sweep(gate: Gate, clock: ManualClo
     clock.advance(61)
     with pytest.raises(RequestExpired):
         await gate.resolve(ticket.request_id, "approve", by="alice")
-    assert (await gate.status(ticket.request_id)).status == "expired"
+    assert (await gate.get_request(ticket.request_id)).status == "expired"
 
 
 async def test_non_approver_changes_nothing(gate: Gate, store: Store) -> None:
@@ -174,7 +174,7 @@ async def test_non_approver_changes_nothing(gate: Gate, store: Store) -> None:
         await gate.resolve(rid, "approve", by="carol")  # an approver, but not of this request
     with pytest.raises(NotAnApprover):
         await gate.resolve(rid, "approve", by="ci")  # the agent itself
-    assert (await gate.status(rid)).status == "pending"
+    assert (await gate.get_request(rid)).status == "pending"
     refused = [e for e in await store.audit_log(request_id=rid) if e.event == "refused"]
     assert [e.actor for e in refused] == ["carol", "ci"]
 
@@ -199,10 +199,10 @@ async def test_wait_timeout_returns_none_while_pending(gate: Gate, clock: Manual
     ticket = await gate.submit(DEPLOY)
     assert ticket.request_id is not None
     waiting = asyncio.create_task(gate.wait(ticket.request_id, timeout=5))
-    await until(lambda: bool(gate._waiters))
+    await until(lambda: gate.waiting > 0)
     clock.advance(5)
     assert await waiting is None
-    assert (await gate.status(ticket.request_id)).status == "pending"
+    assert (await gate.get_request(ticket.request_id)).status == "pending"
 
 
 async def test_restart_finds_pending_request_and_waiter_attaches(
@@ -213,9 +213,9 @@ async def test_restart_finds_pending_request_and_waiter_attaches(
     rid = ticket.request_id
     assert rid is not None
     async with await Store.open(db_url) as store2, make_gate(store2, clock) as gate2:
-        assert (await gate2.status(rid)).status == "pending"
+        assert (await gate2.get_request(rid)).status == "pending"
         waiting = asyncio.create_task(gate2.wait(rid))
-        await until(lambda: bool(gate2._waiters))
+        await until(lambda: gate2.waiting > 0)
         await gate2.resolve(rid, "approve", by="bob")
         decision = await waiting
     assert decision is not None and decision.status == "approved"
@@ -233,7 +233,7 @@ async def test_decision_from_another_process_wakes_the_waiter(
         ticket = await gate_a.submit(DEPLOY)
         assert ticket.request_id is not None
         waiting = asyncio.create_task(gate_a.wait(ticket.request_id))
-        await until(lambda: bool(gate_a._waiters))
+        await until(lambda: gate_a.waiting > 0)
         await gate_b.resolve(ticket.request_id, "deny", by="alice")
         if store_a.dialect == "sqlite":
             # No NOTIFY on SQLite: only the sweep can tell gate A.
@@ -331,11 +331,11 @@ async def test_release_waiters_sends_long_polls_home_unchanged(gate: Gate) -> No
     ticket = await gate.submit(DEPLOY)
     assert ticket.request_id is not None
     waiting = asyncio.create_task(gate.wait_for(ticket.request_id))
-    await until(lambda: bool(gate._waiters))
+    await until(lambda: gate.waiting > 0)
     gate.release_waiters()
     request = await waiting
     assert request.status == "pending"
-    assert (await gate.status(ticket.request_id)).status == "pending"
+    assert (await gate.get_request(ticket.request_id)).status == "pending"
 
 
 async def test_a_parked_waiter_is_a_timer_not_a_task(gate: Gate, clock: ManualClock) -> None:
@@ -346,7 +346,7 @@ async def test_a_parked_waiter_is_a_timer_not_a_task(gate: Gate, clock: ManualCl
         asyncio.create_task(gate.wait_for(ticket.request.id, known=ticket.request))
         for _ in range(50)
     ]
-    await until(lambda: len(gate._waiters.get(ticket.request.id, ())) == 50)
+    await until(lambda: gate.waiting_on(ticket.request.id) == 50)
     assert len(asyncio.all_tasks()) == before + 50  # only the callers' own tasks
     clock.advance(60)
     assert {(await w).status for w in waiters} == {"expired"}
@@ -368,3 +368,19 @@ async def test_an_answered_question_never_becomes_a_standing_grant(
         again = await gate.submit(question, question=True)
     assert again.decision is None and again.request is not None and not again.reused
     assert await store.list_grants() == []
+
+
+async def test_decisions_made_at_once_are_published_once_each(gate: Gate) -> None:
+    """Policy and grant decisions have no request: the bus carries them as ``DecidedAtOnce``."""
+    at_once: list[DecidedAtOnce] = []
+    gate.bus.subscribe_at_once(at_once.append)
+    read = ToolCall(tool="read_file", arguments={"path": "a"}, agent="ci")
+    assert (await gate.submit(read)).decision is not None
+    ticket = await gate.submit(DEPLOY)
+    assert ticket.request_id is not None and not at_once[1:]  # an ask is not "at once"
+    await gate.resolve(ticket.request_id, "approve", by="alice", scope="session")
+    assert (await gate.submit(DEPLOY)).decision is not None
+    assert [(e.call.tool, e.decision.source) for e in at_once] == [
+        ("read_file", "policy"),
+        ("deploy", "grant"),
+    ]

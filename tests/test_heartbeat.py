@@ -31,7 +31,7 @@ async def test_beat_expires_reminds_once_and_updates(store: Store, clock: Manual
     assert len(slack.sends) == 2  # only once
     clock.advance(300)
     await heartbeat.beat()  # past the 600 s deadline
-    assert (await gate.status(ticket.request_id or "")).status == "expired"
+    assert (await gate.get_request(ticket.request_id or "")).status == "expired"
     await dispatcher.run_once()
     assert {u.request.status for u in slack.updates} == {"expired"}
     assert len(slack.updates) == 2  # the request message and the reminder
@@ -48,11 +48,11 @@ async def test_heartbeat_runs_on_its_clock(store: Store, clock: ManualClock) -> 
         await asyncio.sleep(0)
     clock.advance(601)  # past the deadline, and past the heartbeat's next beat
     for _ in range(200):
-        if (await gate.status(ticket.request_id or "")).status == "expired":
+        if (await gate.get_request(ticket.request_id or "")).status == "expired":
             break
         await asyncio.sleep(0.01)
     await heartbeat.close()
-    assert (await gate.status(ticket.request_id or "")).status == "expired"
+    assert (await gate.get_request(ticket.request_id or "")).status == "expired"
 
 
 async def test_a_reminder_goes_out_in_the_beat_that_queued_it(

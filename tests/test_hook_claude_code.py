@@ -314,7 +314,7 @@ async def test_an_ask_approved_by_a_line_tap_answers_allow(
     # The request is Claude Code's call as it is: tool name, input, session; agent from the token.
     assert (request.agent, request.tool, dict(request.arguments)) == ("claude", tool, asked)
     assert request.session == "7f3c2a9e-5b1d-4e8a-9c6f-0d2b4a6e8c10"
-    assert (await served.app[GATE].status(request.id)).status == "approved"
+    assert (await served.app[GATE].get_request(request.id)).status == "approved"
 
 
 @pytest.mark.parametrize("event", EVENTS)
@@ -364,7 +364,7 @@ async def test_a_request_that_expires_gets_the_configured_verdict(
     assert decision == expected
     assert f"request {request.id} expired" in reason
     assert f"(--on-expired {expected})" in reason
-    assert (await served.app[GATE].status(request.id)).status == "expired"
+    assert (await served.app[GATE].get_request(request.id)).status == "expired"
 
 
 async def test_the_hook_timeout_withdraws_the_request(served: Served, hook: Hook) -> None:

@@ -36,7 +36,7 @@ from tapgate.bot.config import Config, parse_config
 from tapgate.bot.humanlayer import PREFIX
 from tapgate.bot.keys import GATE, STORE
 from tapgate.bot.routes import LINE_WEBHOOK
-from tapgate.core.actions import answer_prefill
+from tapgate.core.buttons import answer_prefill
 from tapgate.core.clock import ManualClock
 from tapgate.core.gate import Gate
 from tapgate.core.models import CONTACT_TOOL, Decision, Request
@@ -316,7 +316,7 @@ async def test_an_expired_call_is_denied_with_a_clear_comment(served: Served) ->
     served.clock.advance(61)  # no heartbeat has run: the SDK's next poll expires it
     expected = "User denied deploy with message: expired: no decision within 60s (on_timeout: deny)"
     assert await asyncio.wait_for(task, 10) == expected
-    assert (await served.gate.status(request.id)).status == "expired"
+    assert (await served.gate.get_request(request.id)).status == "expired"
 
 
 async def test_allow_for_session_covers_the_rest_of_the_run(served: Served) -> None:
@@ -380,7 +380,7 @@ async def test_human_as_tool_answered_by_typing_on_line(served: Served) -> None:
     ) as response:
         assert response.status == 200
     await served.app[LINE_WEBHOOK].settled()
-    assert (await served.gate.status(request.id)).status == "pending"
+    assert (await served.gate.get_request(request.id)).status == "pending"
     await served.gate.resolve(request.id, "approve", by="alice", reason="m")
     assert await asyncio.wait_for(second, 10) == "m"
 

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from linebot.v3.messaging import FlexMessage, PostbackAction
 from slack_sdk.models.blocks import Block
 
+from tapgate.core.masking import MASK, is_secret_key, mask_arguments, mask_text
 from tapgate.core.models import Request, args_digest
 from tapgate.notifiers.line_flex import (
     parse_postback_data,
@@ -32,7 +33,6 @@ from tapgate.notifiers.line_flex import (
     render_line,
     utf16_len,
 )
-from tapgate.notifiers.masking import MASK, is_secret_key, mask_arguments, mask_text
 from tapgate.notifiers.presentation import ApprovalView, _diff, present, truncate_lines
 from tapgate.notifiers.slack_blocks import (
     ACTION_APPROVE,

@@ -56,7 +56,7 @@ async def decide_elsewhere(waiter_gate: Gate, deciding_gate: Gate, n: int) -> fl
     ticket = await waiter_gate.submit(ToolCall(tool="deploy", arguments={"n": n}, agent="ci"))
     assert ticket.request_id is not None
     waiting = asyncio.create_task(waiter_gate.wait(ticket.request_id))
-    while not waiter_gate._waiters:
+    while waiter_gate.waiting == 0:
         await asyncio.sleep(0.001)
     start = time.perf_counter()
     await deciding_gate.resolve(ticket.request_id, "approve", by="alice")
@@ -108,9 +108,9 @@ async def test_one_replica_at_a_time_runs_the_timed_duties(replicas: tuple[Gate,
     assert await first.leads()
     assert not await second.leads()
     await second.beat()  # not the leader: leaves the overdue request alone
-    assert (await gate_a.status(overdue.id)).status == "pending"
+    assert (await gate_a.get_request(overdue.id)).status == "pending"
     await first.beat()
-    assert (await gate_a.status(overdue.id)).status == "expired"
+    assert (await gate_a.get_request(overdue.id)).status == "expired"
     await first.close()  # the leader goes away: the other replica takes over
     assert await second.leads()
     await second.close()

@@ -141,7 +141,7 @@ async def test_an_expired_request_never_runs(
     code, err = await task
     assert code == EXIT_EXPIRED and not marker.exists()
     assert "tapgate: request expired: no approver answered" in err
-    assert (await served.app[GATE].status(request.id)).status == "expired"
+    assert (await served.app[GATE].get_request(request.id)).status == "expired"
 
 
 async def test_the_timeout_withdraws_the_request(served: Served, run: Run, tmp_path: Path) -> None:
@@ -220,7 +220,7 @@ async def test_ctrl_c_or_sigterm_while_waiting_cancels_the_request(
     _, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == status
     assert f"{how}: request {request.id} not run and cancelled" in err.decode()
-    assert (await served.app[GATE].status(request.id)).status == "cancelled"
+    assert (await served.app[GATE].get_request(request.id)).status == "cancelled"
     assert not marker.exists()
     assert "Traceback" not in err.decode()
 
@@ -275,7 +275,7 @@ async def test_ctrl_c_before_the_request_id_arrives_still_cancels_it(
         _, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 130, err.decode()
     assert f"interrupted (Ctrl-C): request {request.id} not run and cancelled" in err.decode()
-    assert (await served.app[GATE].status(request.id)).status == "cancelled"
+    assert (await served.app[GATE].get_request(request.id)).status == "cancelled"
     assert not marker.exists()
     assert "Traceback" not in err.decode()
 
@@ -312,7 +312,7 @@ async def test_a_cancel_that_fails_is_not_reported_as_done(served: Served, tmp_p
     assert proc.returncode == 130, err.decode()
     assert f"request {request.id} not run (and not cancelled:" in err.decode()
     assert "and cancelled" not in err.decode()
-    assert (await served.app[GATE].status(request.id)).status == "pending"
+    assert (await served.app[GATE].get_request(request.id)).status == "pending"
     assert not marker.exists()
 
 

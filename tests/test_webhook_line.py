@@ -37,7 +37,7 @@ from tapgate.core.gate import Gate
 from tapgate.core.models import Request, ToolCall
 from tapgate.notifiers.recording import RecordingNotifier
 from tapgate.webhooks._line_events import EventReader, Malformed
-from tapgate.webhooks._signature import line_signature
+from tapgate.webhooks._line_signature import line_signature
 from tapgate.webhooks.line import LineWebhook, verify_signature
 from tests.fakes import FakeLine, Fault
 
@@ -206,7 +206,7 @@ def short(request: Request) -> str:
 
 
 async def assert_untouched(served: Served, request: Request) -> None:
-    current = await served.gate.status(request.id)
+    current = await served.gate.get_request(request.id)
     assert current.status == "pending"
     assert current.resolved_by is None and current.resolved_at is None
 
@@ -275,7 +275,7 @@ async def test_the_core_takes_plain_headers_in_any_case(served: Served) -> None:
     body = payload(tap_event("approve", request))
     result = await webhook.handle({"x-line-signature": sign(body)}, body)
     assert (result.status, result.body) == (200, {"ok": True})
-    assert (await served.gate.status(request.id)).resolved_by == "alice"
+    assert (await served.gate.get_request(request.id)).resolved_by == "alice"
 
 
 # -- refused, and nothing changes -----------------------------------------------------
@@ -334,14 +334,14 @@ async def test_a_redelivered_tap_is_applied_once_and_answered_once(served: Serve
     assert (await served.post(payload(first)))[0] == 200  # a replay of the very same bytes
     assert served.replies() == [f"Approved - deploy ({short(request)})"]
     assert await served.gate.store.audit_log(request_id=request.id) == before
-    assert (await served.gate.status(request.id)).resolved_by == "alice"
+    assert (await served.gate.get_request(request.id)).resolved_by == "alice"
 
 
 async def test_a_redelivery_of_an_event_never_handled_is_handled(served: Served) -> None:
     request = await served.ask()
     item = tap_event("deny", request, user=BOB, redelivery=True)
     assert (await served.post(payload(item)))[0] == 200
-    assert (await served.gate.status(request.id)).status == "denied"
+    assert (await served.gate.get_request(request.id)).status == "denied"
 
 
 @pytest.mark.parametrize(("user", "actor"), [(STRANGER, f"line:{STRANGER}"), (CAROL, "carol")])
@@ -369,7 +369,7 @@ async def test_an_approver_decides_only_the_requests_that_name_them(served: Serv
         [f"Approved - billing ({short(billing)})"],
     ]
     await assert_untouched(served, deploy)
-    assert (await served.gate.status(billing.id)).resolved_by == "carol"
+    assert (await served.gate.get_request(billing.id)).resolved_by == "carol"
 
 
 async def test_a_tap_after_expiry_is_refused(served: Served) -> None:
@@ -378,7 +378,7 @@ async def test_a_tap_after_expiry_is_refused(served: Served) -> None:
     item = tap_event("approve", request)
     assert (await served.post(payload(item)))[0] == 200
     assert served.replied_to(item) == [f"This request expired - deploy ({short(request)})."]
-    current = await served.gate.status(request.id)
+    current = await served.gate.get_request(request.id)
     decision = current.decision()
     assert decision is not None
     assert (decision.status, decision.source, decision.verdict) == ("expired", "timeout", "deny")
@@ -438,7 +438,7 @@ async def test_fifty_concurrent_taps_make_exactly_one_decision(served: Served) -
     assert {status for status, _ in answers} == {200}
     decision = await asyncio.wait_for(waiter, 5)
     assert decision is not None
-    final = await served.gate.status(request.id)
+    final = await served.gate.get_request(request.id)
     verb = "Approved" if final.status == "approved" else "Denied"
     assert decision.decided_by == final.resolved_by == ("alice" if verb == "Approved" else "bob")
     replies = [text for item in taps for text in served.replied_to(item)]
@@ -502,7 +502,7 @@ async def test_events_line_bot_sdk_cannot_read_do_not_sink_a_tap(served: Served)
     ]
     item = tap_event("approve", request)
     assert (await served.post(payload(*unreadable, item)))[0] == 200
-    assert (await served.gate.status(request.id)).resolved_by == "alice"
+    assert (await served.gate.get_request(request.id)).resolved_by == "alice"
 
 
 async def test_an_empty_event_list_is_ok(served: Served) -> None:
@@ -571,7 +571,7 @@ async def test_a_failed_reply_still_answers_200_and_keeps_the_decision(
         served.line.expire_reply_token(item["replyToken"])
     with caplog.at_level(logging.WARNING, logger="tapgate.webhooks.line"):
         assert await served.post(payload(item)) == (200, {"ok": True})
-    assert (await served.gate.status(request.id)).resolved_by == "alice"
+    assert (await served.gate.get_request(request.id)).resolved_by == "alice"
     assert "LINE reply failed" in caplog.text
     assert served.line.replies == []
 

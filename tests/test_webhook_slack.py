@@ -276,7 +276,7 @@ async def until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
 
 async def assert_untouched(served: Served, request: Request) -> None:
     await served.settled()
-    current = await served.gate.status(request.id)
+    current = await served.gate.get_request(request.id)
     assert current.status == "pending"
     assert current.resolved_by is None and current.resolved_at is None
 
@@ -404,7 +404,7 @@ async def test_allow_for_session_approves_and_creates_a_session_grant(served: Se
     assert [(g.scope, g.session, g.tool, g.created_by) for g in grants] == [
         ("session", "s1", "deploy", "bob")
     ]
-    assert (await served.gate.status(request.id)).scope == "session"
+    assert (await served.gate.get_request(request.id)).scope == "session"
 
 
 async def test_deny_opens_a_reason_modal_and_the_reason_reaches_the_agent(served: Served) -> None:
@@ -450,7 +450,7 @@ async def test_a_modal_submitted_after_the_request_was_decided_is_told_so(served
     assert (await served.post(form(submission(served.slack.views[0].view, "no"))))[0] == 200
     assert await served.told(BOB) == ["Already approved by alice at 00:00 UTC - deploy."]
     assert served.slack.ephemerals[0].channel == SHARED_CHANNEL  # from the modal's metadata
-    current = await served.gate.status(request.id)
+    current = await served.gate.get_request(request.id)
     assert (current.status, current.resolved_by) == ("approved", "alice")
 
 
@@ -538,7 +538,7 @@ async def test_a_tap_after_expiry_is_refused(served: Served) -> None:
     await served.post(form(click(served, "approve", request, user=ALICE)))
     expired = f"This request expired - deploy (request {request.id[:8]})."
     assert await served.told(ALICE) == [expired]
-    current = await served.gate.status(request.id)
+    current = await served.gate.get_request(request.id)
     assert (current.status, current.resolved_by) == ("expired", "timeout")
 
 
@@ -609,7 +609,7 @@ async def test_fifty_concurrent_taps_make_exactly_one_decision(served: Served) -
     assert [s for s, _ in statuses] == [200] * 50
     await served.settled()
     assert len(resolved) == 1
-    decided = await served.gate.status(request.id)
+    decided = await served.gate.get_request(request.id)
     assert decided.status == "approved" and decided.resolved_by in ("alice", "bob")
     late = [e.text or "" for e in served.slack.ephemerals]
     assert len(late) == 49

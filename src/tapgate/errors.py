@@ -9,8 +9,9 @@ caller can catch the whole family at once. The tree is deliberately small::
     ├── StoreError             the database refused or is not migrated
     │   └── RequestNotFound    no request with that id (carries request_id)
     ├── ResolveError           a resolve / cancel that did not take effect
-    │   ├── AlreadyResolved    the request is terminal already (carries status, resolved_by)
-    │   ├── RequestExpired     the request's expires_at has passed
+    │   ├── AlreadyResolved    the request is terminal already (carries status, resolved_by,
+    │   │                      and the request as the refusal saw it)
+    │   ├── RequestExpired     the request's expires_at has passed (carries the request)
     │   ├── NotAnApprover      the tapper may not decide this request
     │   └── DuplicateEvent     the platform event was handled before (a redelivery)
     └── DeliveryError          a notifier could not deliver (carries status, retry_after,
@@ -86,9 +87,21 @@ class ResolveError(TapgateError):
 class AlreadyResolved(ResolveError):
     """The request reached a terminal status before this attempt."""
 
-    def __init__(self, request_id: str, status: str, resolved_by: str | None) -> None:
+    def __init__(
+        self,
+        request_id: str,
+        status: str,
+        resolved_by: str | None,
+        *,
+        request: object = None,
+    ) -> None:
         self.status = status
         self.resolved_by = resolved_by
+        self.request = request
+        """The request as the refusing transaction saw it, so nobody reads it again.
+
+        A ``tapgate.core.models.Request``; typed ``object`` because this module
+        sits beside the layers and imports none of them."""
         by = f" by {resolved_by}" if resolved_by else ""
         super().__init__(request_id, f"request {request_id} is already {status}{by}")
 
@@ -96,7 +109,12 @@ class AlreadyResolved(ResolveError):
 class RequestExpired(ResolveError):
     """The request's deadline passed; no decision can be recorded any more."""
 
-    def __init__(self, request_id: str) -> None:
+    def __init__(self, request_id: str, *, request: object = None) -> None:
+        self.request = request
+        """The request as the refusing transaction saw it, so nobody reads it again.
+
+        A ``tapgate.core.models.Request``; typed ``object`` because this module
+        sits beside the layers and imports none of them."""
         super().__init__(request_id, f"request {request_id} expired")
 
 

@@ -11,7 +11,7 @@ import socket
 import time
 import uuid
 
-from tapgate.webhooks._signature import line_signature
+from tapgate.webhooks._line_signature import line_signature
 
 __all__ = ["free_port", "signed_line_tap", "signed_line_text"]
 

@@ -40,7 +40,7 @@ from tapgate.bot._api_models import (
     tool_call_from_decision,
     tool_call_from_request,
 )
-from tapgate.bot.keys import CLOCK, CONFIG, GATE, METRICS, STORE
+from tapgate.bot.keys import CLOCK, CONFIG, GATE, STORE
 from tapgate.bot.openapi import openapi_document
 from tapgate.core.events import Subscription
 from tapgate.core.models import GateEvent, Request, ToolCall
@@ -244,7 +244,7 @@ async def read_body(request: web.Request) -> bytes:
 async def _own(request: web.Request, request_id: str) -> Request:
     """The caller's own request; someone else's is indistinguishable from a missing one."""
     try:
-        found = await request.app[GATE].status(request_id)
+        found = await request.app[GATE].get_request(request_id)
     except RequestNotFound:
         found = None
     if found is None or found.agent != request[AGENT]:
@@ -281,11 +281,8 @@ async def submit_tool_call(request: web.Request) -> web.Response:
         risk=body.risk,
     )
     ticket = await app[GATE].submit(call)
-    if ticket.decision is not None:
-        # Request outcomes are counted from gate events; immediate ones have none.
-        decision = ticket.decision
-        app[METRICS].decisions.labels(verdict=decision.verdict, source=decision.source).inc()
-        return model_response(tool_call_from_decision(decision, call))
+    if ticket.decision is not None:  # counted by the metrics from the gate's at-once event
+        return model_response(tool_call_from_decision(ticket.decision, call))
     assert ticket.request is not None
     current = ticket.request
     if body.wait and current.is_pending:
@@ -315,7 +312,7 @@ async def cancel_tool_call(request: web.Request) -> web.Response:
     try:
         cancelled = await gate.cancel(current.id, by=f"agent:{request[AGENT]}", reason=body.reason)
     except ResolveError:
-        latest = await gate.status(current.id)
+        latest = await gate.get_request(current.id)
         raise ApiError(
             409,
             "already_decided",

@@ -42,7 +42,7 @@ class Heartbeat:
         self.interval = interval
         self.remind_after = remind_after
         self._task: asyncio.Task[None] | None = None
-        self._leadership = gate.store.leadership()
+        self._leadership = gate.leadership()
 
     async def start(self) -> None:
         """Start beating (idempotent)."""
@@ -75,17 +75,13 @@ class Heartbeat:
             log.info("expired %d request(s)", len(expired))
         if self.remind_after is not None:
             await self._remind(now - timedelta(seconds=self.remind_after))
-        await self.gate.store.forget_events(now - EVENT_MEMORY)
+        await self.gate.forget_events(now - EVENT_MEMORY)
 
     async def _remind(self, cutoff: datetime) -> None:
-        store, directory = self.gate.store, self.gate.directory
-        queued = False
-        for request in await store.due_reminders(cutoff, limit=100):
-            deliveries = directory.deliveries(request.approvers)
-            if await store.queue_reminder(request.id, deliveries, self.gate.clock.now()):
-                log.info("reminding approvers of request %s", request.id)
-                queued = True
-        if queued and self.dispatcher is not None:
+        reminded = await self.gate.remind(cutoff)
+        for request in reminded:
+            log.info("reminding approvers of request %s", request.id)
+        if reminded and self.dispatcher is not None:
             self.dispatcher.wake()  # send them now, not one beat later
 
     async def _loop(self) -> None:

@@ -50,7 +50,7 @@ from tapgate.bot._humanlayer_models import (
     stored_body,
 )
 from tapgate.bot.api import AGENT, json_api_middleware, model_response, read_body
-from tapgate.bot.keys import CLOCK, GATE, METRICS, STORE
+from tapgate.bot.keys import CLOCK, GATE, STORE
 from tapgate.core.models import CONTACT_TOOL, Request, Ticket, ToolCall
 from tapgate.core.store.calls import ClientCall
 
@@ -241,9 +241,6 @@ async def _record(
     )
     if not created:
         _same(stored, kind, text)
-    elif ticket.decision is not None:  # request outcomes are counted from gate events
-        decision = ticket.decision
-        app[METRICS].decisions.labels(verdict=decision.verdict, source=decision.source).inc()
     return stored, created
 
 
@@ -258,7 +255,7 @@ async def _own(request: web.Request, kind: str) -> ClientCall:
 
 async def _current(app: web.Application, request_id: str) -> Request:
     """The request now; one past its deadline is expired here rather than left pending."""
-    current = await app[GATE].status(request_id)
+    current = await app[GATE].get_request(request_id)
     if current.is_pending and current.expires_at <= app[CLOCK].now():
         current = await app[GATE].wait_for(request_id, timeout=0, known=current)
     return current

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from tapgate.core.events import EventBus
-from tapgate.core.models import GateEvent
+from tapgate.core.models import DecidedAtOnce, GateEvent
 
 __all__ = ["PENDING_COUNT_TIMEOUT", "Metrics"]
 
@@ -78,6 +78,7 @@ class Metrics:
     def watch(self, bus: EventBus) -> None:
         """Follow the gate's events."""
         bus.subscribe(self._on_event)
+        bus.subscribe_at_once(self._on_decided_at_once)
 
     async def refresh_pending(self, count: Callable[[], Awaitable[int]]) -> None:
         """Set the pending gauge from ``count()``: one count at a time, each wait bounded.
@@ -111,6 +112,10 @@ class Metrics:
             decision = event.request.decision()
             if decision is not None:
                 self.decisions.labels(verdict=decision.verdict, source=decision.source).inc()
+
+    def _on_decided_at_once(self, event: DecidedAtOnce) -> None:
+        decision = event.decision
+        self.decisions.labels(verdict=decision.verdict, source=decision.source).inc()
 
     def exposition(self) -> bytes:
         """The Prometheus text format of every metric."""

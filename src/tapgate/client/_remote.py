@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from urllib.parse import urlsplit, urlunsplit
 
@@ -49,6 +50,9 @@ class RemoteGate:
     :class:`~tapgate.client.Unauthorized`), ``RequestNotFound`` or
     ``AlreadyResolved`` with the server's message.
 
+    ``sleep`` waits out a backoff pause (default :func:`asyncio.sleep`): tests
+    inject one that records the pauses instead of waiting for them.
+
     Inside ``async with`` (until :meth:`aclose`) calls share one connection
     pool. Outside it each call opens and closes its own connection, so a gate
     used from several event loops (a sync tool guarded by it runs each check
@@ -65,10 +69,12 @@ class RemoteGate:
         transport: httpx.AsyncBaseTransport | None = None,
         backoff: float = 0.5,
         long_poll: float = LONG_POLL,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
         self.base_url = base_url
         self._token = token
         self._transport = transport
+        self._sleep = sleep
         self._planner = Planner(
             timeout=timeout, retries=retries, backoff=backoff, long_poll=long_poll
         )
@@ -116,25 +122,24 @@ class RemoteGate:
 
     async def _run(self, plan: Plan[T]) -> T:
         if self._pool is not None:
-            return await _drive(self._pool, plan)
+            return await self._drive(self._pool, plan)
         async with self._client() as client:
-            return await _drive(client, plan)
+            return await self._drive(client, plan)
 
-
-async def _drive(client: httpx.AsyncClient, plan: Plan[T]) -> T:
-    outcome: httpx.Response | httpx.TransportError | None = None
-    while True:
-        step = resume(plan, outcome)
-        outcome = None
-        if isinstance(step, Finished):
-            return step.value
-        if isinstance(step, Pause):
-            await asyncio.sleep(step.seconds)
-            continue
-        try:
-            outcome = await client.send(_request(client, step))
-        except httpx.TransportError as exc:
-            outcome = exc
+    async def _drive(self, client: httpx.AsyncClient, plan: Plan[T]) -> T:
+        outcome: httpx.Response | httpx.TransportError | None = None
+        while True:
+            step = resume(plan, outcome)
+            outcome = None
+            if isinstance(step, Finished):
+                return step.value
+            if isinstance(step, Pause):
+                await self._sleep(step.seconds)
+                continue
+            try:
+                outcome = await client.send(_request(client, step))
+            except httpx.TransportError as exc:
+                outcome = exc
 
 
 class SyncRemoteGate:
@@ -143,6 +148,7 @@ class SyncRemoteGate:
     Built on ``httpx.Client`` and the same plans as :class:`RemoteGate`, so it
     behaves identically (retries, slices, errors). It holds one connection
     pool, shareable between threads; close it with :meth:`close` or ``with``.
+    ``sleep`` waits out a backoff pause (default :func:`time.sleep`).
     """
 
     def __init__(
@@ -155,8 +161,10 @@ class SyncRemoteGate:
         transport: httpx.BaseTransport | None = None,
         backoff: float = 0.5,
         long_poll: float = LONG_POLL,
+        sleep: Callable[[float], object] = time.sleep,
     ) -> None:
         self.base_url = base_url
+        self._sleep = sleep
         self._planner = Planner(
             timeout=timeout, retries=retries, backoff=backoff, long_poll=long_poll
         )
@@ -201,7 +209,7 @@ class SyncRemoteGate:
             if isinstance(step, Finished):
                 return step.value
             if isinstance(step, Pause):
-                time.sleep(step.seconds)
+                self._sleep(step.seconds)
                 continue
             try:
                 outcome = self._client.send(_request(self._client, step))

@@ -1,4 +1,9 @@
-"""The in-process event bus: requested, notified, resolved, expired, cancelled.
+"""The in-process event bus: requested, notified, resolved, expired, cancelled, and at once.
+
+Request events (:class:`~tapgate.core.models.GateEvent`) go to listeners and
+bounded queues; decisions made without a request (policy or a grant:
+:class:`~tapgate.core.models.DecidedAtOnce`) go to their own listeners, so a
+consumer of request events never has to handle a record without a request.
 
 The gate publishes; the server's SSE stream, the notifiers' update step and
 tests subscribe. Publishing never blocks or breaks the gate (it publishes
@@ -16,11 +21,12 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from tapgate.core.models import GateEvent
+from tapgate.core.models import DecidedAtOnce, GateEvent
 
 __all__ = ["EventBus", "Subscription"]
 
 Listener = Callable[[GateEvent], None]
+AtOnceListener = Callable[[DecidedAtOnce], None]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +68,7 @@ class EventBus:
 
     def __init__(self) -> None:
         self._listeners: list[Listener] = []
+        self._at_once: list[AtOnceListener] = []
         self._subscriptions: list[Subscription] = []
         self.dropped = 0
 
@@ -74,6 +81,19 @@ class EventBus:
                 log.exception("event listener %r failed on %s", listener, event.kind)
         for subscription in list(self._subscriptions):
             self.dropped += subscription.offer(event)
+
+    def publish_at_once(self, event: DecidedAtOnce) -> None:
+        """Deliver a decision made without a request to every at-once listener."""
+        for listener in list(self._at_once):
+            try:
+                listener(event)
+            except Exception:  # the decision is made: a listener cannot undo it
+                log.exception("at-once listener %r failed", listener)
+
+    def subscribe_at_once(self, listener: AtOnceListener) -> Callable[[], None]:
+        """Call ``listener`` for every decision made without a request; returns the unsubscribe."""
+        self._at_once.append(listener)
+        return lambda: self._at_once.remove(listener)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener`` for every event; returns the function that unsubscribes."""

@@ -1,12 +1,17 @@
 """The gate: turn a tool call into a decision, waiting for a human when policy asks.
 
 ``check`` is the whole story for an in-process agent; ``submit`` / ``wait`` /
-``status`` split it for the HTTP API and for agents that outlive a restart;
-``resolve`` / ``cancel`` are what webhooks and operators call. Waiting is
-event-driven: a waiter parks on a future that the resolving code path sets,
-and a slow reconciliation sweep (one query for all waiters) catches decisions
-made by another process. Each waiter also wakes at its request's deadline and
+``get_request`` split it for the HTTP API and for agents that outlive a
+restart; ``resolve`` / ``cancel`` are what taps (:mod:`tapgate.core.taps`) and
+operators call. Waiting is event-driven (the futures and who wakes them are
+:mod:`tapgate.core.waiters`): the resolving code path wakes a waiter, and a
+slow reconciliation sweep (one query for all waiters) catches decisions made
+by another process. Each waiter also wakes at its request's deadline and
 expires it, so a timeout never depends on a sweep having run.
+
+The gate is the only door to the store for the layers above core: webhooks,
+the heartbeat and the CLI call the methods under "housekeeping" rather than
+reaching through ``gate.store``, so a store change is a change here only.
 """
 
 from __future__ import annotations
@@ -16,8 +21,7 @@ import contextlib
 import dataclasses
 import logging
 import secrets
-from collections import OrderedDict, defaultdict
-from collections.abc import Callable
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Literal
@@ -27,12 +31,15 @@ from tapgate.core.directory import Directory
 from tapgate.core.events import EventBus
 from tapgate.core.models import (
     CONTACT_TOOL,
+    AuditEntry,
+    DecidedAtOnce,
     Decision,
     EventKind,
     GateEvent,
     Grant,
     GrantScope,
     Request,
+    RequestStatus,
     Scope,
     Ticket,
     ToolCall,
@@ -40,7 +47,9 @@ from tapgate.core.models import (
 )
 from tapgate.core.policy import Policy, PolicyVerdict
 from tapgate.core.store import GrantKey, Store, Transition
+from tapgate.core.store.leader import Leadership
 from tapgate.core.store.notify import DecisionListener
+from tapgate.core.waiters import Waiters
 from tapgate.errors import (
     AlreadyResolved,
     DuplicateEvent,
@@ -59,10 +68,6 @@ _EVENT_FOR: dict[str, EventKind] = {
     "expired": "expired",
     "cancelled": "cancelled",
 }
-
-
-_REMEMBERED_DECISIONS = 1024
-"""Recent decisions kept for waiters that park a moment after them (see ``_catch_up``)."""
 
 
 def new_id() -> str:
@@ -100,14 +105,8 @@ class Gate:
         self.clock: Clock = clock or SystemClock()
         self.bus = bus or EventBus()
         self.reconcile_interval = reconcile_interval
-        self._waiters: defaultdict[str, set[asyncio.Future[Request | None]]] = defaultdict(set)
-        # Requests decided lately, seen by this process: a waiter that read its
-        # request just before the decision and parks just after must still
-        # wake (None: decided by another replica, to be read from the store).
-        self._decided: OrderedDict[str, Request | None] = OrderedDict()
-        self._released = False
+        self._waiters = Waiters(self.clock, self.store.get_request)
         self._listener: DecisionListener | None = None
-        self._lookups: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
 
     # -- lifecycle ------------------------------------------------------------------
@@ -117,7 +116,9 @@ class Gate:
         if self._sweeper is None:
             self._sweeper = asyncio.create_task(self._reconcile_forever(), name="tapgate-reconcile")
         if self._listener is None:
-            self._listener = self.store.decision_listener(self._on_remote_decision, self.reconcile)
+            self._listener = self.store.decision_listener(
+                self._waiters.on_remote_decision, self.reconcile
+            )
             if self._listener is not None:
                 self._listener.start()
 
@@ -126,10 +127,7 @@ class Gate:
         if self._listener is not None:
             await self._listener.close()
             self._listener = None
-        lookups = list(self._lookups)
-        for lookup in lookups:
-            lookup.cancel()
-        await asyncio.gather(*lookups, return_exceptions=True)
+        await self._waiters.close()
         if self._sweeper is not None:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -171,7 +169,7 @@ class Gate:
             )
         verdict = self.policy.evaluate(call)
         if verdict.action != "ask":
-            return Ticket(decision=_policy_decision(verdict))
+            return self._at_once(call, _policy_decision(verdict))
         if question:
             # An answer is for one question: a standing grant would answer every
             # later identical question with nobody asked ("contact_not_routed").
@@ -186,7 +184,7 @@ class Gate:
         deliveries = self.directory.deliveries(request.approvers)
         created = await self.store.create_request(request, deliveries, self.clock.now(), key)
         if created.grant is not None:
-            return Ticket(decision=_grant_decision(created.grant, verdict))
+            return self._at_once(call, _grant_decision(created.grant, verdict))
         assert created.request is not None
         for expired in created.expired:
             self._settle(expired, "expired")
@@ -197,6 +195,11 @@ class Gate:
                 )
             self._publish("requested", created.request)
         return Ticket(decision=None, request=created.request, reused=not created.created)
+
+    def _at_once(self, call: ToolCall, decision: Decision) -> Ticket:
+        """A decision made without a request (policy, grant): published, then returned."""
+        self.bus.publish_at_once(DecidedAtOnce(call=call, decision=decision, at=self.clock.now()))
+        return Ticket(decision=decision)
 
     async def wait(self, request_id: str, timeout: float | None = None) -> Decision | None:
         """The decision for ``request_id``, waiting up to ``timeout`` seconds.
@@ -225,15 +228,16 @@ class Gate:
             wait_end = self.clock.now() + timedelta(seconds=max(timeout, 0.0))
         while True:
             deadline = request.expires_at if wait_end is None else min(request.expires_at, wait_end)
-            future, cancel = self._park(request_id, deadline)
-            self._catch_up(request_id)  # a decision that came between our read and the park
+            parked = self._waiters.park(request_id, deadline)
+            # a decision that came between our read and the park
+            self._waiters.catch_up(request_id)
             try:
-                decided = await future
+                decided = await parked[0]
             finally:
-                self._unpark(request_id, future, cancel)
+                self._waiters.unpark(request_id, parked)
             if decided is not None:
                 return decided
-            if self._released or (wait_end is not None and wait_end < request.expires_at):
+            if self._waiters.released or (wait_end is not None and wait_end < request.expires_at):
                 return request
             if self.clock.now() < request.expires_at:
                 continue  # a timer can fire a hair early by this clock: wait again
@@ -245,38 +249,14 @@ class Gate:
             if not transition.request.is_pending:
                 return transition.request
 
-    def _park(
-        self, request_id: str, deadline: datetime
-    ) -> tuple[asyncio.Future[Request | None], Callable[[], None]]:
-        """Register a waiter: a future that gets the decided request, or ``None`` at ``deadline``.
-
-        Not a coroutine: ``wait_for`` awaits the future itself, so a parked
-        long-poll holds no extra frame (10,000 of them are a benchmark target).
-        The caller must :meth:`_unpark` it, whatever happens.
-        """
-        future: asyncio.Future[Request | None] = asyncio.get_running_loop().create_future()
-
-        def timeout() -> None:
-            if not future.done():
-                future.set_result(None)
-
-        self._waiters[request_id].add(future)
-        return future, self.clock.call_at(deadline, timeout)
-
-    def _unpark(
-        self, request_id: str, future: asyncio.Future[Request | None], cancel: Callable[[], None]
-    ) -> None:
-        cancel()
-        waiters = self._waiters.get(request_id)
-        if waiters is not None:
-            waiters.discard(future)
-            if not waiters:
-                del self._waiters[request_id]
-
     @property
     def waiting(self) -> int:
         """How many waiters are parked in this process (long-polls, ``check`` calls)."""
-        return sum(len(futures) for futures in self._waiters.values())
+        return self._waiters.count
+
+    def waiting_on(self, request_id: str) -> int:
+        """How many waiters of this process are parked on ``request_id``."""
+        return self._waiters.count_for(request_id)
 
     def release_waiters(self) -> None:
         """Send every parked waiter home with the request as it is (server shutdown).
@@ -284,13 +264,9 @@ class Gate:
         Long-polls then answer "still pending" at once instead of holding a
         rolling restart for minutes; nothing changes in the store.
         """
-        self._released = True
-        for waiters in list(self._waiters.values()):
-            for future in list(waiters):
-                if not future.done():
-                    future.set_result(None)
+        self._waiters.release()
 
-    async def status(self, request_id: str) -> Request:
+    async def get_request(self, request_id: str) -> Request:
         """The request as the store has it now."""
         return await self.store.get_request(request_id)
 
@@ -380,10 +356,10 @@ class Gate:
             raise NotAnApprover(request_id, by)
         if transition.outcome == "expired":
             self._settle(request, "expired")
-            raise RequestExpired(request_id)
+            raise RequestExpired(request_id, request=request)
         if request.status == "expired":
-            raise RequestExpired(request_id)
-        raise AlreadyResolved(request_id, request.status, request.resolved_by)
+            raise RequestExpired(request_id, request=request)
+        raise AlreadyResolved(request_id, request.status, request.resolved_by, request=request)
 
     # -- grants and housekeeping --------------------------------------------------------
 
@@ -395,6 +371,58 @@ class Gate:
         """Revoke a grant; future matching calls ask again."""
         return await self.store.revoke_grant(grant_id, by=by, now=self.clock.now())
 
+    async def list_requests(
+        self,
+        *,
+        status: RequestStatus | None = None,
+        agent: str | None = None,
+        tool: str | None = None,
+        id_prefix: str | None = None,
+        limit: int = 100,
+    ) -> list[Request]:
+        """Requests, newest first (``id_prefix`` is matched without ASCII case: check again)."""
+        return await self.store.list_requests(
+            status=status, agent=agent, tool=tool, id_prefix=id_prefix, limit=limit
+        )
+
+    async def audit_log(
+        self, *, since: datetime | None = None, request_id: str | None = None
+    ) -> list[AuditEntry]:
+        """Audit lines in the order they were written."""
+        return await self.store.audit_log(since=since, request_id=request_id)
+
+    async def record_refusal(
+        self, request_id: str, *, actor: str, detail: Mapping[str, Any]
+    ) -> None:
+        """Audit a refusal decided before any compare-and-set (see :mod:`tapgate.core.taps`)."""
+        await self.store.record(
+            "refused", request_id=request_id, actor=actor, now=self.clock.now(), detail=dict(detail)
+        )
+
+    async def remember_event(self, channel: str, event_id: str) -> bool:
+        """Remember a platform event id; False if it was seen before (a redelivery)."""
+        return await self.store.remember_event(channel, event_id, self.clock.now())
+
+    async def forget_events(self, before: datetime) -> int:
+        """Forget event ids remembered before ``before`` (redeliveries stop after a day)."""
+        return await self.store.forget_events(before)
+
+    def leadership(self) -> Leadership | None:
+        """The lock that elects one replica for timed duties (``None`` on SQLite: always)."""
+        return self.store.leadership()
+
+    async def remind(self, cutoff: datetime, limit: int = 100) -> list[Request]:
+        """Queue one reminder per approver of each request pending since before ``cutoff``.
+
+        Returns the requests reminded; each is reminded once (the store marks it).
+        """
+        reminded = []
+        for request in await self.store.due_reminders(cutoff, limit=limit):
+            deliveries = self.directory.deliveries(request.approvers)
+            if await self.store.queue_reminder(request.id, deliveries, self.clock.now()):
+                reminded.append(request)
+        return reminded
+
     async def expire_overdue(self) -> list[Request]:
         """Expire every overdue pending request (the heartbeat's job) and wake their waiters."""
         expired = await self.store.expire_overdue(self.clock.now())
@@ -404,47 +432,11 @@ class Gate:
 
     async def reconcile(self) -> int:
         """Wake waiters whose request another process decided; returns how many woke."""
-        ids = list(self._waiters)
         woken = 0
-        for request in await self.store.get_requests(ids):
+        for request in await self.store.get_requests(self._waiters.ids()):
             if not request.is_pending:
-                woken += self._wake(request)
+                woken += self._waiters.wake(request)
         return woken
-
-    def _catch_up(self, request_id: str) -> None:
-        """Wake the waiter just parked for ``request_id`` if its decision already came."""
-        if request_id not in self._decided:
-            return
-        decided = self._decided[request_id]
-        if decided is not None:
-            self._wake(decided)
-        else:
-            self._on_remote_decision(request_id)
-
-    def _remember(self, request_id: str, request: Request | None) -> None:
-        self._decided[request_id] = request
-        self._decided.move_to_end(request_id)
-        while len(self._decided) > _REMEMBERED_DECISIONS:
-            self._decided.popitem(last=False)
-
-    def _on_remote_decision(self, request_id: str) -> None:
-        """A replica decided ``request_id``: wake our waiters for it, if we have any."""
-        if self._decided.get(request_id) is None:
-            self._remember(request_id, None)
-        if request_id not in self._waiters:
-            return
-        lookup = asyncio.create_task(self._wake_from_store(request_id))
-        self._lookups.add(lookup)
-        lookup.add_done_callback(self._lookups.discard)
-
-    async def _wake_from_store(self, request_id: str) -> None:
-        try:
-            request = await self.store.get_request(request_id)
-        except Exception:  # the sweep will catch up
-            log.exception("could not read request %s after a remote decision", request_id)
-            return
-        if not request.is_pending:
-            self._wake(request)
 
     async def _reconcile_forever(self) -> None:
         while True:
@@ -457,17 +449,8 @@ class Gate:
                 log.exception("reconciliation sweep failed")
 
     def _settle(self, request: Request, kind: EventKind) -> None:
-        self._wake(request)
+        self._waiters.wake(request)
         self._publish(kind, request)
-
-    def _wake(self, request: Request) -> int:
-        if not request.is_pending:
-            self._remember(request.id, request)
-        waiters = self._waiters.pop(request.id, set())
-        for future in waiters:
-            if not future.done():
-                future.set_result(request)
-        return len(waiters)
 
     def _publish(self, kind: EventKind, request: Request) -> None:
         self.bus.publish(GateEvent(kind=kind, request=request, at=self.clock.now()))

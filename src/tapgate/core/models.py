@@ -21,6 +21,7 @@ __all__ = [
     "RISKS",
     "Action",
     "AuditEntry",
+    "DecidedAtOnce",
     "Decision",
     "DecisionSource",
     "DecisionStatus",
@@ -247,6 +248,19 @@ class GateEvent:
     request: Request
     at: datetime
     detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DecidedAtOnce:
+    """A call decided without a request (by policy or a grant), published on the event bus.
+
+    Such a decision has no request row and no :class:`GateEvent`; this record
+    lets metrics (and anything else) count every decision in one place.
+    """
+
+    call: ToolCall
+    decision: Decision
+    at: datetime
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

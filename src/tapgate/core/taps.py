@@ -1,31 +1,43 @@
-"""A tap on an approval button, from any platform, turned into a decision and a reply.
+"""What a tap means, for every channel: who tapped, may they, what happened, what is audited.
 
-The LINE and Slack webhooks verify the platform's signature and parse the
-payload; what a tap *means* is decided here, once: who tapped (the platform
-user id must belong to a configured approver, and that approver must be one
-of *this* request's approvers), what they asked for, and what to tell them.
-Every refusal is audited by the gate and changes nothing.
+The LINE and Slack webhooks (and any later surface) verify the platform's
+signature and parse the payload; everything after that is decided here, once:
+
+- **identify**: the platform user id must belong to a configured approver
+  (:meth:`~tapgate.core.directory.Directory.identify`); an unknown id acts as
+  ``channel:user_id`` so its refusal is audited like any other;
+- **authorise**: that approver must be one of *this* request's approvers. For
+  a decision the check is part of the gate's compare-and-set (:func:`tap`), so
+  authorisation and decision cannot drift apart; before a dialog opens it is
+  checked here (:func:`check`) so nobody types a reason that will be refused;
+- **refuse**: every refusal is audited (by the store inside the transaction,
+  or by :func:`_audit_refused` for the ones decided here) and answered with
+  the words of :mod:`tapgate.core.tap_texts`; a refused tap carries the
+  request as the refusing transaction saw it, never a second read.
 
 Questions (``CONTACT_TOOL`` requests) are answered, not approved: ``reply``
 approves with the answer as the reason, ``dismiss`` denies, and both are
 refused for anything but a question, so a typed text can never approve a
-tool call. :func:`reply_check` vets a Reply tap before a dialog or a
-keyboard opens; :func:`find_question` turns the short reference of a typed
-LINE answer into the one question it names.
+tool call. Typed LINE answers name their question by a short reference:
+:mod:`tapgate.core.questions` finds it.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass
-from datetime import datetime
-from functools import partial
 from typing import Literal
 
-from tapgate.core.actions import QUESTION_ACTIONS, SHORT_ID_LENGTH, TapAction
+from tapgate.core.buttons import QUESTION_ACTIONS, TapAction
 from tapgate.core.gate import Gate
-from tapgate.core.models import CONTACT_TOOL, Request
+from tapgate.core.models import Request
+from tapgate.core.tap_texts import (
+    NOT_APPROVER,
+    NOT_FOUND,
+    NOT_QUESTION,
+    already_message,
+    applied_message,
+    is_question,
+)
 from tapgate.errors import (
     AlreadyResolved,
     DuplicateEvent,
@@ -34,19 +46,7 @@ from tapgate.errors import (
     RequestNotFound,
 )
 
-__all__ = [
-    "ANSWER_MAX",
-    "TapOutcome",
-    "already_message",
-    "applied_message",
-    "clock_time",
-    "find_question",
-    "is_question",
-    "reply_check",
-    "short",
-    "tap",
-    "title",
-]
+__all__ = ["ANSWER_MAX", "Tap", "TapKind", "TapOutcome", "check", "refuse", "tap"]
 
 TapKind = Literal[
     "applied",
@@ -63,31 +63,13 @@ TapKind = Literal[
 ANSWER_MAX = 2000
 """Longest answer accepted: plenty for an agent to act on, small for the audit log."""
 
-NOT_APPROVER = "You are not an approver for this request."
-NOT_FOUND = "This request does not exist (any more)."
-NOT_QUESTION = "This request is not a question; use its Approve / Deny buttons."
-
-_PAST = {"approved": "approved", "denied": "denied", "cancelled": "cancelled", "expired": "expired"}
-_QUESTION_PAST = {**_PAST, "approved": "answered", "denied": "dismissed"}
-_TITLE_MAX = 40
-# Core cannot use the notifiers' masking, and a subject is agent text: in the
-# one-line replies it is clipped, and any long unbroken run with a digit in
-# it (the shape of every key, token and hash) is hidden.
-_KEYLIKE = re.compile(r"\S{16,}")
-_MASK = "********"
-# Bounds of the queries that resolve a typed reference (tool and id prefix are
-# matched in SQL; the prefix again exactly here): pending questions are
-# few; the recent ones only explain a miss ("already answered by alice").
-_PENDING_SCAN = 50  # pending questions of one id prefix (6+ characters): a handful
-_RECENT_SCAN = 50
-
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TapOutcome:
     """What a tap did, and the sentence to show the person who tapped.
 
-    ``ready`` (from :func:`reply_check` / :func:`find_question` only) means
-    nothing happened yet and ``request`` may be answered by this person.
+    ``ready`` (from :func:`check` and the question lookup only) means nothing
+    happened yet and ``request`` may be acted on by this person.
     """
 
     kind: TapKind
@@ -101,68 +83,116 @@ class TapOutcome:
         return self.kind == "applied"
 
 
-def is_question(request: Request) -> bool:
-    """True for a question to a human (``CONTACT_TOOL``) rather than a tool call."""
-    return request.tool == CONTACT_TOOL
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Tap:
+    """One answer from a surface, as it arrived: who (platform ids), what, on which request.
+
+    Surfaces build it after verifying the platform's signature; nothing in it
+    is trusted yet (the user id is matched against the directory here).
+    ``team`` is the tapper's home Slack workspace, ``None`` elsewhere.
+    """
+
+    channel: str
+    user_id: str
+    action: TapAction
+    request_id: str
+    team: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Tapper:
+    """A :class:`Tap` with the approver its ids name, if any."""
+
+    gate: Gate
+    tap: Tap
+    approver: str | None
+
+    @property
+    def actor(self) -> str:
+        """Who the audit names: the approver, or ``channel:user_id`` for a stranger."""
+        return self.approver or f"{self.tap.channel}:{self.tap.user_id}"
+
+
+def _identify(gate: Gate, tap: Tap) -> _Tapper:
+    approver = gate.directory.identify(tap.channel, tap.user_id, tap.team)
+    return _Tapper(gate=gate, tap=tap, approver=approver)
 
 
 async def tap(
-    gate: Gate,
-    *,
-    channel: str,
-    user_id: str,
-    action: TapAction,
-    request_id: str,
-    team: str | None = None,
-    reason: str | None = None,
-    event: str | None = None,
+    gate: Gate, answer: Tap, *, reason: str | None = None, event: str | None = None
 ) -> TapOutcome:
-    """Resolve ``request_id`` as the approver behind ``(channel, user_id)`` asks.
+    """Resolve the request as the approver behind ``answer``'s ids asks.
 
-    An unknown user id is tried as ``channel:user_id`` so the refusal is
-    audited like any other; an agent's token never reaches this function.
     ``event`` is the platform's event id: a redelivery of a handled event is
     a ``duplicate`` outcome with nothing done and nothing to say. ``reply``
     needs the answer as ``reason`` (``ValueError`` without one).
     """
+    action = answer.action
     if action == "reply" and not (reason and reason.strip()):
         raise ValueError("a reply needs the answer as its reason")
-    approver = gate.directory.identify(channel, user_id, team)
-    actor = approver or f"{channel}:{user_id}"
+    tapper = _identify(gate, answer)
     if action in QUESTION_ACTIONS:
-        refused = await _not_a_question(
-            gate,
-            request_id,
-            actor=actor,
-            channel=channel,
-            user_id=user_id,
-            event=event,
-            action=action,
-        )
+        refused = await _not_a_question(tapper, event=event)
         if refused is not None:
-            message = NOT_QUESTION if refused == "not_question" else ""
-            return TapOutcome(kind=refused, approver=approver, message=message)
+            return refused
     verdict: Literal["approve", "deny"] = "deny" if action in ("deny", "dismiss") else "approve"
     try:
         request = await gate.resolve(
-            request_id,
+            answer.request_id,
             verdict,
-            by=actor,
+            by=tapper.actor,
             reason=reason,
             scope="session" if action == "approve_session" else "once",
-            detail={"channel": channel, "user_id": user_id},
-            event=(channel, event) if event is not None else None,
+            detail=_detail(tapper),
+            event=(answer.channel, event) if event is not None else None,
         )
     except (DuplicateEvent, NotAnApprover, RequestNotFound, RequestExpired, AlreadyResolved) as e:
-        return await _refusal(gate, request_id, approver, e)
+        return _refusal(tapper.approver, e)
     return TapOutcome(
-        kind="applied", approver=approver, request=request, message=applied_message(request)
+        kind="applied", approver=tapper.approver, request=request, message=applied_message(request)
     )
 
 
-async def _refusal(
-    gate: Gate, request_id: str, approver: str | None, error: Exception
-) -> TapOutcome:
+async def check(gate: Gate, answer: Tap) -> TapOutcome:
+    """May ``answer``'s tapper take its action on its request now? ``ready`` or why not.
+
+    Run before a dialog opens (Slack's deny reason, a question's answer,
+    LINE's keyboard), so nobody types text that will be refused. Decides
+    nothing; the answer itself goes through :func:`tap`, which checks
+    everything again inside the compare-and-set. A refusal for not being an
+    approver is audited here, as the store audits the ones it decides.
+    """
+    tapper = _identify(gate, answer)
+    approver = tapper.approver
+    try:
+        request = await gate.get_request(answer.request_id)
+    except RequestNotFound:
+        return TapOutcome(kind="not_found", approver=approver, message=NOT_FOUND)
+    if answer.action in QUESTION_ACTIONS and not is_question(request):
+        return TapOutcome(kind="not_question", approver=approver, message=NOT_QUESTION)
+    if not request.is_pending or request.expires_at <= gate.clock.now():
+        status = request.status if not request.is_pending else "expired"
+        kind: TapKind = "expired" if status == "expired" else "already"
+        message = already_message(request, status)
+        return TapOutcome(kind=kind, approver=approver, request=request, message=message)
+    if approver is None or approver not in request.approvers:
+        await _audit_refused(tapper, why="not an approver")
+        return TapOutcome(kind="not_approver", approver=approver, message=NOT_APPROVER)
+    return TapOutcome(kind="ready", approver=approver, request=request, message="")
+
+
+async def refuse(gate: Gate, answer: Tap, *, why: str) -> TapOutcome:
+    """Refuse a tap for a reason only the surface can see (another Slack workspace).
+
+    Audited with ``why``; the tapper is told they are not an approver, which
+    is what such a tap amounts to.
+    """
+    tapper = _identify(gate, answer)
+    await _audit_refused(tapper, why=why)
+    return TapOutcome(kind="not_approver", approver=tapper.approver, message=NOT_APPROVER)
+
+
+def _refusal(approver: str | None, error: Exception) -> TapOutcome:
     """The outcome of a tap the gate refused (and audited), with its sentence."""
     if isinstance(error, DuplicateEvent):
         return TapOutcome(kind="duplicate", approver=approver, message="")
@@ -170,7 +200,9 @@ async def _refusal(
         return TapOutcome(kind="not_approver", approver=approver, message=NOT_APPROVER)
     if isinstance(error, RequestNotFound):
         return TapOutcome(kind="not_found", approver=approver, message=NOT_FOUND)
-    current = await gate.status(request_id)
+    assert isinstance(error, RequestExpired | AlreadyResolved)
+    current = error.request
+    assert isinstance(current, Request)  # the gate always hands over what the transaction saw
     status = "expired" if isinstance(error, RequestExpired) else current.status
     return TapOutcome(
         kind="expired" if status == "expired" else "already",
@@ -180,200 +212,39 @@ async def _refusal(
     )
 
 
-async def _not_a_question(
-    gate: Gate,
-    request_id: str,
-    *,
-    actor: str,
-    channel: str,
-    user_id: str,
-    event: str | None,
-    action: TapAction,
-) -> Literal["not_question", "duplicate"] | None:
+async def _not_a_question(tapper: _Tapper, *, event: str | None) -> TapOutcome | None:
     """Refuse ``reply`` / ``dismiss`` on a tool call: audited, the event remembered.
 
     ``None`` lets the resolve go ahead (a question, or a missing request,
     which the resolve itself answers). The tool of a request never changes,
     so reading it before the compare-and-set is race-free.
     """
+    gate = tapper.gate
     try:
-        request = await gate.status(request_id)
+        request = await gate.get_request(tapper.tap.request_id)
     except RequestNotFound:
         return None
     if is_question(request):
         return None
-    now = gate.clock.now()
-    if event is not None and not await gate.store.remember_event(channel, event, now):
-        return "duplicate"
-    wanted = "approved" if action == "reply" else "denied"
-    await _audit_refused(
-        gate,
-        request_id,
-        actor=actor,
-        channel=channel,
-        user_id=user_id,
-        wanted=wanted,
-        why="not a question",
-    )
-    return "not_question"
+    if event is not None and not await gate.remember_event(tapper.tap.channel, event):
+        return TapOutcome(kind="duplicate", approver=tapper.approver, message="")
+    await _audit_refused(tapper, why="not a question")
+    return TapOutcome(kind="not_question", approver=tapper.approver, message=NOT_QUESTION)
 
 
-async def reply_check(
-    gate: Gate, *, channel: str, user_id: str, request_id: str, team: str | None = None
-) -> TapOutcome:
-    """May ``(channel, user_id)`` answer ``request_id`` now? ``ready`` or why not.
-
-    Run when Reply is tapped, before Slack's dialog or LINE's keyboard opens,
-    so nobody types an answer that will be refused. Decides nothing; the
-    answer itself goes through :func:`tap`, which checks everything again.
-    """
-    approver = gate.directory.identify(channel, user_id, team)
-    try:
-        request = await gate.status(request_id)
-    except RequestNotFound:
-        return TapOutcome(kind="not_found", approver=approver, message=NOT_FOUND)
-    if not is_question(request):
-        return TapOutcome(kind="not_question", approver=approver, message=NOT_QUESTION)
-    if not request.is_pending:
-        kind: TapKind = "expired" if request.status == "expired" else "already"
-        message = already_message(request, request.status)
-        return TapOutcome(kind=kind, approver=approver, request=request, message=message)
-    if request.expires_at <= gate.clock.now():
-        message = already_message(request, "expired")
-        return TapOutcome(kind="expired", approver=approver, request=request, message=message)
-    if approver is None or approver not in request.approvers:
-        actor = approver or f"{channel}:{user_id}"
-        await _audit_refused(
-            gate,
-            request_id,
-            actor=actor,
-            channel=channel,
-            user_id=user_id,
-            wanted="approved",
-            why="not an approver",
-        )
-        return TapOutcome(kind="not_approver", approver=approver, message=NOT_APPROVER)
-    return TapOutcome(kind="ready", approver=approver, request=request, message="")
+def _detail(tapper: _Tapper) -> dict[str, str]:
+    """Where a tap came from, as the audit records it."""
+    detail = {"channel": tapper.tap.channel, "user_id": tapper.tap.user_id}
+    if tapper.tap.team is not None:
+        detail["team"] = tapper.tap.team
+    return detail
 
 
-async def find_question(
-    gate: Gate, *, channel: str, user_id: str, reference: str, team: str | None = None
-) -> TapOutcome:
-    """The question a typed ``reference`` (an id, or a prefix of one) names for this person.
-
-    A full id names its request, whatever it is (:func:`tap` then refuses
-    what must be refused, and audits it). A prefix is looked up only among
-    the *pending* questions this person may answer, so it can neither reach
-    someone else's request nor reveal that one exists; two matches are
-    ``ambiguous``, never a guess. With no pending match, the newest such
-    question that is already decided is returned, only so the answer can be
-    told "already answered by alice" rather than "not found".
-    """
-    approver = gate.directory.identify(channel, user_id, team)
-    try:
-        exact = await gate.status(reference)
-    except RequestNotFound:
-        pass
-    else:
-        return TapOutcome(kind="ready", approver=approver, request=exact, message="")
-    if approver is None:
-        return _no_match(reference, approver)
-
-    def mine(request: Request) -> bool:
-        return (
-            is_question(request)
-            and request.id.startswith(reference)
-            and approver in request.approvers
-        )
-
-    found = partial(gate.store.list_requests, tool=CONTACT_TOOL, id_prefix=reference)
-    matches = [r for r in await found(status="pending", limit=_PENDING_SCAN) if mine(r)]
-    if len(matches) > 1:
-        message = (
-            f"More than one open question starts with {reference}; tap Reply on the one you mean."
-        )
-        return TapOutcome(kind="ambiguous", approver=approver, message=message)
-    if not matches:
-        matches = [r for r in await found(limit=_RECENT_SCAN) if mine(r)][:1]
-    if not matches:
-        return _no_match(reference, approver)
-    return TapOutcome(kind="ready", approver=approver, request=matches[0], message="")
-
-
-def _no_match(reference: str, approver: str | None) -> TapOutcome:
-    message = f"No question for you matches {reference}; tap Reply on the question to answer it."
-    return TapOutcome(kind="not_found", approver=approver, message=message)
-
-
-async def _audit_refused(
-    gate: Gate,
-    request_id: str,
-    *,
-    actor: str,
-    channel: str,
-    user_id: str,
-    wanted: str,
-    why: str,
-) -> None:
+async def _audit_refused(tapper: _Tapper, *, why: str) -> None:
     """Audit a refusal decided here, as the store audits the ones it decides."""
-    await gate.store.record(
-        "refused",
-        request_id=request_id,
-        actor=actor,
-        now=gate.clock.now(),
-        detail={"channel": channel, "user_id": user_id, "wanted": wanted, "why": why},
+    wanted = "denied" if tapper.tap.action in ("deny", "dismiss") else "approved"
+    await tapper.gate.record_refusal(
+        tapper.tap.request_id,
+        actor=tapper.actor,
+        detail={**_detail(tapper), "wanted": wanted, "why": why},
     )
-
-
-def short(request_id: str) -> str:
-    """The id as messages show it: enough to recognise, short enough to read."""
-    return f"request {request_id[:SHORT_ID_LENGTH]}"
-
-
-def clock_time(at: datetime | None) -> str:
-    """``12:03 UTC``."""
-    return f"{at:%H:%M} UTC" if at is not None else "an unknown time"
-
-
-def title(request: Request) -> str:
-    """What a one-line reply calls ``request``: its tool, or a question's subject.
-
-    A subject is agent text: clipped to one short line, control characters
-    dropped, key-like runs hidden (see ``_KEYLIKE``). ``question`` without one.
-    """
-    if not is_question(request):
-        return request.tool
-    subject = request.arguments.get("subject")
-    if not isinstance(subject, str):
-        return "question"
-    words = [
-        "".join(c for c in w if not unicodedata.category(c).startswith("C"))
-        for w in subject.split()
-    ]
-    text = " ".join(_MASK if _keylike(word) else word for word in words if word)
-    if len(text) > _TITLE_MAX:
-        text = text[: _TITLE_MAX - 1] + "…"
-    return text or "question"
-
-
-def _keylike(word: str) -> bool:
-    return _KEYLIKE.fullmatch(word) is not None and any(c.isdigit() for c in word)
-
-
-def applied_message(request: Request) -> str:
-    """ "Approved - deploy_prod (request 3fA9xxxx)"; "Answer sent - …" for a question."""
-    if is_question(request):
-        verb = "Answer sent" if request.status == "approved" else "Dismissed"
-        return f"{verb} - {title(request)} ({short(request.id)})"
-    verb = "Approved" if request.status == "approved" else "Denied"
-    scope = " for this session" if request.scope == "session" else ""
-    return f"{verb}{scope} - {request.tool} ({short(request.id)})"
-
-
-def already_message(request: Request, status: str) -> str:
-    """ "Already approved by alice at 12:03" for a tap that came second."""
-    if status == "expired":
-        return f"This request expired - {title(request)} ({short(request.id)})."
-    past = (_QUESTION_PAST if is_question(request) else _PAST).get(status, status)
-    by = f" by {request.resolved_by}" if request.resolved_by else ""
-    return f"Already {past}{by} at {clock_time(request.resolved_at)} - {title(request)}."

@@ -14,11 +14,11 @@ deployment pays only for the platforms its config enables.
 from typing import TYPE_CHECKING
 
 from tapgate._lazy import lazy_exports
+from tapgate.core.masking import mask_arguments, mask_text
 from tapgate.notifiers.base import Notifier, Receipt
 from tapgate.notifiers.console import ConsoleNotifier
 from tapgate.notifiers.dispatcher import Dispatcher
 from tapgate.notifiers.line_flex import render_line
-from tapgate.notifiers.masking import mask_arguments, mask_text
 from tapgate.notifiers.presentation import ApprovalView, present
 from tapgate.notifiers.recording import RecordingNotifier
 from tapgate.notifiers.retry import RetryPolicy, outbox_backoff

@@ -10,8 +10,9 @@ survives restarts through the outbox's next-attempt time), and
 Short retries (a 5xx, a rate limit) happen inside the notifier, through the
 one retry policy of its platform (:mod:`tapgate.notifiers.retry`).
 
-A notifier whose platform cannot edit sent messages sets ``edits_messages =
-False``; the dispatcher then never asks it to update them.
+``edits_messages`` is part of the protocol: a notifier whose platform cannot
+edit sent messages sets it to ``False`` and the dispatcher then never asks it
+to update them (no claim, no read: a decision costs LINE nothing).
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class Notifier(Protocol):
     """Delivers approval messages on one channel (``slack``, ``line``, ``console``…)."""
 
     channel: str
+    edits_messages: bool
+    """Whether :meth:`update` can change a sent message (Slack: yes; LINE: no)."""
 
     async def send(
         self, request: Request, delivery: Delivery, *, key: str, retried: bool = False

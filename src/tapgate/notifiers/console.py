@@ -19,9 +19,9 @@ import sys
 from collections.abc import Mapping
 from typing import TextIO
 
+from tapgate.core.masking import clean
 from tapgate.core.models import CONTACT_TOOL, Delivery, Request
 from tapgate.notifiers.base import Receipt
-from tapgate.notifiers.masking import clean
 from tapgate.notifiers.presentation import (
     ApprovalView,
     clip,
@@ -47,6 +47,7 @@ class ConsoleNotifier:
     """
 
     channel = "console"
+    edits_messages = True  # "updating" prints the outcome as a line of its own
 
     def __init__(
         self, stream: TextIO | None = None, *, tool_shell_args: Mapping[str, str] | None = None

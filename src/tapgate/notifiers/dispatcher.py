@@ -81,7 +81,7 @@ class Dispatcher:
         self._slots = asyncio.Semaphore(concurrency)
         self._wake = asyncio.Event()
         self._claim_wanted = True  # the first pass claims whatever is due
-        self._edits = any(getattr(n, "edits_messages", True) for n in self.notifiers.values())
+        self._edits = any(n.edits_messages for n in self.notifiers.values())
         self._next_send: dict[tuple[str, str], datetime] = {}
         self._pace_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._backlog: dict[tuple[str, str], int] = {}
@@ -265,7 +265,7 @@ class Dispatcher:
                 owner=self.owner,
                 receipt=stored,
                 now=self.clock.now(),
-                editable=getattr(notifier, "edits_messages", True),
+                editable=notifier.edits_messages,
             )
             and self.bus is not None
         ):

@@ -18,7 +18,7 @@ UTF-16 code units, so every cap below is measured that way:
 A question (``view.is_question``) gets *Reply* and *Dismiss*. LINE has no
 dialogs, so Reply is a postback with ``inputOption: openKeyboard`` whose
 ``fillInText`` types ``answer 3fA9xK2b: `` for the approver (see
-``core.actions.answer_prefill``): they add the answer and send it as an
+``core.buttons.answer_prefill``): they add the answer and send it as an
 ordinary text message, which the webhook reads. Reply has no
 ``displayText``, so tapping it puts nothing in the chat.
 """
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tapgate.core.actions import TapAction, answer_prefill, parse_postback_data, postback_data
+from tapgate.core.buttons import TapAction, answer_prefill, parse_postback_data, postback_data
 from tapgate.notifiers.presentation import ApprovalView, clip, fit_text, question_heading
 
 __all__ = [

@@ -3,7 +3,7 @@
 Owns what an approver is shown about a request, independent of the platform:
 which facts, how the tool arguments are displayed (a shell command, a file
 edit as a diff, or JSON), and that every piece of agent-provided text has been
-through :func:`~tapgate.notifiers.masking.clean` before any renderer sees it.
+through :func:`~tapgate.core.masking.clean` before any renderer sees it.
 Renderers own only escaping and platform limits, using :func:`fit_text` /
 :func:`truncate_lines` so that a cut is always visible.
 
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from tapgate.core.actions import SHORT_ID_LENGTH
+from tapgate.core.buttons import SHORT_ID_LENGTH
+from tapgate.core.masking import clean, mask_arguments, mask_text, reveal_invisible
 from tapgate.core.models import CONTACT_TOOL, Request, RequestStatus, Risk, Scope
-from tapgate.notifiers.masking import clean, mask_arguments, mask_text, reveal_invisible
 
 __all__ = [
     "ApprovalView",

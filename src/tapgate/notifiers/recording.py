@@ -59,8 +59,9 @@ class RecordingNotifier:
     successful updates. Scripted errors are raised by the next calls, in order.
     """
 
-    def __init__(self, channel: str = "recording") -> None:
+    def __init__(self, channel: str = "recording", *, edits_messages: bool = True) -> None:
         self.channel = channel
+        self.edits_messages = edits_messages
         self.calls: list[RecordedCall] = []
         self.sends: list[RecordedSend] = []
         self.updates: list[RecordedUpdate] = []

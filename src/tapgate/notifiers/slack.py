@@ -85,6 +85,7 @@ class SlackNotifier:
     """
 
     channel = "slack"
+    edits_messages = True  # chat.update turns the buttons into "Approved by alice"
 
     def __init__(
         self,

@@ -28,9 +28,9 @@ import re
 from datetime import datetime
 from typing import Any
 
-from tapgate.core.actions import SLACK_ACTION_IDS
+from tapgate.core.buttons import SLACK_ACTION_IDS
+from tapgate.core.masking import clean
 from tapgate.core.models import Scope
-from tapgate.notifiers.masking import clean
 from tapgate.notifiers.presentation import (
     ApprovalView,
     ResolvedStatus,

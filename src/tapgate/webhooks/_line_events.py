@@ -5,7 +5,7 @@ event schema (event types, their required fields, strict types), and only
 then narrowed to the handful of fields tapgate acts on. The parser was not
 written for hostile input, so it runs inside a fence:
 
-- the signature has already been checked on the raw bytes (``_signature``);
+- the signature has already been checked on the raw bytes (``_line_signature``);
   the parser checks it again over the decoded text, which for valid UTF-8 is
   the same bytes (a body that is not UTF-8 never gets that far);
 - the envelope must be an object with an ``events`` list: the parser would
@@ -22,7 +22,7 @@ written for hostile input, so it runs inside a fence:
   sink a tap in the same batch.
 
 Every such body raises :class:`Malformed`, answered 400 and never 500. A text
-message of the form ``answer <reference>: <text>`` (``core.actions.parse_answer``)
+message of the form ``answer <reference>: <text>`` (``core.buttons.parse_answer``)
 is recognised here as a typed answer.
 """
 
@@ -36,7 +36,7 @@ from linebot.v3 import WebhookParser
 from linebot.v3.webhook import UnknownEvent
 from linebot.v3.webhooks import MessageEvent, PostbackEvent, TextMessageContent
 
-from tapgate.core.actions import parse_answer
+from tapgate.core.buttons import parse_answer
 
 __all__ = ["Event", "EventReader", "Malformed"]
 

@@ -4,8 +4,8 @@ Owns ``POST /webhooks/line`` from the raw bytes to the reply in the chat (sent a
 
     raw body ──X-Line-Signature──► 401 | JSON ──shape──► 400 | events
     event ──webhookEventId seen?──► skip | postback ──core.taps.tap──► reply
-                                         | Reply postback ──core.taps.reply_check──► hint
-                                         | "answer <ref>: …" text ──find_question, tap──► reply
+                                         | Reply postback ──core.taps.check──► hint
+                                         | "answer <ref>: …" text ──core.questions, tap──► reply
                                          | "id" text / follow ──► reply with the user id
 
 What a tap *means* (who may decide, the compare-and-set, the sentences) is
@@ -31,12 +31,13 @@ from dataclasses import dataclass
 import aiohttp
 from aiohttp import web
 
-from tapgate.core.actions import TapAction, answer_prefill, parse_postback_data
+from tapgate.core.buttons import TapAction, answer_prefill, parse_postback_data
 from tapgate.core.gate import Gate
-from tapgate.core.taps import ANSWER_MAX, TapOutcome, find_question, reply_check, tap
+from tapgate.core.questions import find_question
+from tapgate.core.taps import ANSWER_MAX, Tap, TapOutcome, check, tap
 from tapgate.webhooks._line_events import Event, EventReader, Malformed
 from tapgate.webhooks._line_reply import LineReplier, ReplyFailed
-from tapgate.webhooks._signature import verify_signature
+from tapgate.webhooks._line_signature import verify_signature
 
 __all__ = ["LineWebhook", "WebhookResult", "verify_signature"]
 
@@ -192,8 +193,7 @@ class LineWebhook:
 
     async def _claim(self, event: Event) -> bool:
         """Remember ``event`` as handled; False if it was (a redelivery: say nothing)."""
-        now = self._gate.clock.now()
-        return await self._gate.store.remember_event("line", event.event_id, now)
+        return await self._gate.remember_event("line", event.event_id)
 
     @staticmethod
     def _skipped(event: Event) -> None:
@@ -223,26 +223,19 @@ class LineWebhook:
         action, request_id = parsed
         if action == "reply":
             return await self._reply_hint(event, user_id, request_id)
-        outcome = await tap(
-            self._gate,
-            channel="line",
-            user_id=user_id,
-            action=action,
-            request_id=request_id,
-            event=event.event_id,
-        )
+        answer = Tap(channel="line", user_id=user_id, action=action, request_id=request_id)
+        outcome = await tap(self._gate, answer, event=event.event_id)
         return self._told(event, action, request_id, outcome, started)
 
     async def _reply_hint(self, event: Event, user_id: str, request_id: str) -> str | None:
         """The Reply button: it opened the keyboard; say what to send, or why not to."""
         if not await self._claim(event):
             return None
-        check = await reply_check(
-            self._gate, channel="line", user_id=user_id, request_id=request_id
-        )
-        _log.info("LINE Reply tap by %s on request %s: %s", user_id, request_id, check.kind)
-        if check.kind != "ready":
-            return check.message
+        answer = Tap(channel="line", user_id=user_id, action="reply", request_id=request_id)
+        may = await check(self._gate, answer)
+        _log.info("LINE Reply tap by %s on request %s: %s", user_id, request_id, may.kind)
+        if may.kind != "ready":
+            return may.message
         prefix = answer_prefill(request_id).rstrip()
         return f'Type your answer after "{prefix}" and send it.'
 
@@ -267,15 +260,8 @@ class LineWebhook:
                 return None
             _log.info("LINE answer by %s to %s: %s", user_id, reference, found.kind)
             return found.message
-        outcome = await tap(
-            self._gate,
-            channel="line",
-            user_id=user_id,
-            action="reply",
-            request_id=found.request.id,
-            reason=answer,
-            event=event.event_id,
-        )
+        reply = Tap(channel="line", user_id=user_id, action="reply", request_id=found.request.id)
+        outcome = await tap(self._gate, reply, reason=answer, event=event.event_id)
         return self._told(event, "reply", found.request.id, outcome, started)
 
     def _told(

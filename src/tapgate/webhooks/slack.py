@@ -7,16 +7,17 @@ bytes to the answer::
              ──UTF-8, form / JSON object──► 400
              ──slack-bolt routes action_id / callback_id──► ack: 200 at once
     tap ─(task owned here)─► workspace? ──core.taps.tap──► decision | ephemeral
-    Deny ─► approver of this request? ──► views.open (reason modal) | ephemeral
+    Deny ─► core.taps.check ──► views.open (reason modal) | ephemeral
     modal submitted ─► ack (closes it) ─► tap(deny, reason) | ephemeral
-    Reply (a question) ─► core.taps.reply_check ──► views.open (answer modal) | ephemeral
+    Reply (a question) ─► core.taps.check ──► views.open (answer modal) | ephemeral
     answer submitted ─► blank? ack with an error | ack ─► tap(reply, answer) | ephemeral
     Dismiss (a question, behind a confirm dialog) ─► tap(dismiss)
 
-What a tap *means* is :mod:`tapgate.core.taps`; this module only speaks
-Slack. A decided request's message is rewritten by the outbox dispatcher
-(every message of the request, on every channel), so a successful tap needs
-no answer here; a refused or late one gets an ephemeral sentence.
+What a tap *means* (who may, what is refused and audited, the words) is
+:mod:`tapgate.core.taps`; this module only speaks Slack. A decided request's
+message is rewritten by the outbox dispatcher (every message of the request,
+on every channel), so a successful tap needs no answer here; a refused or
+late one gets an ephemeral sentence.
 
 Bolt behaviours worked around here (slack-bolt 1.x, read in its source):
 
@@ -37,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -48,28 +49,29 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from tapgate.core.actions import SLACK_ACTIONS
+from tapgate.core.buttons import SLACK_ACTIONS
 from tapgate.core.gate import Gate
 from tapgate.core.models import Request
-from tapgate.core.taps import already_message, reply_check, tap
-from tapgate.errors import RequestNotFound
-from tapgate.webhooks._slack_socket import close_socket, open_socket_mode
-from tapgate.webhooks._slack_views import (
+from tapgate.core.taps import check, refuse, tap
+from tapgate.webhooks._slack_payloads import (
     ANSWER_BLOCK,
     DENY_CALLBACK_ID,
     REPLY_CALLBACK_ID,
-    SIGNATURE_HEADER,
-    SIGNATURE_WINDOW,
-    TIMESTAMP_HEADER,
     Interaction,
-    SlackReplies,
-    check_signature,
     parse_action,
     parse_deny_submission,
     parse_reply_submission,
+)
+from tapgate.webhooks._slack_replies import SlackReplies
+from tapgate.webhooks._slack_signature import (
+    SIGNATURE_HEADER,
+    SIGNATURE_WINDOW,
+    TIMESTAMP_HEADER,
+    check_signature,
     slack_signature,
     verify_signature,
 )
+from tapgate.webhooks._slack_socket import close_socket, open_socket_mode
 
 if TYPE_CHECKING:
     from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -84,8 +86,6 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-NOT_APPROVER = "You are not an approver for this request."
-NOT_FOUND = "This request does not exist (any more)."
 TRY_AGAIN = "tapgate could not record that just now; please tap the button again."
 MODAL_FAILED = "tapgate could not open the deny dialog; please tap Deny again."
 REPLY_MODAL_FAILED = "tapgate could not open the answer dialog; please tap Reply again."
@@ -281,15 +281,7 @@ class SlackWebhook:
         """Approve, allow for the session, or deny (with the modal's reason)."""
         if not await self._same_workspace(interaction):
             return
-        outcome = await tap(
-            self._gate,
-            channel="slack",
-            user_id=interaction.user_id,
-            team=interaction.team,
-            action=interaction.action,
-            request_id=interaction.request_id,
-            reason=interaction.reason,
-        )
+        outcome = await tap(self._gate, interaction.tap, reason=interaction.reason)
         _log.info(
             "Slack tap %s by %s on request %s: %s",
             interaction.action,
@@ -305,48 +297,26 @@ class SlackWebhook:
 
     async def _ask_reason(self, interaction: Interaction) -> None:
         """Open the deny-reason modal, but only for an approver of a still-open request."""
-        if not await self._same_workspace(interaction):
-            return
-        try:
-            request = await self._gate.status(interaction.request_id)
-        except RequestNotFound:
-            await self._replies.tell(interaction, NOT_FOUND)
-            return
-        refusal = await self._deny_refusal(interaction, request)
-        if refusal is not None:
-            await self._replies.tell(interaction, refusal)
-            return
-        if not await self._replies.open_deny_modal(interaction, request):
-            await self._replies.tell(interaction, MODAL_FAILED)
+        await self._open_modal(interaction, self._replies.open_deny_modal, MODAL_FAILED)
 
     async def _ask_answer(self, interaction: Interaction) -> None:
         """Open a question's answer modal, but only for someone who may answer it now."""
+        await self._open_modal(interaction, self._replies.open_reply_modal, REPLY_MODAL_FAILED)
+
+    async def _open_modal(
+        self,
+        interaction: Interaction,
+        open_modal: Callable[[Interaction, Request], Awaitable[bool]],
+        failed: str,
+    ) -> None:
         if not await self._same_workspace(interaction):
             return
-        check = await reply_check(
-            self._gate,
-            channel="slack",
-            user_id=interaction.user_id,
-            team=interaction.team,
-            request_id=interaction.request_id,
-        )
-        if check.request is None or check.kind != "ready":
-            await self._replies.tell(interaction, check.message)
+        may = await check(self._gate, interaction.tap)
+        if may.request is None or may.kind != "ready":
+            await self._replies.tell(interaction, may.message)
             return
-        if not await self._replies.open_reply_modal(interaction, check.request):
-            await self._replies.tell(interaction, REPLY_MODAL_FAILED)
-
-    async def _deny_refusal(self, interaction: Interaction, request: Request) -> str | None:
-        """Why this tapper may not deny ``request`` now, or ``None`` if they may."""
-        if request.is_pending and request.expires_at <= self._gate.clock.now():
-            return already_message(request, "expired")
-        if not request.is_pending:
-            return already_message(request, request.status)
-        name = self._gate.directory.identify("slack", interaction.user_id, interaction.team)
-        if name is not None and name in request.approvers:
-            return None
-        await self._audit_refusal(interaction, name, "not an approver")
-        return NOT_APPROVER
+        if not await open_modal(interaction, may.request):
+            await self._replies.tell(interaction, failed)
 
     async def _same_workspace(self, interaction: Interaction) -> bool:
         """False (and the tapper told) when ``team_id`` is set and the tap is from elsewhere."""
@@ -356,26 +326,9 @@ class SlackWebhook:
             "Slack tap from workspace %s refused (expected %s)", interaction.team, self._team_id
         )
         self._note_reject("workspace")
-        name = self._gate.directory.identify("slack", interaction.user_id, interaction.team)
-        await self._audit_refusal(interaction, name, "another workspace")
-        await self._replies.tell(interaction, NOT_APPROVER)
+        refused = await refuse(self._gate, interaction.tap, why="another workspace")
+        await self._replies.tell(interaction, refused.message)
         return False
-
-    async def _audit_refusal(self, interaction: Interaction, name: str | None, why: str) -> None:
-        """Audit a refusal decided here, as the store audits the ones it decides."""
-        await self._gate.store.record(
-            "refused",
-            request_id=interaction.request_id,
-            actor=name or f"slack:{interaction.user_id}",
-            now=self._gate.clock.now(),
-            detail={
-                "channel": "slack",
-                "user_id": interaction.user_id,
-                "team": interaction.team,
-                "wanted": "denied" if interaction.action in ("deny", "dismiss") else "approved",
-                "why": why,
-            },
-        )
 
     # -- refusals ---------------------------------------------------------------------
 

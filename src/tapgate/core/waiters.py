@@ -1,0 +1,153 @@
+"""Parked waiters: the futures agents wait on, and who wakes them.
+
+The gate's public story (submit, wait, resolve) is in :mod:`tapgate.core.gate`;
+this module owns the machinery under ``wait``: one future per waiter keyed by
+request id, a clock timer for its deadline, and three ways to be woken:
+
+- the code path that decided the request in this process (:meth:`Waiters.wake`);
+- a decision made by another replica (:meth:`Waiters.on_remote_decision`,
+  fed by PostgreSQL ``LISTEN``), which reads the request back from the store;
+- the gate's slow reconciliation sweep, which asks the store about every id
+  in :meth:`Waiters.ids` (the safety net).
+
+A waiter that read its request just before a decision and parks just after
+must still wake: recent decisions are remembered (:meth:`Waiters.catch_up`).
+A parked waiter is a future plus a timer, no task of its own, so 10,000
+long-polls stay cheap (a benchmark target).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict, defaultdict
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+
+from tapgate.core.clock import Clock
+from tapgate.core.models import Request
+
+__all__ = ["Waiters"]
+
+log = logging.getLogger(__name__)
+
+_REMEMBERED_DECISIONS = 1024
+"""Recent decisions kept for waiters that park a moment after them (see ``catch_up``)."""
+
+Parked = tuple["asyncio.Future[Request | None]", Callable[[], None]]
+
+
+class Waiters:
+    """Futures parked per request id, woken by a decision or their deadline.
+
+    ``read`` fetches a request from the store: used only when another
+    process decided it and this one has someone waiting.
+    """
+
+    def __init__(self, clock: Clock, read: Callable[[str], Awaitable[Request]]) -> None:
+        self._clock = clock
+        self._read = read
+        self._futures: defaultdict[str, set[asyncio.Future[Request | None]]] = defaultdict(set)
+        # None: decided by another replica, to be read from the store.
+        self._decided: OrderedDict[str, Request | None] = OrderedDict()
+        self._lookups: set[asyncio.Task[None]] = set()
+        self.released = False
+
+    @property
+    def count(self) -> int:
+        """How many waiters are parked."""
+        return sum(len(futures) for futures in self._futures.values())
+
+    def count_for(self, request_id: str) -> int:
+        """How many waiters are parked on ``request_id``."""
+        return len(self._futures.get(request_id, ()))
+
+    def ids(self) -> list[str]:
+        """The request ids someone waits on (what the reconciliation sweep reads)."""
+        return list(self._futures)
+
+    def park(self, request_id: str, deadline: datetime) -> Parked:
+        """Register a waiter: a future that gets the decided request, or ``None`` at ``deadline``.
+
+        Not a coroutine: the caller awaits the future itself, so a parked
+        long-poll holds no extra frame. The caller must :meth:`unpark` it,
+        whatever happens.
+        """
+        future: asyncio.Future[Request | None] = asyncio.get_running_loop().create_future()
+
+        def timeout() -> None:
+            if not future.done():
+                future.set_result(None)
+
+        self._futures[request_id].add(future)
+        return future, self._clock.call_at(deadline, timeout)
+
+    def unpark(self, request_id: str, parked: Parked) -> None:
+        """Forget a waiter and its timer (after it woke, or was cancelled)."""
+        future, cancel = parked
+        cancel()
+        futures = self._futures.get(request_id)
+        if futures is not None:
+            futures.discard(future)
+            if not futures:
+                del self._futures[request_id]
+
+    def wake(self, request: Request) -> int:
+        """Hand ``request`` to everyone waiting on it; returns how many woke."""
+        if not request.is_pending:
+            self._remember(request.id, request)
+        futures = self._futures.pop(request.id, set())
+        for future in futures:
+            if not future.done():
+                future.set_result(request)
+        return len(futures)
+
+    def catch_up(self, request_id: str) -> None:
+        """Wake the waiter just parked for ``request_id`` if its decision already came."""
+        if request_id not in self._decided:
+            return
+        decided = self._decided[request_id]
+        if decided is not None:
+            self.wake(decided)
+        else:
+            self.on_remote_decision(request_id)
+
+    def on_remote_decision(self, request_id: str) -> None:
+        """A replica decided ``request_id``: wake our waiters for it, if we have any."""
+        if self._decided.get(request_id) is None:
+            self._remember(request_id, None)
+        if request_id not in self._futures:
+            return
+        lookup = asyncio.create_task(self._wake_from_store(request_id))
+        self._lookups.add(lookup)
+        lookup.add_done_callback(self._lookups.discard)
+
+    def release(self) -> None:
+        """Send every waiter home with ``None`` (server shutdown); later waits return at once."""
+        self.released = True
+        for futures in list(self._futures.values()):
+            for future in list(futures):
+                if not future.done():
+                    future.set_result(None)
+
+    async def close(self) -> None:
+        """Cancel the store reads still in flight."""
+        lookups = list(self._lookups)
+        for lookup in lookups:
+            lookup.cancel()
+        await asyncio.gather(*lookups, return_exceptions=True)
+
+    def _remember(self, request_id: str, request: Request | None) -> None:
+        self._decided[request_id] = request
+        self._decided.move_to_end(request_id)
+        while len(self._decided) > _REMEMBERED_DECISIONS:
+            self._decided.popitem(last=False)
+
+    async def _wake_from_store(self, request_id: str) -> None:
+        try:
+            request = await self._read(request_id)
+        except Exception:  # the sweep will catch up
+            log.exception("could not read request %s after a remote decision", request_id)
+            return
+        if not request.is_pending:
+            self.wake(request)

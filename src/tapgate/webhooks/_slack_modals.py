@@ -1,0 +1,126 @@
+"""The two modals tapgate opens in Slack: a deny's optional reason, a question's answer.
+
+Everything from a request is untrusted text (DESIGN.md decision 8): the tool
+name, or a question's subject, sits in ``plain_text``, clipped and escaped.
+``private_metadata`` carries the request id and the conversation of the
+tapped message: Slack hands it back with the submission, so no server state
+links the two, and a forged value gains nothing (the submission is
+authorised again against that request). A modal is a few lines of Block Kit,
+and the webhooks layer may not import ``tapgate.notifiers``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tapgate.core.models import Request
+from tapgate.core.tap_texts import short, title
+from tapgate.core.taps import ANSWER_MAX
+from tapgate.webhooks._slack_payloads import (
+    ANSWER_ACTION,
+    ANSWER_BLOCK,
+    DENY_CALLBACK_ID,
+    METADATA_MAX,
+    REASON_ACTION,
+    REASON_BLOCK,
+    REASON_MAX,
+    REPLY_CALLBACK_ID,
+)
+
+__all__ = ["deny_modal", "escape", "reply_modal"]
+
+_PLAIN_MAX = 500  # ×5 at worst once escaped (``&`` → ``&amp;``): inside a section's 3000
+
+
+def deny_modal(request: Request, channel: str | None) -> dict[str, Any]:
+    """The ``views.open`` view that asks for an optional reason before denying."""
+    return _modal(
+        request,
+        channel,
+        callback_id=DENY_CALLBACK_ID,
+        titles=("Deny request", "Deny"),
+        intro=f"Deny {request.tool} ({short(request.id)}) from {request.agent}?",
+        field=(REASON_BLOCK, REASON_ACTION, REASON_MAX),
+        label="Reason (sent back to the agent)",
+        optional=True,
+    )
+
+
+def reply_modal(request: Request, channel: str | None) -> dict[str, Any]:
+    """The ``views.open`` view that asks for the answer to a question (required).
+
+    It names the question (agent, short id, the subject as one-line replies
+    show it) but does not repeat its text: the text is in the message just
+    tapped, rendered there with the notifiers' full presentation.
+    """
+    intro = f"Answer the question from {request.agent} ({short(request.id)})"
+    subject = request.arguments.get("subject")
+    if isinstance(subject, str) and subject.strip():
+        intro += f": {title(request)}"
+    return _modal(
+        request,
+        channel,
+        callback_id=REPLY_CALLBACK_ID,
+        titles=("Answer the agent", "Send answer"),
+        intro=intro,
+        field=(ANSWER_BLOCK, ANSWER_ACTION, ANSWER_MAX),
+        label="Your answer (sent back to the agent)",
+        optional=False,
+    )
+
+
+def _modal(
+    request: Request,
+    channel: str | None,
+    *,
+    callback_id: str,
+    titles: tuple[str, str],
+    intro: str,
+    field: tuple[str, str, int],
+    label: str,
+    optional: bool,
+) -> dict[str, Any]:
+    """One text input under a one-line introduction; ``titles`` is (title, submit button)."""
+    metadata = json.dumps({"r": request.id, "c": channel}, separators=(",", ":"))
+    block_id, action_id, max_length = field
+    element = {
+        "type": "plain_text_input",
+        "action_id": action_id,
+        "multiline": True,
+        "max_length": max_length,
+    }
+    text_input: dict[str, Any] = {
+        "type": "input",
+        "block_id": block_id,
+        "label": {"type": "plain_text", "text": label},
+        "element": element,
+    }
+    if optional:
+        text_input["optional"] = True
+    return {
+        "type": "modal",
+        "callback_id": callback_id,
+        "private_metadata": metadata[:METADATA_MAX],
+        "title": {"type": "plain_text", "text": titles[0]},
+        "submit": {"type": "plain_text", "text": titles[1]},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": [
+            {"type": "section", "text": {"type": "plain_text", "text": _plain(intro)}},
+            text_input,
+        ],
+    }
+
+
+def _plain(text: str) -> str:
+    """Clipped, then Slack's three control characters escaped (``&`` first).
+
+    Clipping first means an escape sequence is never cut in half.
+    """
+    clipped = text if len(text) <= _PLAIN_MAX else text[: _PLAIN_MAX - 1] + "…"
+    return escape(clipped)
+
+
+def escape(text: str) -> str:
+    """Slack's three control characters escaped (``&`` first), so text cannot mention or link."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,185 @@
+"""Slack's interaction payloads, read into a frozen :class:`Interaction` or ``None``.
+
+An interaction payload is signed (checked first, in :mod:`._slack_signature`),
+but its *shape* is still whatever arrived: the fields tapgate acts on (who
+tapped, in which workspace and conversation, which button, which request) are
+read here, and anything that does not fit is ``None``: the caller answers
+400, never 500. The ids of tapgate's own modals (``callback_id``, block ids)
+live here too, because a submission is read by them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from tapgate.core.buttons import SLACK_ACTIONS, TapAction, valid_request_id
+from tapgate.core.taps import ANSWER_MAX, Tap
+
+__all__ = [
+    "ANSWER_ACTION",
+    "ANSWER_BLOCK",
+    "DENY_CALLBACK_ID",
+    "METADATA_MAX",
+    "REASON_ACTION",
+    "REASON_BLOCK",
+    "REASON_MAX",
+    "REPLY_CALLBACK_ID",
+    "Interaction",
+    "parse_action",
+    "parse_deny_submission",
+    "parse_reply_submission",
+]
+
+DENY_CALLBACK_ID = "tapgate_deny"
+"""``callback_id`` of the deny-reason modal (a namespace apart from ``action_id``)."""
+REASON_MAX = 2000
+"""Longest reason accepted: plenty for a sentence to the agent, small for the audit log."""
+REPLY_CALLBACK_ID = "tapgate_reply"
+"""``callback_id`` of a question's answer modal."""
+ANSWER_BLOCK = "answer"
+"""``block_id`` of the answer input: where a submission's error is shown."""
+REASON_BLOCK = "reason"
+REASON_ACTION = "reason"
+ANSWER_ACTION = "answer"
+METADATA_MAX = 3000
+"""Slack's ``private_metadata`` limit."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Interaction:
+    """One tap or one modal submission (a deny's reason, a question's answer in ``reason``).
+
+    ``team`` is the tapper's workspace: ``user.team_id``, their home
+    workspace, which is what ``approvers[].slack_team`` names; ``None`` when
+    the payload does not say. Never the payload's ``team.id``: in a Slack
+    Connect channel that is the workspace the *message* lives in, so a
+    person from another organisation would pass for one of ours. A tap whose
+    workspace is unknown fails any workspace check. ``channel`` is where
+    ephemeral answers go.
+    """
+
+    action: TapAction
+    request_id: str
+    user_id: str
+    team: str | None
+    channel: str | None = None
+    trigger_id: str | None = None
+    response_url: str | None = None
+    reason: str | None = None
+
+    @property
+    def tap(self) -> Tap:
+        """What core needs to judge this interaction (:mod:`tapgate.core.taps`)."""
+        return Tap(
+            channel="slack",
+            user_id=self.user_id,
+            team=self.team,
+            action=self.action,
+            request_id=self.request_id,
+        )
+
+
+def parse_action(body: object) -> Interaction | None:
+    """The tap in a ``block_actions`` payload, or ``None`` if it is not one of ours."""
+    if not isinstance(body, dict):
+        return None
+    actions = body.get("actions")
+    if not isinstance(actions, list) or not actions or not isinstance(actions[0], dict):
+        return None
+    action = SLACK_ACTIONS.get(_str(actions[0].get("action_id")) or "")
+    request_id = actions[0].get("value")
+    user = _tapper(body)
+    if action is None or user is None or not isinstance(request_id, str):
+        return None
+    if not valid_request_id(request_id):
+        return None
+    container = _dict(body.get("container"))
+    channel = _str(container.get("channel_id")) or _str(_dict(body.get("channel")).get("id"))
+    trigger_id, response_url = _str(body.get("trigger_id")), _str(body.get("response_url"))
+    return _interaction(
+        user, action, request_id, channel, trigger_id=trigger_id, response_url=response_url
+    )
+
+
+def parse_deny_submission(body: object) -> Interaction | None:
+    """The deny (with its optional reason) in a ``view_submission`` of our modal."""
+    return _submission(body, DENY_CALLBACK_ID, "deny", (REASON_BLOCK, REASON_ACTION), REASON_MAX)
+
+
+def parse_reply_submission(body: object) -> Interaction | None:
+    """The answer in a ``view_submission`` of a question's answer modal.
+
+    ``reason`` is the answer, stripped; ``None`` when only blanks were typed
+    (the input is required, but Slack counts spaces as an answer).
+    """
+    block = (ANSWER_BLOCK, ANSWER_ACTION)
+    return _submission(body, REPLY_CALLBACK_ID, "reply", block, ANSWER_MAX)
+
+
+def _submission(
+    body: object, callback_id: str, action: TapAction, field: tuple[str, str], max_len: int
+) -> Interaction | None:
+    """The submission of our modal ``callback_id``: whose, which request, and the typed text."""
+    if not isinstance(body, dict):
+        return None
+    view = _dict(body.get("view"))
+    metadata = _metadata(view.get("private_metadata"))
+    user = _tapper(body)
+    if view.get("callback_id") != callback_id or metadata is None or user is None:
+        return None
+    request_id, channel = metadata
+    values = _dict(_dict(view.get("state")).get("values"))
+    typed = _str(_dict(_dict(values.get(field[0])).get(field[1])).get("value"))
+    typed = typed.strip()[:max_len] if typed else None
+    return _interaction(user, action, request_id, channel, reason=typed or None)
+
+
+def _interaction(
+    user: tuple[str, str | None],
+    action: TapAction,
+    request_id: str,
+    channel: str | None,
+    **extra: str | None,
+) -> Interaction:
+    """An :class:`Interaction` by ``user`` (as :func:`_tapper` read it) and its ``extra`` fields."""
+    return Interaction(
+        action=action,
+        request_id=request_id,
+        user_id=user[0],
+        team=user[1],
+        channel=channel,
+        **extra,
+    )
+
+
+def _tapper(body: dict[str, Any]) -> tuple[str, str | None] | None:
+    """``(user id, workspace)`` of whoever clicked; ``None`` without a user id."""
+    user = _dict(body.get("user"))
+    user_id = _str(user.get("id"))
+    if user_id is None:
+        return None
+    return user_id, _str(user.get("team_id"))
+
+
+def _metadata(value: object) -> tuple[str, str | None] | None:
+    """``(request id, channel)`` from our ``private_metadata``, or ``None``."""
+    if not isinstance(value, str) or len(value) > METADATA_MAX:
+        return None
+    try:
+        data = json.loads(value)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not valid_request_id(data.get("r")):
+        return None
+    return data["r"], _str(data.get("c"))
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: object) -> str | None:
+    """A non-empty string, else ``None``."""
+    return value if isinstance(value, str) and value else None
