@@ -28,6 +28,7 @@ from tapgate.core.store import Store
 from tapgate.notifiers import Dispatcher, LineNotifier, SlackNotifier
 from tapgate.notifiers.retry import RetryPolicy
 from tests.fakes import FakeLine, FakeSlack, Fault
+from tests.tables import outbox_rows
 
 LINE_TOKEN = "line-channel-access-token"
 SLACK_TOKEN = "xoxb-test-bot-token"
@@ -145,8 +146,8 @@ async def test_line_monthly_quota_is_not_retried_and_slack_still_delivers(
     assert len(line.requests_to("push")) == 2  # one per approver, never again
     assert line.pushes == []
     assert len(slack.messages) == 2  # the approvers' other channel still got it
-    rows = await store.outbox.for_request(ticket.request_id or "")
-    failed = [r for r in rows if r.delivery.channel == "line"]
+    rows = await outbox_rows(store, ticket.request_id or "")
+    failed = [r for r in rows if r.channel == "line"]
     assert {r.status for r in failed} == {"failed"}
     assert all("monthly limit" in (r.last_error or "") for r in failed)
 

@@ -20,6 +20,7 @@ from tapgate.core.store import Store
 from tapgate.errors import DeliveryError, PermanentDeliveryError
 from tapgate.notifiers.dispatcher import Dispatcher
 from tapgate.notifiers.recording import RecordingNotifier
+from tests.tables import outbox_rows
 
 POLICY = Policy(PolicySpec(rules=(Rule(tool="deploy", action="ask", source="policy.rules[0]"),)))
 DIRECTORY = Directory(
@@ -78,7 +79,7 @@ async def test_one_message_per_approver_and_channel(
     assert sorted(s.delivery.address for s in slack.sends) == ["UA", "UB"]
     assert [s.delivery.address for s in line.sends] == ["LA"]
     assert all(s.request.id == ticket.request_id for s in slack.sends + line.sends)
-    rows = await store.outbox.for_request(ticket.request_id or "")
+    rows = await outbox_rows(store, ticket.request_id or "")
     assert {r.status for r in rows} == {"sent"}
     assert sum(e.kind == "notified" for e in events) == 3
     assert slack.closed and line.closed  # the dispatcher owns its notifiers
@@ -101,11 +102,7 @@ async def test_transient_failure_is_retried_later_and_delivered_once(
     clock.advance(35)
     assert await d.run_once() == 1  # the 429 row honoured Retry-After (45 s)
     assert sorted(s.delivery.address for s in slack.sends) == ["UA", "UB"]
-    rows = [
-        r
-        for r in await store.outbox.for_request(ticket.request_id or "")
-        if r.delivery.channel == "slack"
-    ]
+    rows = [r for r in await outbox_rows(store, ticket.request_id or "") if r.channel == "slack"]
     assert sorted(r.attempts for r in rows) == [2, 2]
     # A first attempt is not a retry; the second tells the notifier to look first.
     assert [c.retried for c in slack.calls] == [False, False, True, True]
@@ -128,11 +125,7 @@ async def test_permanent_failure_is_recorded_and_other_channels_still_deliver(
     await d.run_once()
     assert len(line.calls) == 1  # never retried
     assert sorted(s.delivery.address for s in slack.sends) == ["UA", "UB"]
-    [failed] = [
-        r
-        for r in await store.outbox.for_request(ticket.request_id or "")
-        if r.delivery.channel == "line"
-    ]
+    [failed] = [r for r in await outbox_rows(store, ticket.request_id or "") if r.channel == "line"]
     assert (failed.status, failed.last_error) == ("failed", "You have reached your monthly limit.")
     assert sum("giving up" in r.message for r in caplog.records) == 1
     await d.close()
@@ -205,9 +198,9 @@ async def test_failed_update_is_retried_then_abandoned(
     for _ in range(12):
         await d.run_once()
         clock.advance(3600)  # past any backoff
-    rows = await store.outbox.for_request(request_id)
+    rows = await outbox_rows(store, request_id)
     assert all(r.updated_status is None for r in rows)  # never shown, but bounded
-    slack_rows = [r for r in rows if r.delivery.channel == "slack"]
+    slack_rows = [r for r in rows if r.channel == "slack"]
     assert [r.update_attempts for r in slack_rows] == [10, 10]
     assert len(slack.updates) == 0
     await d.close()
@@ -249,8 +242,8 @@ async def test_an_unexpected_update_error_is_counted_like_a_failure(
 
     slack.update = broken  # type: ignore[method-assign]
     assert await d.run_once() == 0  # the pass survives it
-    rows = await store.outbox.for_request(request_id)
-    slack_rows = [r for r in rows if r.delivery.channel == "slack"]
+    rows = await outbox_rows(store, request_id)
+    slack_rows = [r for r in rows if r.channel == "slack"]
     assert [r.update_attempts for r in slack_rows] == [1, 1]
     slack.update = original  # type: ignore[method-assign]
     clock.advance(3600)

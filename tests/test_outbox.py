@@ -9,6 +9,7 @@ from tapgate.core.clock import ManualClock
 from tapgate.core.models import Delivery
 from tapgate.core.store import Store
 from tests.factories import make_request
+from tests.tables import outbox_rows
 
 ALICE = Delivery(approver="alice", channel="slack", address="UA")
 BOB = Delivery(approver="bob", channel="line", address="UB")
@@ -29,7 +30,7 @@ async def test_claim_leases_and_counts_attempts(store: Store, clock: ManualClock
     assert await store.outbox.mark_sent(
         again[0].id, owner="d2", receipt={"ts": "1"}, now=clock.now()
     )
-    [sent, pending] = await store.outbox.for_request(req.id)
+    [sent, pending] = await outbox_rows(store, req.id)
     assert (sent.status, sent.receipt) == ("sent", {"ts": "1"})
     assert pending.status == "pending"
 
@@ -90,7 +91,7 @@ async def test_rows_of_an_overdue_request_are_cancelled_not_sent(
     await store.create_request(request, [ALICE], clock.now())
     clock.advance(61)
     assert await store.outbox.claim(clock.now(), owner="d") == []
-    [row] = await store.outbox.for_request(request.id)
+    [row] = await outbox_rows(store, request.id)
     assert row.status == "cancelled"
     assert not await store.queue_reminder(request.id, [ALICE], clock.now())
 
@@ -101,7 +102,7 @@ async def test_failed_rows_are_never_claimed(store: Store, clock: ManualClock) -
     assert await store.outbox.mark_failed(item.id, owner="d", error="quota", now=clock.now())
     clock.advance(3600)
     assert await store.outbox.claim(clock.now(), owner="d") == []
-    [row] = await store.outbox.for_request(item.request.id)
+    [row] = await outbox_rows(store, item.request.id)
     assert (row.status, row.last_error) == ("failed", "quota")
 
 
@@ -112,7 +113,7 @@ async def test_rows_of_decided_requests_are_cancelled_not_sent(
     await store.create_request(req, [ALICE, BOB], clock.now())
     await store.transition(req.id, to="approved", by="alice", now=clock.now())
     assert await store.outbox.claim(clock.now(), owner="d") == []
-    assert {r.status for r in await store.outbox.for_request(req.id)} == {"cancelled"}
+    assert {r.status for r in await outbox_rows(store, req.id)} == {"cancelled"}
 
 
 async def test_stale_lists_sent_messages_of_decided_requests(

@@ -10,9 +10,9 @@ from sqlalchemy.exc import IntegrityError
 
 from tapgate.core.clock import ManualClock
 from tapgate.core.store import Store
+from tapgate.core.store.lifecycle import _DECIDE
 from tapgate.core.store.prepared import Prepared
 from tapgate.core.store.schema import webhook_events
-from tapgate.core.store.store import _DECIDE
 from tests.factories import make_request
 
 # A literal (``status == "pending"``), a parameter used twice (``b_now``) and

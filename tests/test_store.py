@@ -11,7 +11,7 @@ from sqlalchemy.exc import DBAPIError
 
 from tapgate.core.clock import ManualClock
 from tapgate.core.models import Delivery, Grant
-from tapgate.core.store import Store, normalize_url
+from tapgate.core.store import GrantKey, Store, normalize_url
 from tapgate.core.store.engine import current_revision, head_revision
 from tapgate.errors import RequestNotFound, StoreError
 from tests.factories import make_request
@@ -57,7 +57,7 @@ async def test_transition_is_compare_and_set(store: Store, clock: ManualClock) -
     won = await store.transition(req.id, to="approved", by="alice", now=clock.now())
     lost = await store.transition(req.id, to="denied", by="bob", now=clock.now())
     assert won.outcome == "applied" and won.request and won.request.status == "approved"
-    assert lost.outcome == "refused" and lost.request and lost.request.status == "approved"
+    assert lost.outcome == "final" and lost.request and lost.request.status == "approved"
     assert lost.request.resolved_by == "alice"
     events = [(e.event, e.actor) for e in await store.audit_log(request_id=req.id)]
     assert events == [("requested", "agent-1"), ("approved", "alice"), ("refused", "bob")]
@@ -106,7 +106,7 @@ async def test_terminal_states_are_final(store: Store, clock: ManualClock) -> No
     await store.transition(req.id, to="cancelled", by="agent-1", now=clock.now())
     for to in ("approved", "denied", "cancelled"):
         result = await store.transition(req.id, to=to, by="alice", now=clock.now())  # type: ignore[arg-type]
-        assert result.outcome == "refused"
+        assert result.outcome == "final"
     clock.advance(3600)
     assert await store.expire_overdue(clock.now()) == []
     assert (await store.get_request(req.id)).status == "cancelled"
@@ -166,14 +166,20 @@ async def test_grants_scoping_and_revocation(store: Store, clock: ManualClock) -
         created_by="alice",
         expires_at=now + timedelta(seconds=60),
     )
-    await store.add_grant(session)
-    await store.add_grant(always)
+    for grant in (session, always):  # made the one way tapgate makes them: with an approval
+        asked = make_request(now, agent="a", session=grant.session, tool=grant.tool)
+        await store.create_request(asked, [], now)
+        approved = await store.transition(
+            asked.id, to="approved", by="alice", now=now, grant=lambda _, g=grant: g
+        )
+        assert approved.outcome == "applied"
 
     async def find(agent: str, session: str | None, tool: str) -> str | None:
-        g = await store.find_grant(
-            agent=agent, session=session, tool=tool, fingerprint="f", now=clock.now()
-        )
-        return g.id if g else None
+        """The grant an identical ask would be answered with (none: a request is created)."""
+        key = GrantKey(agent=agent, session=session, tool=tool, fingerprint="f")
+        asked = make_request(clock.now(), agent=agent, session=session, tool=tool)
+        created = await store.create_request(asked, [], clock.now(), key)
+        return created.grant.id if created.grant else None
 
     assert await find("a", "s1", "t") == "g1"
     assert await find("a", "s2", "t") is None  # other session

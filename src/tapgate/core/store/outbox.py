@@ -1,6 +1,7 @@
 """The notification outbox: durable, leased delivery work.
 
-Rows are written with their request (see :mod:`tapgate.core.store.store`).
+Rows are written with their request, or with a reminder, by :func:`queue`
+(see :mod:`tapgate.core.store.lifecycle` and :mod:`tapgate.core.store.reminders`).
 A dispatcher *claims* due rows: the claim sets a lease (``lease_until``,
 ``lease_owner``) in the same transaction that selects them, with
 ``FOR UPDATE SKIP LOCKED`` on PostgreSQL, so two dispatchers never hold the
@@ -18,19 +19,31 @@ brought up to date once (``updated_status``), so Slack buttons turn into
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, case, func, or_, select, type_coerce, update
+from sqlalchemy import (
+    Connection,
+    and_,
+    bindparam,
+    case,
+    func,
+    insert,
+    or_,
+    select,
+    type_coerce,
+    update,
+)
 
 from tapgate.core.models import Delivery, Request
 from tapgate.core.store import engine as _engine
 from tapgate.core.store.rows import request_from_row
 from tapgate.core.store.schema import UTCDateTime, outbox, requests
 
-__all__ = ["MAX_UPDATE_ATTEMPTS", "NOT_EDITABLE", "Outbox", "OutboxItem"]
+__all__ = ["MAX_UPDATE_ATTEMPTS", "NOT_EDITABLE", "Outbox", "OutboxItem", "queue"]
 
 MAX_UPDATE_ATTEMPTS = 10
 """Tries to bring one sent message up to date before leaving it as it is."""
@@ -70,6 +83,42 @@ _TO_UPDATE = and_(
     outbox.c.update_attempts < bindparam("b_max_updates", MAX_UPDATE_ATTEMPTS),
 )
 _MINE = and_(outbox.c.id == bindparam("b_id"), outbox.c.lease_owner == bindparam("b_owner"))
+_INSERT = insert(outbox)
+
+
+def queue(
+    conn: Connection,
+    request_id: str,
+    deliveries: Sequence[Delivery],
+    now: datetime,
+    *,
+    kind: str,
+) -> None:
+    """Add one message per delivery, due now (``kind``: ``request`` or ``reminder``).
+
+    Runs inside the transaction that creates the request or marks the
+    reminder, so the messages exist exactly when that does. Each message gets
+    its own retry key.
+    """
+    if not deliveries:
+        return
+    rows = [
+        {
+            "request_id": request_id,
+            "approver": d.approver,
+            "channel": d.channel,
+            "address": d.address,
+            "kind": kind,
+            "status": "pending",
+            "attempts": 0,
+            "next_attempt_at": now,
+            "retry_key": str(uuid.uuid4()),
+            "created_at": now,
+            "updated_at": now,
+        }
+        for d in deliveries
+    ]
+    conn.execute(_INSERT, rows)
 
 
 def _item(row: Mapping[Any, Any], request: Request) -> OutboxItem:
@@ -255,16 +304,6 @@ class Outbox:
             )
         )
         await self.runner.run(lambda c: c.execute(statement))
-
-    async def for_request(self, request_id: str) -> list[OutboxItem]:
-        """Every outbox row of a request (for operators and tests)."""
-        query = (
-            select(outbox, requests)
-            .join(requests, requests.c.id == outbox.c.request_id)
-            .where(outbox.c.request_id == request_id)
-            .order_by(outbox.c.id)
-        )
-        return await self.runner.read(lambda c: _items(c, query))
 
 
 def _items(conn: Connection, query: Any) -> list[OutboxItem]:

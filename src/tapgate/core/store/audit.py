@@ -1,0 +1,64 @@
+"""The audit log: lines the store writes itself, and reading the log back.
+
+The database writes the audit line of every request creation and status
+change (triggers, see the migrations) and refuses ``UPDATE`` and ``DELETE`` on
+the table. What no trigger can see is written here, in the transaction of the
+change it explains: a refused decision and why, a grant made or revoked, an
+operator's note. Kept apart from the lifecycle so every writer of an audit
+line shares one helper and one column order.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, insert, select
+
+from tapgate.core.models import AuditEntry
+from tapgate.core.store.rows import audit_from_row
+from tapgate.core.store.schema import audit
+
+__all__ = ["read", "write"]
+
+_INSERT = insert(audit)
+
+
+def write(  # noqa: PLR0917 - the six columns of an audit line, always in this order
+    conn: Connection,
+    now: datetime,
+    event: str,
+    request_id: str | None,
+    actor: str,
+    detail: dict[str, Any],
+) -> None:
+    """Append one line; ``detail`` is stored as sorted JSON (anything else as ``str``)."""
+    conn.execute(
+        _INSERT,
+        {
+            "at": now,
+            "event": event,
+            "request_id": request_id,
+            "actor": actor,
+            "detail": json.dumps(detail, default=str, sort_keys=True),
+        },
+    )
+
+
+def read(
+    conn: Connection,
+    *,
+    since: datetime | None,
+    request_id: str | None,
+    limit: int | None,
+) -> list[AuditEntry]:
+    """Lines in the order they were written, optionally from ``since`` or of one request."""
+    query = select(audit).order_by(audit.c.id)
+    if since is not None:
+        query = query.where(audit.c.at >= since)
+    if request_id is not None:
+        query = query.where(audit.c.request_id == request_id)
+    if limit is not None:
+        query = query.limit(limit)
+    return [audit_from_row(r) for r in conn.execute(query).mappings()]

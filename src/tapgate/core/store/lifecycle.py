@@ -1,0 +1,292 @@
+"""A request's lifecycle: created pending, then approved, denied, cancelled or expired once.
+
+Every status change is a compare-and-set in SQL
+(``UPDATE … WHERE status = 'pending' AND expires_at > :now``), so the database,
+not the timing of coroutines or replicas, decides which of many taps wins; the
+change and its audit line commit in one transaction (the trigger writes the
+line of a change, :mod:`~tapgate.core.store.audit` the line of a refusal). A
+decision arriving after ``expires_at`` is refused even when no sweep has run
+yet: it expires the request itself. Outbox rows are left as they are when a
+request is decided: the dispatcher sends only rows whose request is still
+pending (one UPDATE less on the hot path).
+
+Creation lives here too, because asking can end an old life: an identical
+pending request is reused, and an overdue one is expired on the way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import (
+    Connection,
+    String,
+    bindparam,
+    cast,
+    exists,
+    func,
+    literal,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects.postgresql import JSONB
+
+from tapgate.core.models import Delivery, Grant, Request, Scope
+from tapgate.core.store import audit, events, grants, outbox
+from tapgate.core.store import requests as _requests
+from tapgate.core.store.grants import GrantKey
+from tapgate.core.store.prepared import Prepared
+from tapgate.core.store.rows import request_from_row, request_to_row
+from tapgate.core.store.schema import UTCDateTime, requests
+from tapgate.errors import StoreError
+
+__all__ = [
+    "Change",
+    "Created",
+    "Outcome",
+    "TargetStatus",
+    "Transition",
+    "create",
+    "expire",
+    "expire_one",
+    "expire_overdue",
+]
+
+Outcome = Literal["applied", "expired", "final", "unauthorized", "missing", "duplicate"]
+TargetStatus = Literal["approved", "denied", "cancelled"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Created:
+    """The result of asking: a covering grant, or the request and whether it is new.
+
+    ``grant`` is set (and ``request`` is ``None``) when an active grant covers
+    the call. ``expired`` lists an identical request found overdue and expired
+    on the way, so the caller can announce it.
+    """
+
+    request: Request | None
+    created: bool
+    grant: Grant | None = None
+    expired: tuple[Request, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Transition:
+    """What a resolve or cancel did.
+
+    ``applied``: this call decided the request. ``expired``: the request was
+    overdue and this call expired it instead. ``final``: it was already
+    decided, cancelled or expired. ``unauthorized``: ``by`` is not among the
+    request's approvers. ``missing``: there is no such request.
+    ``duplicate``: the platform event that carried this decision was handled
+    before (a redelivery): nothing was done. Every outcome but ``missing`` and
+    ``duplicate`` is audited (a refusal as the audit event ``refused``).
+    """
+
+    request: Request | None
+    outcome: Outcome
+
+
+# Statements are built once and executed with parameters: building
+# ``insert(t).values({...})`` per call costs more than running it on SQLite.
+# An identical pending request is reused: the partial unique index decides.
+_PENDING_CALL: dict[str, Any] = {
+    "index_elements": ["agent", "session", "tool", "args_digest"],
+    # A literal predicate: PostgreSQL infers the partial index from it even in a
+    # generic (cached) plan, where a bound parameter would no longer match.
+    "index_where": text("status = 'pending'"),
+}
+_INSERT_REQUEST = {
+    "sqlite": sqlite.insert(requests).on_conflict_do_nothing(**_PENDING_CALL),
+    "postgresql": postgresql.insert(requests).on_conflict_do_nothing(**_PENDING_CALL),
+}
+_SELECT_PENDING_SAME = select(requests).where(
+    requests.c.agent == bindparam("b_agent"),
+    requests.c.session == bindparam("b_session"),
+    requests.c.tool == bindparam("b_tool"),
+    requests.c.args_digest == bindparam("b_digest"),
+    requests.c.status == "pending",
+)
+_DECIDE = (
+    update(requests)
+    .where(
+        requests.c.id == bindparam("b_id"),
+        requests.c.status == "pending",
+        requests.c.expires_at > bindparam("b_now", type_=UTCDateTime),
+    )
+    .values(
+        status=bindparam("b_status"),
+        resolved_at=bindparam("b_now", type_=UTCDateTime),
+        resolved_by=bindparam("b_by"),
+        resolution_reason=bindparam("b_reason"),
+        resolution_detail=bindparam("b_detail"),
+        scope=bindparam("b_scope"),
+    )
+    .returning(*requests.c)
+)
+# The tapper must be one of the request's approvers: checked in the same UPDATE,
+# as an exact, case-sensitive match of one element of the JSON list. (A LIKE on
+# the JSON text was not: SQLite's LIKE ignores ASCII case, so "alice" could decide
+# for "Alice", and a name with a quote in it could match inside another.)
+_APPROVERS = func.json_each(requests.c.approvers).table_valued("value")
+_DECIDE_AS_APPROVER = {
+    "sqlite": _DECIDE.where(exists().where(_APPROVERS.c.value == bindparam("b_approver"))),
+    "postgresql": _DECIDE.where(
+        cast(requests.c.approvers, JSONB).op("?")(bindparam("b_approver", type_=String))
+    ),
+}
+# A tap's transaction runs on every tap: these skip SQLAlchemy's per-call work (see prepared).
+_DECIDE_PREPARED = Prepared(_DECIDE)
+_DECIDE_AS_APPROVER_PREPARED = {
+    name: Prepared(statement) for name, statement in _DECIDE_AS_APPROVER.items()
+}
+# {"on_timeout": "deny"} built in SQL, so a bulk expiry stays one statement.
+_ON_TIMEOUT_DETAIL = literal('{"on_timeout": "') + requests.c.on_timeout + literal('"}')
+
+
+def create(
+    conn: Connection,
+    request: Request,
+    deliveries: Sequence[Delivery],
+    now: datetime,
+    grant_key: GrantKey | None,
+) -> Created:
+    """A covering grant, the identical pending request, or ``request`` inserted with its outbox.
+
+    Raises :class:`~sqlalchemy.exc.IntegrityError` when a concurrent identical
+    ask wins the insert (the caller runs it again, and reuses that one).
+    """
+    if grant_key is not None:
+        grant = grants.find(conn, grant_key, now)
+        if grant is not None:
+            return Created(request=None, created=False, grant=grant)
+    row = request_to_row(request)
+    insert_request = _INSERT_REQUEST[conn.dialect.name]
+    expired: tuple[Request, ...] = ()
+    if conn.execute(insert_request, row).rowcount != 1:
+        existing = _pending_like(conn, request)
+        if existing is not None and existing.expires_at > now:
+            return Created(request=existing, created=False)
+        if existing is not None:
+            expired = tuple(expire(conn, [existing.id], now))
+        if conn.execute(insert_request, row).rowcount != 1:
+            raise StoreError("could not create or reuse a pending request")
+    # the "requested" audit line is written by a trigger
+    outbox.queue(conn, request.id, deliveries, now, kind="request")
+    return Created(request=request, created=True, expired=expired)
+
+
+def _pending_like(conn: Connection, request: Request) -> Request | None:
+    params = {
+        "b_agent": request.agent,
+        "b_session": request.session or "",
+        "b_tool": request.tool,
+        "b_digest": request.args_digest,
+    }
+    row = conn.execute(_SELECT_PENDING_SAME, params).mappings().first()
+    return request_from_row(row) if row is not None else None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Change:
+    """One resolve or cancel, run as a single transaction (see ``Store.transition``)."""
+
+    request_id: str
+    to: TargetStatus
+    by: str
+    now: datetime
+    reason: str | None
+    scope: Scope | None
+    grant: Callable[[Request], Grant | None] | None
+    approver_check: bool
+    detail: dict[str, Any]
+    event: tuple[str, str] | None = None
+
+    def __call__(self, conn: Connection) -> Transition:
+        if self.event is not None and not events.remember(conn, *self.event, self.now):
+            return Transition(request=None, outcome="duplicate")
+        params = {
+            "b_id": self.request_id,
+            "b_now": self.now,
+            "b_status": self.to,
+            "b_by": self.by,
+            "b_reason": self.reason,
+            "b_scope": self.scope,
+            "b_detail": json.dumps(self.detail, sort_keys=True) if self.detail else None,
+        }
+        statement = _DECIDE_PREPARED
+        if self.approver_check:
+            statement = _DECIDE_AS_APPROVER_PREPARED[conn.dialect.name]
+            params["b_approver"] = self.by
+        rows = statement.returning(conn, params)
+        if not rows:
+            return self._not_applied(conn)
+        decided = request_from_row(rows[0])
+        grant = self.grant(decided) if self.grant is not None else None
+        if grant is not None:  # the decision itself is audited by a trigger
+            grants.add(conn, grant, request_id=self.request_id, by=self.by, now=self.now)
+        return Transition(request=decided, outcome="applied")
+
+    def _not_applied(self, conn: Connection) -> Transition:
+        """Why the compare-and-set matched nothing: each reason is audited."""
+        current = _requests.get(conn, self.request_id)
+        if current is None:
+            return Transition(request=None, outcome="missing")
+        if self.approver_check and self.by not in current.approvers:
+            self._refused(conn, "not an approver")
+            return Transition(request=current, outcome="unauthorized")
+        if current.status == "pending":  # pending but not updated: overdue
+            expired = expire(conn, [self.request_id], self.now)
+            self._refused(conn, "expired")
+            return Transition(request=expired[0] if expired else current, outcome="expired")
+        by = f" by {current.resolved_by}" if current.resolved_by else ""
+        self._refused(conn, f"already {current.status}{by}")
+        return Transition(request=current, outcome="final")
+
+    def _refused(self, conn: Connection, why: str) -> None:
+        detail = {"reason": self.reason, "scope": self.scope, **self.detail}
+        detail |= {"wanted": self.to, "why": why}
+        audit.write(conn, self.now, "refused", self.request_id, self.by, detail)
+
+
+def expire(conn: Connection, ids: list[str], now: datetime) -> list[Request]:
+    """Expire those of ``ids`` still pending and overdue; the requests this expired."""
+    result = conn.execute(
+        update(requests)
+        .where(requests.c.id.in_(ids), requests.c.status == "pending", requests.c.expires_at <= now)
+        .values(
+            status="expired",
+            resolved_at=now,
+            resolved_by="timeout",
+            resolution_detail=_ON_TIMEOUT_DETAIL,
+        )
+        .returning(*requests.c)
+    )  # the "expired" audit line is written by a trigger
+    return [request_from_row(r) for r in result.mappings()]
+
+
+def expire_one(conn: Connection, request_id: str, now: datetime) -> Transition:
+    """Expire one request if it is pending and overdue: ``expired``, ``final`` or ``missing``."""
+    expired = expire(conn, [request_id], now)
+    if expired:
+        return Transition(request=expired[0], outcome="expired")
+    current = _requests.get(conn, request_id)
+    return Transition(request=current, outcome="final" if current else "missing")
+
+
+def expire_overdue(conn: Connection, now: datetime, limit: int) -> list[Request]:
+    """Expire up to ``limit`` overdue pending requests; those this call expired."""
+    query = (
+        select(requests.c.id)
+        .where(requests.c.status == "pending", requests.c.expires_at <= now)
+        .limit(limit)
+    )
+    ids = list(conn.execute(query).scalars())
+    return expire(conn, ids, now) if ids else []

@@ -1,0 +1,58 @@
+"""Reading requests: one by id, several for the sweep, filtered lists, the pending count.
+
+Reads only. Every write to a request (creation, decisions, expiry) is in
+:mod:`tapgate.core.store.lifecycle`, which uses :func:`get` to explain a
+compare-and-set that matched nothing.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, bindparam, func, select
+
+from tapgate.core.models import Request, RequestStatus
+from tapgate.core.store.rows import request_from_row
+from tapgate.core.store.schema import requests
+
+__all__ = ["count", "get", "get_many", "newest_first"]
+
+_SELECT_ONE = select(requests).where(requests.c.id == bindparam("b_id"))
+
+
+def get(conn: Connection, request_id: str) -> Request | None:
+    """The request with this id, if there is one."""
+    row = conn.execute(_SELECT_ONE, {"b_id": request_id}).mappings().first()
+    return request_from_row(row) if row is not None else None
+
+
+def get_many(conn: Connection, ids: list[str]) -> list[Request]:
+    """The requests among ``ids`` that exist, in no particular order."""
+    query = select(requests).where(requests.c.id.in_(ids))
+    return [request_from_row(r) for r in conn.execute(query).mappings()]
+
+
+def newest_first(
+    conn: Connection,
+    *,
+    status: RequestStatus | None,
+    agent: str | None,
+    tool: str | None,
+    id_prefix: str | None,
+    limit: int,
+) -> list[Request]:
+    """Requests matching every filter given, newest first (``id_prefix`` by ``LIKE``)."""
+    query = select(requests).order_by(requests.c.created_at.desc()).limit(limit)
+    if status is not None:
+        query = query.where(requests.c.status == status)
+    if agent is not None:
+        query = query.where(requests.c.agent == agent)
+    if tool is not None:
+        query = query.where(requests.c.tool == tool)
+    if id_prefix is not None:
+        query = query.where(requests.c.id.startswith(id_prefix, autoescape=True))
+    return [request_from_row(r) for r in conn.execute(query).mappings()]
+
+
+def count(conn: Connection, status: RequestStatus) -> int:
+    """How many requests have ``status`` (an indexed count)."""
+    query = select(func.count()).select_from(requests).where(requests.c.status == status)
+    return int(conn.execute(query).scalar_one())
