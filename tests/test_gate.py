@@ -319,7 +319,7 @@ async def test_expire_overdue_wakes_waiters(gate: Gate, clock: ManualClock) -> N
 
 
 def test_ids_are_long_url_safe_and_never_look_like_options() -> None:
-    from tapgate.core.gate import new_id
+    from tapgate.core.records import new_id
 
     ids = {new_id() for _ in range(5000)}
     assert len(ids) == 5000

@@ -40,8 +40,9 @@ if TYPE_CHECKING:
     from tapgate.core.clock import Clock, ManualClock, SystemClock
     from tapgate.core.directory import Approver, Directory
     from tapgate.core.events import EventBus
-    from tapgate.core.gate import Gate, new_id
+    from tapgate.core.gate import Gate
     from tapgate.core.policy import HAZARD_RULE, Policy, PolicyVerdict
+    from tapgate.core.records import new_id
     from tapgate.core.rules import DEFAULT_RISK_ACTIONS, PolicySpec, Rule, ToolSpec
     from tapgate.core.store import Store
 
@@ -102,7 +103,7 @@ _LAZY = {
     "Store": "tapgate.core.store",
     "SystemClock": "tapgate.core.clock",
     "ToolSpec": "tapgate.core.rules",
-    "new_id": "tapgate.core.gate",
+    "new_id": "tapgate.core.records",
 }
 
 

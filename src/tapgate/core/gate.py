@@ -1,26 +1,18 @@
 """The gate: turn a tool call into a decision, waiting for a human when policy asks.
 
 ``check`` is the whole story for an in-process agent; ``submit`` / ``wait`` /
-``get_request`` split it for the HTTP API and for agents that outlive a
-restart; ``resolve`` / ``cancel`` are what taps (:mod:`tapgate.core.taps`) and
-operators call. Waiting is event-driven (the futures and who wakes them are
-:mod:`tapgate.core.waiters`): the resolving code path wakes a waiter, and a
-slow reconciliation sweep (one query for all waiters) catches decisions made
-by another process. Each waiter also wakes at its request's deadline and
-expires it, so a timeout never depends on a sweep having run.
-
-The gate is the only door to the store for the layers above core: webhooks,
-the heartbeat and the CLI call the methods under "housekeeping" rather than
-reaching through ``gate.store``, so a store change is a change here only.
+``get_request`` split it for the HTTP API; ``resolve`` / ``cancel`` are what
+taps (:mod:`tapgate.core.taps`) and operators call. Waiting is event-driven
+(:mod:`tapgate.core.waiters`); each waiter also wakes at its request's
+deadline and expires it, so a timeout never depends on a sweep having run.
+The gate is the only door to the store for the layers above core (webhooks,
+heartbeat, CLI), so a store change is a change here only.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import logging
-import secrets
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from functools import partial
@@ -37,15 +29,14 @@ from tapgate.core.models import (
     EventKind,
     GateEvent,
     Grant,
-    GrantScope,
     Request,
     RequestStatus,
     Scope,
     Ticket,
     ToolCall,
-    args_digest,
 )
-from tapgate.core.policy import Policy, PolicyVerdict
+from tapgate.core.policy import Policy
+from tapgate.core.records import grant_decision, grant_for, new_request, policy_decision
 from tapgate.core.store import GrantKey, Store, Transition
 from tapgate.core.store.leader import Leadership
 from tapgate.core.store.notify import DecisionListener
@@ -58,7 +49,7 @@ from tapgate.errors import (
     RequestNotFound,
 )
 
-__all__ = ["Gate", "new_id"]
+__all__ = ["Gate"]
 
 log = logging.getLogger(__name__)
 
@@ -68,17 +59,6 @@ _EVENT_FOR: dict[str, EventKind] = {
     "expired": "expired",
     "cancelled": "cancelled",
 }
-
-
-def new_id() -> str:
-    """A 128-bit random, URL-safe id: unguessable, so an id alone grants nothing.
-
-    Never starts with ``-``, so it can be passed to a command line as is.
-    """
-    while True:
-        value = secrets.token_urlsafe(16)
-        if not value.startswith("-"):
-            return value
 
 
 class Gate:
@@ -105,16 +85,14 @@ class Gate:
         self.clock: Clock = clock or SystemClock()
         self.bus = bus or EventBus()
         self.reconcile_interval = reconcile_interval
-        self._waiters = Waiters(self.clock, self.store.get_request)
+        self._waiters = Waiters(self.clock, self.store.get_request, self.store.get_requests)
         self._listener: DecisionListener | None = None
-        self._sweeper: asyncio.Task[None] | None = None
 
     # -- lifecycle ------------------------------------------------------------------
 
     async def start(self) -> None:
         """Start the reconciliation sweep and, on PostgreSQL, the LISTEN for decisions."""
-        if self._sweeper is None:
-            self._sweeper = asyncio.create_task(self._reconcile_forever(), name="tapgate-reconcile")
+        self._waiters.start_sweep(self.reconcile_interval)
         if self._listener is None:
             self._listener = self.store.decision_listener(
                 self._waiters.on_remote_decision, self.reconcile
@@ -128,11 +106,6 @@ class Gate:
             await self._listener.close()
             self._listener = None
         await self._waiters.close()
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
-            self._sweeper = None
 
     async def __aenter__(self) -> Gate:
         await self.start()
@@ -169,7 +142,7 @@ class Gate:
             )
         verdict = self.policy.evaluate(call)
         if verdict.action != "ask":
-            return self._at_once(call, _policy_decision(verdict))
+            return self._at_once(call, policy_decision(verdict))
         if question:
             # An answer is for one question: a standing grant would answer every
             # later identical question with nobody asked ("contact_not_routed").
@@ -180,11 +153,18 @@ class Gate:
             key = GrantKey(
                 agent=call.agent, session=call.session, tool=call.tool, fingerprint=fingerprint
             )
-        request = self._new_request(call, verdict, fingerprint)
+        request = new_request(
+            call,
+            verdict,
+            fingerprint=fingerprint,
+            approvers=self.directory.expand(verdict.approvers),
+            on_timeout=self.policy.spec.on_timeout,
+            now=self.clock.now(),
+        )
         deliveries = self.directory.deliveries(request.approvers)
         created = await self.store.create_request(request, deliveries, self.clock.now(), key)
         if created.grant is not None:
-            return self._at_once(call, _grant_decision(created.grant, verdict))
+            return self._at_once(call, grant_decision(created.grant, verdict))
         assert created.request is not None
         for expired in created.expired:
             self._settle(expired, "expired")
@@ -303,7 +283,7 @@ class Gate:
         :class:`~tapgate.errors.DuplicateEvent` and changes nothing.
         """
         make_grant = (
-            partial(self._grant_for, by=by, scope=scope, ttl=grant_ttl)
+            partial(grant_for, by=by, scope=scope, ttl=grant_ttl, now=self.clock.now())
             if verdict == "approve" and scope != "once"
             else None
         )
@@ -322,28 +302,6 @@ class Gate:
         if transition.outcome == "duplicate":
             raise DuplicateEvent(request_id, event[1] if event else "?")
         return self._apply(request_id, transition, by)
-
-    def _grant_for(
-        self, request: Request, by: str, scope: Scope, ttl: float | None
-    ) -> Grant | None:
-        if scope == "once" or not request.grantable:
-            return None
-        if scope == "session" and not request.session:
-            return None  # nothing to key a session grant on; the approval counts once
-        now = self.clock.now()
-        grant_scope: GrantScope = scope
-        return Grant(
-            id=new_id(),
-            scope=grant_scope,
-            agent=request.agent,
-            session=request.session if scope == "session" else None,
-            tool=request.tool,
-            fingerprint=request.fingerprint,
-            created_at=now,
-            created_by=by,
-            expires_at=now + timedelta(seconds=ttl) if ttl is not None else None,
-            request_id=request.id,
-        )
 
     def _apply(self, request_id: str, transition: Transition, by: str) -> Request:
         request = transition.request
@@ -432,21 +390,7 @@ class Gate:
 
     async def reconcile(self) -> int:
         """Wake waiters whose request another process decided; returns how many woke."""
-        woken = 0
-        for request in await self.store.get_requests(self._waiters.ids()):
-            if not request.is_pending:
-                woken += self._waiters.wake(request)
-        return woken
-
-    async def _reconcile_forever(self) -> None:
-        while True:
-            await self.clock.sleep(self.reconcile_interval)
-            try:
-                await self.reconcile()
-            except Exception:  # the sweep is a safety net; it must outlive a bad moment
-                if _cancelling():
-                    raise  # a driver error raised while we are being stopped: stop
-                log.exception("reconciliation sweep failed")
+        return await self._waiters.reconcile()
 
     def _settle(self, request: Request, kind: EventKind) -> None:
         self._waiters.wake(request)
@@ -454,53 +398,3 @@ class Gate:
 
     def _publish(self, kind: EventKind, request: Request) -> None:
         self.bus.publish(GateEvent(kind=kind, request=request, at=self.clock.now()))
-
-    def _new_request(self, call: ToolCall, verdict: PolicyVerdict, fingerprint: str) -> Request:
-        now = self.clock.now()
-        return Request(
-            id=new_id(),
-            agent=call.agent,
-            session=call.session,
-            tool=call.tool,
-            arguments=dict(call.arguments),
-            args_digest=args_digest(call.arguments),
-            fingerprint=fingerprint,
-            risk=verdict.risk,
-            rule=verdict.rule,
-            reason=verdict.reason,
-            approvers=self.directory.expand(verdict.approvers),
-            status="pending",
-            created_at=now,
-            expires_at=now + timedelta(seconds=verdict.timeout),
-            on_timeout=self.policy.spec.on_timeout,
-            grantable=verdict.grantable,
-        )
-
-
-def _cancelling() -> bool:
-    """True when the current task is being cancelled (a close() is waiting for it)."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
-
-
-def _policy_decision(verdict: PolicyVerdict) -> Decision:
-    allowed = verdict.action == "allow"
-    return Decision(
-        verdict="allow" if allowed else "deny",
-        status="allowed" if allowed else "denied",
-        source="policy",
-        decided_by=verdict.rule,
-        reason=verdict.reason,
-        rule=verdict.rule,
-    )
-
-
-def _grant_decision(grant: Grant, verdict: PolicyVerdict) -> Decision:
-    return Decision(
-        verdict="allow",
-        status="allowed",
-        source="grant",
-        decided_by=f"grant:{grant.id}",
-        reason=f"allowed by a {grant.scope} grant from {grant.created_by}",
-        rule=verdict.rule,
-    )

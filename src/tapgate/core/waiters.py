@@ -19,6 +19,7 @@ long-polls stay cheap (a benchmark target).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable
@@ -41,12 +42,20 @@ class Waiters:
     """Futures parked per request id, woken by a decision or their deadline.
 
     ``read`` fetches a request from the store: used only when another
-    process decided it and this one has someone waiting.
+    process decided it and this one has someone waiting. ``read_many``
+    fetches several at once, for the reconciliation sweep.
     """
 
-    def __init__(self, clock: Clock, read: Callable[[str], Awaitable[Request]]) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        read: Callable[[str], Awaitable[Request]],
+        read_many: Callable[[list[str]], Awaitable[list[Request]]],
+    ) -> None:
         self._clock = clock
         self._read = read
+        self._read_many = read_many
+        self._sweeper: asyncio.Task[None] | None = None
         self._futures: defaultdict[str, set[asyncio.Future[Request | None]]] = defaultdict(set)
         # None: decided by another replica, to be read from the store.
         self._decided: OrderedDict[str, Request | None] = OrderedDict()
@@ -130,12 +139,40 @@ class Waiters:
                 if not future.done():
                     future.set_result(None)
 
+    async def reconcile(self) -> int:
+        """Wake waiters whose request was decided elsewhere (one query); returns how many woke."""
+        woken = 0
+        for request in await self._read_many(self.ids()):
+            if not request.is_pending:
+                woken += self.wake(request)
+        return woken
+
+    def start_sweep(self, interval: float) -> None:
+        """Run :meth:`reconcile` every ``interval`` seconds of the clock (idempotent)."""
+        if self._sweeper is None:
+            self._sweeper = asyncio.create_task(self._sweep(interval), name="tapgate-reconcile")
+
     async def close(self) -> None:
-        """Cancel the store reads still in flight."""
+        """Stop the sweep and cancel the store reads still in flight."""
         lookups = list(self._lookups)
         for lookup in lookups:
             lookup.cancel()
         await asyncio.gather(*lookups, return_exceptions=True)
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+            self._sweeper = None
+
+    async def _sweep(self, interval: float) -> None:
+        while True:
+            await self._clock.sleep(interval)
+            try:
+                await self.reconcile()
+            except Exception:  # the sweep is a safety net; it must outlive a bad moment
+                if _cancelling():
+                    raise  # a driver error raised while we are being stopped: stop
+                log.exception("reconciliation sweep failed")
 
     def _remember(self, request_id: str, request: Request | None) -> None:
         self._decided[request_id] = request
@@ -151,3 +188,9 @@ class Waiters:
             return
         if not request.is_pending:
             self.wake(request)
+
+
+def _cancelling() -> bool:
+    """True when the current task is being cancelled (a close() is waiting for it)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

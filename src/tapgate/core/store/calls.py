@@ -2,7 +2,7 @@
 
 Some protocols let the client choose a call's id and poll the answer by that
 id later (HumanLayer's ``call_id``). tapgate's requests have ids the server
-makes (:func:`~tapgate.core.gate.new_id`), and a call that policy or a grant
+makes (:func:`~tapgate.core.records.new_id`), and a call that policy or a grant
 decides at once has no request at all; so each such call is kept here, keyed
 by (agent, call id): the body the client sent, to tell a harmless retry from
 an id reused for something else and to echo it back, and *either* the request

@@ -1,0 +1,118 @@
+"""Building the records a decision produces: ids, requests, grants, decisions.
+
+Pure functions of a call, a policy verdict and the time, kept apart from the
+gate so the gate reads as the story of a call (policy, grant, request, wait,
+resolve) and these rules (what a grant covers, what a request carries) can be
+read, and tested, on their own.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime, timedelta
+
+from tapgate.core.models import (
+    Decision,
+    Grant,
+    GrantScope,
+    Request,
+    Scope,
+    ToolCall,
+    Verdict,
+    args_digest,
+)
+from tapgate.core.policy import PolicyVerdict
+
+__all__ = ["grant_decision", "grant_for", "new_id", "new_request", "policy_decision"]
+
+
+def new_id() -> str:
+    """A 128-bit random, URL-safe id: unguessable, so an id alone grants nothing.
+
+    Never starts with ``-``, so it can be passed to a command line as is.
+    """
+    while True:
+        value = secrets.token_urlsafe(16)
+        if not value.startswith("-"):
+            return value
+
+
+def new_request(
+    call: ToolCall,
+    verdict: PolicyVerdict,
+    *,
+    fingerprint: str,
+    approvers: tuple[str, ...],
+    on_timeout: Verdict,
+    now: datetime,
+) -> Request:
+    """The pending request for ``call``, as policy asked for it (approvers already expanded)."""
+    return Request(
+        id=new_id(),
+        agent=call.agent,
+        session=call.session,
+        tool=call.tool,
+        arguments=dict(call.arguments),
+        args_digest=args_digest(call.arguments),
+        fingerprint=fingerprint,
+        risk=verdict.risk,
+        rule=verdict.rule,
+        reason=verdict.reason,
+        approvers=approvers,
+        status="pending",
+        created_at=now,
+        expires_at=now + timedelta(seconds=verdict.timeout),
+        on_timeout=on_timeout,
+        grantable=verdict.grantable,
+    )
+
+
+def grant_for(
+    request: Request, *, by: str, scope: Scope, ttl: float | None, now: datetime
+) -> Grant | None:
+    """The grant an approval with ``scope`` creates, or ``None`` (once, ungrantable, no session).
+
+    A grant covers the request's own fingerprint: never more than the approver saw.
+    """
+    if scope == "once" or not request.grantable:
+        return None
+    if scope == "session" and not request.session:
+        return None  # nothing to key a session grant on; the approval counts once
+    grant_scope: GrantScope = scope
+    return Grant(
+        id=new_id(),
+        scope=grant_scope,
+        agent=request.agent,
+        session=request.session if scope == "session" else None,
+        tool=request.tool,
+        fingerprint=request.fingerprint,
+        created_at=now,
+        created_by=by,
+        expires_at=now + timedelta(seconds=ttl) if ttl is not None else None,
+        request_id=request.id,
+    )
+
+
+def policy_decision(verdict: PolicyVerdict) -> Decision:
+    """Policy allowed or denied at once: no request, the rule decided."""
+    allowed = verdict.action == "allow"
+    return Decision(
+        verdict="allow" if allowed else "deny",
+        status="allowed" if allowed else "denied",
+        source="policy",
+        decided_by=verdict.rule,
+        reason=verdict.reason,
+        rule=verdict.rule,
+    )
+
+
+def grant_decision(grant: Grant, verdict: PolicyVerdict) -> Decision:
+    """A standing grant turned an ask into an allow."""
+    return Decision(
+        verdict="allow",
+        status="allowed",
+        source="grant",
+        decided_by=f"grant:{grant.id}",
+        reason=f"allowed by a {grant.scope} grant from {grant.created_by}",
+        rule=verdict.rule,
+    )
