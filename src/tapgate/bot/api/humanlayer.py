@@ -36,8 +36,7 @@ from __future__ import annotations
 
 from aiohttp import hdrs, web
 
-from tapgate.bot._api_models import ApiError
-from tapgate.bot._humanlayer_models import (
+from tapgate.bot.api.humanlayer_models import (
     CONTACT,
     FUNCTION_CALL,
     FunctionCallIn,
@@ -49,8 +48,15 @@ from tapgate.bot._humanlayer_models import (
     parse_call,
     stored_body,
 )
-from tapgate.bot.api import AGENT, json_api_middleware, model_response, read_body
-from tapgate.bot.keys import CLOCK, GATE, METRICS, STORE
+from tapgate.bot.api.middleware import (
+    AGENT,
+    count_immediate,
+    json_api_middleware,
+    model_response,
+    read_body,
+)
+from tapgate.bot.api.models import ApiError
+from tapgate.bot.keys import CLOCK, GATE, STORE
 from tapgate.core.models import CONTACT_TOOL, Request, Ticket, ToolCall
 from tapgate.core.store.calls import ClientCall
 
@@ -241,9 +247,8 @@ async def _record(
     )
     if not created:
         _same(stored, kind, text)
-    elif ticket.decision is not None:  # request outcomes are counted from gate events
-        decision = ticket.decision
-        app[METRICS].decisions.labels(verdict=decision.verdict, source=decision.source).inc()
+    elif ticket.decision is not None:
+        count_immediate(app, ticket.decision)
     return stored, created
 
 
