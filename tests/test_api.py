@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from tapgate.bot import api as api_module
-from tapgate.bot._api_models import (
+from tapgate.bot.api import stream as stream_module
+from tapgate.bot.api.models import (
     CancelIn,
     ErrorOut,
     EventOut,
@@ -35,11 +35,11 @@ from tapgate.bot._api_models import (
     ToolCallList,
     ToolCallOut,
 )
-from tapgate.bot.api import HEARTBEAT_INTERVAL, STREAM_QUEUE_SIZE
+from tapgate.bot.api.openapi import EXAMPLES, openapi_document
+from tapgate.bot.api.stream import HEARTBEAT_INTERVAL, STREAM_QUEUE_SIZE
 from tapgate.bot.app import build_app
 from tapgate.bot.config import Config, parse_config
 from tapgate.bot.keys import GATE, METRICS, STORE
-from tapgate.bot.openapi import EXAMPLES, openapi_document
 from tapgate.core.clock import ManualClock
 from tapgate.core.gate import Gate
 from tapgate.core.models import GateEvent, Request, ToolCall
@@ -650,7 +650,7 @@ async def test_a_client_that_stops_reading_neither_holds_the_server_nor_its_shut
     api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A stalled stream is dropped after STREAM_WRITE_TIMEOUT, and at once on shutdown."""
-    monkeypatch.setattr(api_module, "STREAM_WRITE_TIMEOUT", 0.5)
+    monkeypatch.setattr(stream_module, "STREAM_WRITE_TIMEOUT", 0.5)
     sock, big = await stalled_client(api)
     subscriptions = api.app[GATE].bus._subscriptions
     for _ in range(2000):  # fill the socket buffers until a write has to wait
@@ -853,7 +853,7 @@ def test_only_an_unreachable_database_is_a_503() -> None:
 
     import sqlalchemy.exc
 
-    from tapgate.bot.api import _database_unavailable
+    from tapgate.bot.api.middleware import _database_unavailable
 
     def wrapped(error: Exception, **kw: Any) -> sqlalchemy.exc.DBAPIError:
         return sqlalchemy.exc.OperationalError("SELECT 1", {}, error, **kw)

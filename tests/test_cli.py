@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import socket
@@ -12,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from tapgate.bot.cli import main
+from tapgate.bot.cli.commands import COMMANDS
+from tapgate.bot.cli.parser import build_parser
 from tapgate.bot.config import load_config
 from tapgate.core.store import Store
 from tapgate.core.store.engine import head_revision
@@ -29,6 +32,20 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_console_script_is_installed() -> None:
     [script] = [e for e in entry_points(group="console_scripts") if e.name == "tapgate"]
     assert script.value == "tapgate.bot.cli:main"
+
+
+def test_the_command_table_is_the_command_line() -> None:
+    """Every subcommand runs its entry of the typed table, and every entry is reachable."""
+
+    def leaves(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> dict[str, object]:
+        found: dict[str, object] = {}
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    found |= leaves(child, (*path, name))
+        return found or {" ".join(path): parser.get_default("func")}
+
+    assert leaves(build_parser(), ()) == dict(COMMANDS)
 
 
 def test_explain_json(capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,8 +14,14 @@ from typing import Any
 import pytest
 import yaml
 
-from tapgate.bot._config_models import StoreConfig, display_url
-from tapgate.bot.config import Config, load_config, parse_config, parse_duration
+from tapgate.bot.config import (
+    Config,
+    StoreConfig,
+    display_url,
+    load_config,
+    parse_config,
+    parse_duration,
+)
 from tapgate.core.directory import Approver
 from tapgate.core.rules import DEFAULT_RISK_ACTIONS, Rule, ToolSpec
 from tapgate.errors import ConfigError
@@ -793,7 +799,7 @@ def test_max_wait_leaves_room_for_the_clients_long_polls() -> None:
 
 
 def test_the_max_wait_floor_is_the_clients_slice() -> None:
-    from tapgate.bot._config_models import _CLIENT_SLICE
+    from tapgate.bot.config.server import _CLIENT_SLICE
     from tapgate.client import LONG_POLL
 
     assert _CLIENT_SLICE == LONG_POLL

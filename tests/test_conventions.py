@@ -97,6 +97,28 @@ EXPORTS: dict[str, set[str]] = {
         "normalize_url",
     },
     "tapgate.bot": {"Config", "load_config", "main", "parse_config"},
+    "tapgate.bot.api": {"setup_api", "setup_humanlayer"},
+    "tapgate.bot.cli": {"main"},
+    "tapgate.bot.config": {
+        "AgentConfig",
+        "AgentPolicyConfig",
+        "ApproverConfig",
+        "ChannelsConfig",
+        "Config",
+        "ConsoleConfig",
+        "LineConfig",
+        "PolicyConfig",
+        "RuleConfig",
+        "ServerConfig",
+        "SlackConfig",
+        "StoreConfig",
+        "ToolConfig",
+        "display_url",
+        "format_path",
+        "load_config",
+        "parse_config",
+        "parse_duration",
+    },
     "tapgate.notifiers": {
         "ApprovalView",
         "ConsoleNotifier",
@@ -120,7 +142,9 @@ EXPORTS: dict[str, set[str]] = {
         "ArgumentsChanged",
         "AsyncChecker",
         "ClientError",
+        "DEFAULT_HOOK_TIMEOUT",
         "Denied",
+        "EXIT_CONFIG",
         "GuardError",
         "LONG_POLL",
         "RemoteGate",
@@ -130,6 +154,8 @@ EXPORTS: dict[str, set[str]] = {
         "Unauthorized",
         "claude_code_hook",
         "guard",
+        "hook_fallback",
+        "hook_refusal",
         "run_approved",
     },
 }
@@ -205,6 +231,60 @@ def test_layering(module: str) -> None:
             assert top not in FORBIDDEN_EXTERNAL[layer], f"{module} must not import {name}"
 
 
+# Inside tapgate.bot: what each sub-package may import of the bot layer, and
+# which outside packages it must not. Config is read by the server, the CLI
+# and tests alike, so it stays free of the web stack; the HTTP APIs never
+# reach into the CLI; the CLI reaches the server only through the assembled
+# app (``tapgate serve``), never an API module directly.
+BOT_ALLOWED_INTERNAL = {
+    "config": {"tapgate.bot.config"},
+    "api": {"tapgate.bot.api", "tapgate.bot.config", "tapgate.bot.keys"},
+    "cli": {"tapgate.bot.cli", "tapgate.bot.config", "tapgate.bot.app", "tapgate.bot.access_log"},
+}
+BOT_FORBIDDEN_EXTERNAL = {
+    "config": {"aiohttp", "sqlalchemy", "alembic", "httpx", "prometheus_client"},
+    "api": {"yaml"},
+    "cli": set(),
+}
+
+
+def _bot_package(module: str) -> str | None:
+    """``api`` for ``tapgate.bot.api.stream`` (and ``tapgate.bot.api``); None beside them."""
+    parts = module.split(".")
+    return parts[2] if len(parts) >= 3 and parts[:2] == ["tapgate", "bot"] else None
+
+
+def test_every_bot_sub_package_has_rules() -> None:
+    for module in _modules():
+        if _bot_package(module) is not None and module.count(".") >= 3:
+            assert _bot_package(module) in BOT_ALLOWED_INTERNAL, f"{module}: add its rules here"
+
+
+@pytest.mark.parametrize(
+    "module", [m for m in _modules() if _bot_package(m) in BOT_ALLOWED_INTERNAL]
+)
+def test_bot_sub_package_layering(module: str) -> None:
+    package = _bot_package(module)
+    assert package is not None
+    allowed = BOT_ALLOWED_INTERNAL[package]
+    for name in _imports(module):
+        top = name.split(".")[0]
+        if name.startswith("tapgate.bot"):
+            assert any(name == a or name.startswith(a + ".") for a in allowed), (
+                f"{module} imports {name}: tapgate.bot.{package} may import only {allowed}"
+            )
+        elif top not in sys.stdlib_module_names and top != "tapgate":
+            assert top not in BOT_FORBIDDEN_EXTERNAL[package], f"{module} must not import {name}"
+
+
+def test_bot_modules_beside_the_sub_packages_never_import_the_cli() -> None:
+    """App assembly, health, metrics, heartbeat: the server never depends on its command line."""
+    beside = [m for m in _modules() if _bot_package(m) not in (None, *BOT_ALLOWED_INTERNAL)]
+    assert "tapgate.bot.app" in beside
+    for module in beside:
+        assert not any(i.startswith("tapgate.bot.cli") for i in _imports(module)), module
+
+
 def test_webhooks_and_notifiers_never_import_each_other() -> None:
     for module in _modules():
         if module.startswith("tapgate.webhooks"):
@@ -221,7 +301,7 @@ def test_agent_side_commands_start_without_the_server_stack() -> None:
     models; those took the hook from 0.2 s to 0.9 s per call.
     """
     code = (
-        "import sys, tapgate.client, tapgate.bot.cli, tapgate.bot._cli_agent; "
+        "import sys, tapgate.client, tapgate.bot.cli, tapgate.bot.cli.agent; "
         "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
     )
     loaded = subprocess.run(

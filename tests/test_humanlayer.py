@@ -30,10 +30,10 @@ from humanlayer.core.models import FunctionCall, HumanContact
 from humanlayer.core.protocol import HumanLayerException
 from sqlalchemy.exc import IntegrityError
 
-from tapgate.bot._api_models import ErrorOut
+from tapgate.bot.api.humanlayer import PREFIX
+from tapgate.bot.api.models import ErrorOut
 from tapgate.bot.app import build_app
 from tapgate.bot.config import Config, parse_config
-from tapgate.bot.humanlayer import PREFIX
 from tapgate.bot.keys import GATE, STORE
 from tapgate.bot.routes import LINE_WEBHOOK
 from tapgate.core.buttons import answer_prefill

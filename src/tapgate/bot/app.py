@@ -13,11 +13,10 @@ from collections.abc import AsyncIterator, Callable, Sequence
 
 from aiohttp import web
 
-from tapgate.bot.api import setup_api
+from tapgate.bot.api import setup_api, setup_humanlayer
 from tapgate.bot.config import Config
 from tapgate.bot.health import setup_health
 from tapgate.bot.heartbeat import Heartbeat
-from tapgate.bot.humanlayer import setup_humanlayer
 from tapgate.bot.keys import CLOCK, CONFIG, DISPATCHER, GATE, METRICS, STORE
 from tapgate.bot.metrics import Metrics
 from tapgate.bot.routes import setup_webhooks

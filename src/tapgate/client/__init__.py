@@ -4,7 +4,10 @@
 server ask it exactly as it would ask an in-process ``Gate``; ``guard`` wraps a
 tool function so that it runs only when a gate (any of the three) allows it.
 ``claude_code_hook`` and ``run_approved`` are the logic of ``tapgate hook
-claude-code`` and ``tapgate run``, callable from Python for custom wrappers.
+claude-code`` and ``tapgate run``, callable from Python for custom wrappers;
+``hook_refusal`` / ``hook_fallback`` build the hook's answer when it cannot
+ask the server at all, and ``DEFAULT_HOOK_TIMEOUT`` / ``EXIT_CONFIG`` are the
+commands' defaults that wrappers should share.
 This package talks to the server only through HTTP (httpx): it imports the
 domain records and errors, never the server, webhooks or notifiers.
 """
@@ -19,11 +22,18 @@ from tapgate.client._errors import (
     Unauthorized,
 )
 from tapgate.client._guard import AsyncChecker, Denied, SyncChecker, guard
-from tapgate.client._hook import claude_code_hook
+from tapgate.client._hook import (
+    DEFAULT_HOOK_TIMEOUT,
+    claude_code_hook,
+    hook_fallback,
+    hook_refusal,
+)
 from tapgate.client._remote import LONG_POLL, RemoteGate, SyncRemoteGate
-from tapgate.client._run import run_approved
+from tapgate.client._run import EXIT_CONFIG, run_approved
 
 __all__ = [
+    "DEFAULT_HOOK_TIMEOUT",
+    "EXIT_CONFIG",
     "LONG_POLL",
     "ArgumentsChanged",
     "AsyncChecker",
@@ -37,5 +47,7 @@ __all__ = [
     "Unauthorized",
     "claude_code_hook",
     "guard",
+    "hook_fallback",
+    "hook_refusal",
     "run_approved",
 ]

@@ -36,8 +36,7 @@ from __future__ import annotations
 
 from aiohttp import hdrs, web
 
-from tapgate.bot._api_models import ApiError
-from tapgate.bot._humanlayer_models import (
+from tapgate.bot.api.humanlayer_models import (
     CONTACT,
     FUNCTION_CALL,
     FunctionCallIn,
@@ -49,7 +48,13 @@ from tapgate.bot._humanlayer_models import (
     parse_call,
     stored_body,
 )
-from tapgate.bot.api import AGENT, json_api_middleware, model_response, read_body
+from tapgate.bot.api.middleware import (
+    AGENT,
+    json_api_middleware,
+    model_response,
+    read_body,
+)
+from tapgate.bot.api.models import ApiError
 from tapgate.bot.keys import CLOCK, GATE, STORE
 from tapgate.core.models import CONTACT_TOOL, Request, Ticket, ToolCall
 from tapgate.core.store.calls import ClientCall

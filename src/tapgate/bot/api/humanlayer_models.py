@@ -24,8 +24,7 @@ from typing import Annotated, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, JsonValue, StringConstraints
 from pydantic_core import PydanticCustomError
 
-from tapgate.bot._api_models import ApiError, Name, non_finite_path, parse_body
-from tapgate.bot._config_models import format_path
+from tapgate.bot.api.models import Body, Name, parse_body, require_finite
 from tapgate.core.models import CONTACT_TOOL, Decision, Request, canonical_json
 from tapgate.core.store.calls import ClientCall
 
@@ -69,11 +68,7 @@ def _not_the_contact_tool(fn: str) -> str:
     return fn
 
 
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class FunctionCallSpecIn(_Body):
+class FunctionCallSpecIn(Body):
     """``spec`` of a function call: the function's name and keyword arguments."""
 
     fn: Annotated[Name, AfterValidator(_not_the_contact_tool)]
@@ -83,7 +78,7 @@ class FunctionCallSpecIn(_Body):
     state: dict[str, JsonValue] | None = None
 
 
-class FunctionCallIn(_Body):
+class FunctionCallIn(Body):
     """``POST /function_calls``: becomes tool ``fn`` with ``kwargs``, session ``run_id``."""
 
     run_id: Name
@@ -92,7 +87,7 @@ class FunctionCallIn(_Body):
     status: None = None
 
 
-class HumanContactSpecIn(_Body):
+class HumanContactSpecIn(Body):
     """``spec`` of a contact: the message for a human, and an optional subject."""
 
     msg: Annotated[str, StringConstraints(min_length=1)]
@@ -102,7 +97,7 @@ class HumanContactSpecIn(_Body):
     state: dict[str, JsonValue] | None = None
 
 
-class HumanContactIn(_Body):
+class HumanContactIn(Body):
     """``POST /contact_requests``: becomes a ``human_contact`` request, session ``run_id``."""
 
     run_id: Name
@@ -156,9 +151,7 @@ class HumanContactOut(_Out):
 def parse_call(model: type[Model], raw: bytes) -> Model:
     """Validate a create body; NaN and infinities (which Python's JSON reads) are a 400 too."""
     parsed = parse_body(model, raw)
-    where = non_finite_path(parsed.model_dump(), ())
-    if where is not None:
-        raise ApiError(400, "invalid_body", "must be a finite number", path=format_path(where))
+    require_finite(parsed.model_dump())
     return parsed
 
 

@@ -1,7 +1,7 @@
 """The OpenAPI 3.1 document of the agent API, served at ``GET /v1/openapi.json``.
 
 Schemas are generated from the pydantic models the handlers validate and
-serialise with (:mod:`tapgate.bot._api_models`), so a field added there shows up
+serialise with (:mod:`tapgate.bot.api.models`), so a field added there shows up
 here; the operations are written out by hand because they carry the prose a
 client author needs. A test checks that every ``/v1`` route is documented,
 that nothing else is, and that the examples validate against the models.
@@ -16,7 +16,7 @@ from typing import Any
 from pydantic.json_schema import models_json_schema
 
 from tapgate import __version__
-from tapgate.bot._api_models import (
+from tapgate.bot.api.models import (
     CancelIn,
     ErrorOut,
     EventOut,

@@ -31,7 +31,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from tapgate.bot._config_models import format_path
+from tapgate.bot.config.errors import format_path
 from tapgate.core.models import (
     CONTACT_TOOL,
     Decision,
@@ -46,6 +46,7 @@ from tapgate.core.models import (
 
 __all__ = [
     "ApiError",
+    "Body",
     "CancelIn",
     "ErrorDetail",
     "ErrorOut",
@@ -59,6 +60,7 @@ __all__ = [
     "non_finite_path",
     "parse_body",
     "parse_query",
+    "require_finite",
     "tool_call_from_decision",
     "tool_call_from_request",
 ]
@@ -83,7 +85,9 @@ Reason = Annotated[
 Model = TypeVar("Model", bound=BaseModel)
 
 
-class _Body(BaseModel):
+class Body(BaseModel):
+    """Base of every request body of both APIs: strict types, unknown keys refused."""
+
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
@@ -117,7 +121,7 @@ WaitSeconds = Annotated[float, Field(ge=0, allow_inf_nan=False), AfterValidator(
 """How long to hold the response open, 0 to ``server.max_wait`` seconds."""
 
 
-class ToolCallIn(_Body):
+class ToolCallIn(Body):
     """``POST /v1/tool-calls``: the tool call the agent wants to make, and how long to wait."""
 
     tool: Annotated[Name, AfterValidator(_not_a_question)]
@@ -127,7 +131,7 @@ class ToolCallIn(_Body):
     wait: WaitSeconds | None = None
 
 
-class CancelIn(_Body):
+class CancelIn(Body):
     """``POST /v1/tool-calls/{id}/cancel``: an optional reason, kept in the audit log."""
 
     reason: Reason | None = None
@@ -243,10 +247,7 @@ def parse_body(model: type[Model], raw: bytes, *, max_wait: float | None = None)
     except ValidationError as exc:
         raise _invalid(exc, "body") from None
     if isinstance(parsed, ToolCallIn):
-        where = non_finite_path(parsed.arguments, ("arguments",))
-        if where is not None:
-            # Python's JSON reads NaN and 1e400 (infinity); the stored text must stay JSON.
-            raise ApiError(400, "invalid_body", "must be a finite number", path=format_path(where))
+        require_finite(parsed.arguments, ("arguments",))
     return parsed
 
 
@@ -275,6 +276,16 @@ def _invalid(exc: ValidationError, where: Literal["body", "query"]) -> ApiError:
     elif first["type"] == "missing":
         message = "field required"
     return ApiError(400, f"invalid_{where}", message + more, path=format_path(loc) or None)
+
+
+def require_finite(value: Any, loc: tuple[str | int, ...] = ()) -> None:
+    """Raise a 400 :class:`ApiError` naming where in ``value`` (JSON) a number is not finite.
+
+    Python's JSON reads NaN and 1e400 (infinity); the stored text must stay JSON.
+    """
+    where = non_finite_path(value, loc)
+    if where is not None:
+        raise ApiError(400, "invalid_body", "must be a finite number", path=format_path(where))
 
 
 def non_finite_path(value: Any, loc: tuple[str | int, ...]) -> tuple[str | int, ...] | None:

@@ -20,14 +20,29 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from tapgate.client import claude_code_hook, run_approved
-from tapgate.client._hook import DEFAULT_HOOK_TIMEOUT, hook_fallback, hook_refusal
-from tapgate.client._run import EXIT_CONFIG
+from tapgate.client import (
+    DEFAULT_HOOK_TIMEOUT,
+    EXIT_CONFIG,
+    claude_code_hook,
+    hook_fallback,
+    hook_refusal,
+    run_approved,
+)
 from tapgate.core.models import CONTACT_TOOL
 
-__all__ = ["DEFAULT_URL", "TOKEN_ENV", "add_agent_commands", "hook_misconfigured"]
+if TYPE_CHECKING:
+    from tapgate.bot.cli.commands import Command
+
+__all__ = [
+    "DEFAULT_URL",
+    "TOKEN_ENV",
+    "add_agent_commands",
+    "hook_claude_code",
+    "hook_misconfigured",
+    "run",
+]
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 TOKEN_ENV = "TAPGATE_AGENT_TOKEN"  # noqa: S105 - the variable's name, not a token
@@ -43,10 +58,10 @@ class _HookParser(argparse.ArgumentParser):
         raise SystemExit(0)
 
 
-def add_agent_commands(sub: Any) -> None:
-    """Add ``hook`` and ``run`` to the CLI's subcommands."""
-    hook = sub.add_parser("hook", help="answer an agent's hook (Claude Code) with tapgate")
-    hooks = hook.add_subparsers(dest="hook_command", required=True, parser_class=_HookParser)
+def add_agent_commands(sub: Any, *, hook: Command, run: Command) -> None:
+    """Add ``hook claude-code`` and ``run`` to the CLI's subcommands, bound to their entries."""
+    hook_parser = sub.add_parser("hook", help="answer an agent's hook (Claude Code) with tapgate")
+    hooks = hook_parser.add_subparsers(dest="hook_command", required=True, parser_class=_HookParser)
     claude = hooks.add_parser(
         "claude-code",
         help="a Claude Code PreToolUse / PermissionRequest hook: hook JSON in, decision out",
@@ -73,19 +88,23 @@ def add_agent_commands(sub: Any) -> None:
         help="seconds to wait for an approver (default: %(default)g); keep it below the "
         "hook's timeout in Claude Code's settings",
     )
-    claude.set_defaults(func=_hook_claude_code, reject_extra=_hook_extra)
+    claude.set_defaults(func=hook, reject_extra=_hook_extra)
 
-    run = sub.add_parser(
+    run_parser = sub.add_parser(
         "run", help="run a command only when tapgate approves it", allow_abbrev=False
     )
-    _connection_options(run)
-    run.add_argument("--tool", default="shell", help="tool name sent to tapgate (default: shell)")
-    run.add_argument("--session", help="session id, e.g. the CI pipeline id (session grants)")
-    run.add_argument(
+    _connection_options(run_parser)
+    run_parser.add_argument(
+        "--tool", default="shell", help="tool name sent to tapgate (default: shell)"
+    )
+    run_parser.add_argument(
+        "--session", help="session id, e.g. the CI pipeline id (session grants)"
+    )
+    run_parser.add_argument(
         "--timeout", type=_seconds, help="seconds to wait (default: the request's own timeout)"
     )
-    run.add_argument("argv", nargs=argparse.REMAINDER, help="-- COMMAND [ARG ...]")
-    run.set_defaults(func=_run)
+    run_parser.add_argument("argv", nargs=argparse.REMAINDER, help="-- COMMAND [ARG ...]")
+    run_parser.set_defaults(func=run)
 
 
 def _connection_options(parser: argparse.ArgumentParser) -> None:
@@ -123,7 +142,8 @@ short ``--timeout`` gets a grace as short as itself.
 """
 
 
-def _hook_claude_code(args: argparse.Namespace) -> int:
+def hook_claude_code(args: argparse.Namespace) -> int:
+    """``tapgate hook claude-code``: answer one hook call, within its time limit, exit 0."""
     raw = _read_stdin()
     answered = threading.Lock()  # held by whoever writes the one answer
     limit = args.timeout + min(HOOK_GRACE, args.timeout)
@@ -166,7 +186,8 @@ def _hook_extra(extra: Sequence[str]) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """``tapgate run -- COMMAND``: run the command only when tapgate approves it."""
     argv = list(args.argv)
     if argv[:1] == ["--"]:
         argv = argv[1:]

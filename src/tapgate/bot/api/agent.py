@@ -1,0 +1,177 @@
+"""The agent HTTP API under ``/v1``: submit, long-poll, cancel, list, events, OpenAPI.
+
+Every route but the OpenAPI document needs ``Authorization: Bearer <token>``;
+the token names the agent (``Config.agent_for_token``), and an agent sees and
+cancels only its own requests: another agent's id is a 404, exactly like an
+unknown one, so ids are not confirmed to anyone who guesses them. No route lets
+an agent token approve or deny: resolving is for approvers' webhooks and the
+operator's CLI (DESIGN decision 6).
+
+Long-polls park on the gate's event-driven ``wait`` and hold no database
+connection while parked; they and the SSE streams end at once when the server
+shuts down, so a rolling restart never waits out a five-minute poll.
+Errors under ``/v1`` (aiohttp's own 404 / 405 / 413 included) are JSON, from
+the middleware both APIs share (:mod:`tapgate.bot.api.middleware`); the wire
+format lives in :mod:`tapgate.bot.api.models`, the event stream in
+:mod:`tapgate.bot.api.stream`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+
+from aiohttp import hdrs, web
+
+from tapgate.bot.api.middleware import (
+    AGENT,
+    json_api_middleware,
+    model_response,
+    read_body,
+)
+from tapgate.bot.api.models import (
+    ApiError,
+    CancelIn,
+    ListQuery,
+    ToolCallIn,
+    ToolCallList,
+    WaitQuery,
+    parse_body,
+    parse_query,
+    tool_call_from_decision,
+    tool_call_from_request,
+)
+from tapgate.bot.api.openapi import openapi_document
+from tapgate.bot.api.stream import SHUTDOWN, stream_events
+from tapgate.bot.keys import CONFIG, GATE
+from tapgate.core.models import Request, ToolCall
+from tapgate.errors import RequestNotFound, ResolveError
+
+__all__ = [
+    "cancel_tool_call",
+    "get_openapi",
+    "get_tool_call",
+    "list_tool_calls",
+    "setup_api",
+    "submit_tool_call",
+]
+
+_PREFIX = "/v1"
+_PUBLIC = frozenset({"/v1/openapi.json"})
+
+
+def setup_api(app: web.Application) -> None:
+    """Register the agent API routes, its error middleware and its shutdown signal."""
+    app[SHUTDOWN] = asyncio.Event()
+    app.on_shutdown.append(_shutting_down)
+    app.middlewares.append(json_api_middleware(_PREFIX, public=_PUBLIC))
+    app.router.add_post("/v1/tool-calls", submit_tool_call)
+    app.router.add_get("/v1/tool-calls", list_tool_calls)
+    app.router.add_get("/v1/tool-calls/{id}", get_tool_call)
+    app.router.add_post("/v1/tool-calls/{id}/cancel", cancel_tool_call)
+    # No HEAD: its answer would be an endless body after headers that promise none.
+    app.router.add_get("/v1/events", stream_events, allow_head=False)
+    app.router.add_get("/v1/openapi.json", get_openapi)
+
+
+async def _shutting_down(app: web.Application) -> None:
+    # on_shutdown runs before aiohttp waits for handlers: parked polls return now.
+    app[SHUTDOWN].set()
+    gate = app.get(GATE)
+    if gate is not None:
+        gate.release_waiters()
+
+
+async def _own(request: web.Request, request_id: str) -> Request:
+    """The caller's own request; someone else's is indistinguishable from a missing one."""
+    try:
+        found = await request.app[GATE].get_request(request_id)
+    except RequestNotFound:
+        found = None
+    if found is None or found.agent != request[AGENT]:
+        raise ApiError(404, "not_found", "no tool call with this id")
+    return found
+
+
+def _long_poll(app: web.Application, pending: Request, seconds: float) -> Awaitable[Request]:
+    """Park until the request is decided, ``seconds`` pass, or the server shuts down.
+
+    The handler awaits the gate directly: a parked poll is one future and one
+    timer (no helper tasks, and no coroutine frame of this function: it hands
+    back the gate's own awaitable), and shutdown releases it through
+    ``Gate.release_waiters``. The decided request comes from whoever decided
+    it, so the answer needs no second read.
+    """
+    # While shutting down the wait ends at once: the gate sees a zero timeout.
+    timeout = 0.0 if app[SHUTDOWN].is_set() else seconds
+    return app[GATE].wait_for(pending.id, timeout=timeout, known=pending)
+
+
+# -- handlers ---------------------------------------------------------------------------
+
+
+async def submit_tool_call(request: web.Request) -> web.Response:
+    """``POST /v1/tool-calls``: decide now, or create (reuse) a request and maybe wait."""
+    app = request.app
+    body = parse_body(ToolCallIn, await read_body(request), max_wait=app[CONFIG].server.max_wait)
+    call = ToolCall(
+        tool=body.tool,
+        arguments=body.arguments,
+        agent=request[AGENT],
+        session=body.session,
+        risk=body.risk,
+    )
+    ticket = await app[GATE].submit(call)
+    if ticket.decision is not None:  # counted by the metrics from the gate's at-once event
+        return model_response(tool_call_from_decision(ticket.decision, call))
+    assert ticket.request is not None
+    current = ticket.request
+    if body.wait and current.is_pending:
+        current = await _long_poll(app, current, body.wait)
+    if ticket.reused:
+        return model_response(tool_call_from_request(current, reused=True))
+    location = f"{_PREFIX}/tool-calls/{current.id}"
+    return model_response(tool_call_from_request(current), 201, {hdrs.LOCATION: location})
+
+
+async def get_tool_call(request: web.Request) -> web.Response:
+    """``GET /v1/tool-calls/{id}?wait=S``: the state, long-polled while pending."""
+    # Only the number outlives parsing: this frame stays parked for the whole poll.
+    wait = parse_query(WaitQuery, request.query, max_wait=request.app[CONFIG].server.max_wait).wait
+    current = await _own(request, request.match_info["id"])
+    if wait and current.is_pending:
+        current = await _long_poll(request.app, current, wait)
+    return model_response(tool_call_from_request(current))
+
+
+async def cancel_tool_call(request: web.Request) -> web.Response:
+    """``POST /v1/tool-calls/{id}/cancel``: withdraw a pending request; 409 once decided."""
+    raw = await read_body(request)
+    body = parse_body(CancelIn, raw) if raw.strip() else CancelIn()
+    current = await _own(request, request.match_info["id"])
+    gate = request.app[GATE]
+    try:
+        cancelled = await gate.cancel(current.id, by=f"agent:{request[AGENT]}", reason=body.reason)
+    except ResolveError:
+        latest = await gate.get_request(current.id)
+        raise ApiError(
+            409,
+            "already_decided",
+            f"the tool call is already {latest.status}",
+            tool_call=tool_call_from_request(latest),
+        ) from None
+    return model_response(tool_call_from_request(cancelled))
+
+
+async def list_tool_calls(request: web.Request) -> web.Response:
+    """``GET /v1/tool-calls?status=&limit=``: the caller's requests only, newest first."""
+    query = parse_query(ListQuery, request.query)
+    found = await request.app[GATE].list_requests(
+        status=query.status, agent=request[AGENT], limit=query.limit
+    )
+    return model_response(ToolCallList(tool_calls=[tool_call_from_request(r) for r in found]))
+
+
+async def get_openapi(request: web.Request) -> web.Response:
+    """``GET /v1/openapi.json``: public, since it describes the API and holds no data."""
+    return web.json_response(openapi_document(request.app[CONFIG].server.max_wait))

@@ -1,0 +1,19 @@
+"""tapgate.bot.cli: the ``tapgate`` command line (the ``tapgate`` console script's ``main``).
+
+- :mod:`~tapgate.bot.cli.entry`: ``main``: parse, run, report errors as one line
+- :mod:`~tapgate.bot.cli.parser`: the arguments of the server-side commands
+- :mod:`~tapgate.bot.cli.commands`: the typed table from subcommand to callable
+- :mod:`~tapgate.bot.cli.config_commands`: ``check-config`` and ``explain`` (config only)
+- :mod:`~tapgate.bot.cli.ops`: ``serve``, ``db upgrade``, ``pending``, ``resolve``,
+  ``grants``, ``audit`` (the operator's commands)
+- :mod:`~tapgate.bot.cli.database`: opening the operator's database, its failures as one line
+- :mod:`~tapgate.bot.cli.agent`: ``hook claude-code`` and ``run`` (the agent's side)
+
+Importing this package loads only the client and the argument parser: the
+server, the store and the config models load when a command that needs them
+runs.
+"""
+
+from tapgate.bot.cli.entry import main
+
+__all__ = ["main"]

@@ -1,0 +1,70 @@
+"""``tapgate check-config`` and ``tapgate explain``: the commands that read the config only.
+
+Neither opens the database nor starts a server, so both run anywhere the
+config file is: in CI to validate a change, or at a desk to ask why a tool
+call would be allowed, asked or denied.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from tapgate.bot.cli.commands import UsageError
+from tapgate.bot.config import Config, display_url
+from tapgate.core.models import ToolCall
+from tapgate.core.policy import Policy
+
+__all__ = ["check_config", "explain"]
+
+
+def check_config(args: argparse.Namespace, config: Config) -> int:
+    """Validate the config (loading it did) and summarise what it sets up."""
+    spec = config.policy_spec()
+    rules = len(spec.rules) + sum(len(r) for r in spec.agents.values())
+    print(f"config OK: {args.config or '(built-in defaults)'}")
+    print(f"  store: {display_url(config.store_url)}")
+    print(
+        f"  agents: {len(config.agents)}, approvers: {len(config.approvers)}, "
+        f"channels: {', '.join(config.enabled_channels) or 'none'}"
+    )
+    print(
+        f"  tools: {len(spec.tools)}, rules: {rules}, "
+        f"default timeout: {spec.default_timeout:g}s, on_timeout: {spec.on_timeout}"
+    )
+    return 0
+
+
+def explain(args: argparse.Namespace, config: Config) -> int:
+    """Show the verdict the policy gives a tool call, the rule that decided, and why."""
+    try:
+        arguments = json.loads(args.args)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--args is not valid JSON: {exc}") from None
+    if not isinstance(arguments, dict):
+        raise UsageError('--args must be a JSON object, e.g. \'{"command": "ls"}\'')
+    policy = Policy(config.policy_spec())
+    call = ToolCall(tool=args.tool, arguments=arguments, agent=args.agent, risk=args.risk)
+    verdict = policy.evaluate(call)
+    out: dict[str, Any] = {
+        "decision": verdict.action,
+        "rule": verdict.rule,
+        "reason": verdict.reason,
+        "risk": verdict.risk,
+    }
+    if verdict.action == "ask":
+        out["approvers"] = list(config.directory().expand(verdict.approvers))
+        out["timeout"] = verdict.timeout
+        out["grantable"] = verdict.grantable
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(f"{verdict.action.upper()}  ({verdict.rule})")
+        print(f"  {verdict.reason}")
+        if verdict.action == "ask":
+            print(
+                f"  approvers: {', '.join(out['approvers']) or '(none)'}; "
+                f"timeout {verdict.timeout:g}s"
+            )
+    return 0

@@ -1,0 +1,57 @@
+"""The ``tapgate`` command line: run the server, check a config, explain a verdict, operate.
+
+This module is the entry point: it parses the command line
+(:mod:`~tapgate.bot.cli.parser`), runs the subcommand the typed table binds
+(:mod:`~tapgate.bot.cli.commands`) and turns errors into exit statuses. The
+agent-side commands (``tapgate hook claude-code``, ``tapgate run``) are
+wired in :mod:`tapgate.bot.cli.agent`.
+
+Every command reports bad input (a missing file, invalid YAML or JSON, a config
+mistake) and a database it cannot use (unreachable, not found, not migrated,
+not a database, at a revision this tapgate does not know) as one clear line
+on stderr and exit status 2, never as a traceback and never with the
+database password: operators run these by hand and in CI.
+
+The operator commands (``pending``, ``resolve``, ``grants``, ``audit``) never
+create or migrate the database; ``tapgate db upgrade`` creates and migrates it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from tapgate.bot.cli.agent import hook_misconfigured
+from tapgate.bot.cli.commands import Command, UsageError
+from tapgate.bot.cli.parser import build_parser
+from tapgate.errors import TapgateError
+
+__all__ = ["EXIT_USAGE", "main"]
+
+EXIT_USAGE = 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tapgate`` console script."""
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args, extra = parser.parse_known_args(argv)
+    except SystemExit as exc:
+        if exc.code not in (0, None) and argv[:1] == ["hook"]:
+            # Claude Code needs JSON and exit 0 even for a mistyped subcommand.
+            return hook_misconfigured("misconfigured (see the usage on stderr)")
+        raise
+    if extra:
+        reject = getattr(args, "reject_extra", None)
+        if reject is None:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        rejected: int = reject(extra)  # the hook answers even this in JSON
+        return rejected
+    try:
+        command: Command = args.func
+        result = command(args)
+    except (TapgateError, UsageError) as exc:
+        print(f"tapgate: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return result

@@ -1,0 +1,206 @@
+"""Operator commands of the ``tapgate`` CLI: serve, db upgrade, pending, resolve, grants, audit.
+
+They open the same store the server uses (SQLite file or PostgreSQL), so an
+operator can act while the server runs; a decision made here reaches a
+waiting agent through the server's reconciliation sweep (or NOTIFY on
+PostgreSQL). ``resolve`` is the break-glass path: it skips the per-request
+approver check, and the audit line says so.
+
+pending, resolve, grants and audit never create or migrate a database
+(:mod:`tapgate.bot.cli.database` opens it as it is); ``tapgate db upgrade``
+does both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from tapgate.bot.cli.database import store_errors, with_gate
+from tapgate.bot.config import Config
+from tapgate.core.gate import Gate
+from tapgate.core.models import AuditEntry, Grant, Request
+from tapgate.core.store import Store
+from tapgate.core.store.engine import current_revision
+from tapgate.errors import ConfigError
+
+__all__ = [
+    "audit",
+    "db_upgrade",
+    "grants_list",
+    "grants_revoke",
+    "pending",
+    "resolve",
+    "serve",
+]
+
+
+def serve(args: argparse.Namespace, config: Config) -> int:
+    """Run the server until SIGTERM / SIGINT, then shut down gracefully."""
+    from aiohttp import web
+
+    from tapgate.bot.access_log import AccessLogger
+    from tapgate.bot.app import build_app
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    host = args.host or config.server.host
+    port = args.port or config.server.port
+    web.run_app(
+        build_app(config),
+        host=host,
+        port=port,
+        shutdown_timeout=15,
+        access_log_class=AccessLogger,
+        print=lambda text: print(text, flush=True),
+    )
+    return 0
+
+
+def db_upgrade(url: str) -> int:
+    """Create the database at ``url`` if needed and migrate it to the head revision."""
+
+    async def run() -> str | None:
+        store = await Store.open(url)
+        try:
+            return await store.run(current_revision)
+        finally:
+            await store.close()
+
+    with store_errors(url):
+        revision = asyncio.run(run())
+    print(f"database at revision {revision}")
+    return 0
+
+
+def pending(args: argparse.Namespace, config: Config) -> int:
+    """List requests waiting for a human."""
+    found = with_gate(config, lambda g: g.list_requests(status="pending", limit=args.limit))
+    if args.json:
+        for request in found:
+            print(json.dumps(_request_json(request)))
+        return 0
+    if not found:
+        print("no pending requests")
+    now = datetime.now(UTC)
+    for r in found:
+        left = max(0, int((r.expires_at - now).total_seconds()))
+        print(
+            f"{r.id}  {r.agent}  {r.tool}  expires in {left}s  "
+            f"approvers: {', '.join(r.approvers) or '(none)'}  rule: {r.rule}"
+        )
+    return 0
+
+
+def resolve(args: argparse.Namespace, config: Config) -> int:
+    """Decide a request by hand, as a configured approver, audited as break-glass."""
+    if config.directory().get(args.as_) is None:
+        raise ConfigError("approvers", f"no approver named {args.as_!r}")
+    verdict: Literal["approve", "deny"] = "approve" if args.verdict == "approve" else "deny"
+
+    async def work(gate: Gate) -> Request:
+        return await gate.resolve(
+            args.id,
+            verdict,
+            by=args.as_,
+            reason=args.reason,
+            scope=args.scope,
+            authorize=False,
+            detail={"via": "cli"},
+        )
+
+    request = with_gate(config, work)
+    print(f"{request.status} by {request.resolved_by}: {request.tool} ({request.id})")
+    return 0
+
+
+def grants_list(args: argparse.Namespace, config: Config) -> int:
+    """List grants (active ones unless --all)."""
+    found = with_gate(config, lambda g: g.grants(active_only=not args.all))
+    for grant in found:
+        if args.json:
+            print(json.dumps(_grant_json(grant)))
+        else:
+            state = "revoked" if grant.revoked_at else "active"
+            print(
+                f"{grant.id}  {grant.scope}  {grant.agent}"
+                f"{'/' + grant.session if grant.session else ''}  {grant.tool}  "
+                f"by {grant.created_by}  {state}"
+            )
+    if not found and not args.json:
+        print("no grants")
+    return 0
+
+
+def grants_revoke(args: argparse.Namespace, config: Config) -> int:
+    """Revoke a grant; later matching calls ask again."""
+    if not with_gate(config, lambda g: g.revoke_grant(args.id, by=args.as_)):
+        raise ConfigError("", f"no active grant with id {args.id!r}")
+    print(f"revoked {args.id}")
+    return 0
+
+
+def audit(args: argparse.Namespace, config: Config) -> int:
+    """Print the audit log, oldest first."""
+    since = _parse_since(args.since) if args.since else None
+    entries = with_gate(config, lambda g: g.audit_log(since=since, request_id=args.request))
+    for entry in entries:
+        if args.format == "jsonl":
+            print(json.dumps(_audit_json(entry)))
+        else:
+            print(
+                f"{entry.at:%Y-%m-%d %H:%M:%S}  {entry.event:<9} {entry.actor:<16} "
+                f"{entry.request_id or '-'}  {json.dumps(dict(entry.detail), sort_keys=True)}"
+            )
+    return 0
+
+
+def _parse_since(text: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise ConfigError("--since", f"expected an ISO 8601 time, got {text!r}") from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _request_json(r: Request) -> dict[str, Any]:
+    return {
+        "id": r.id,
+        "agent": r.agent,
+        "session": r.session,
+        "tool": r.tool,
+        "rule": r.rule,
+        "approvers": list(r.approvers),
+        "status": r.status,
+        "created_at": r.created_at.isoformat(),
+        "expires_at": r.expires_at.isoformat(),
+    }
+
+
+def _grant_json(g: Grant) -> dict[str, Any]:
+    return {
+        "id": g.id,
+        "scope": g.scope,
+        "agent": g.agent,
+        "session": g.session,
+        "tool": g.tool,
+        "fingerprint": g.fingerprint,
+        "created_by": g.created_by,
+        "created_at": g.created_at.isoformat(),
+        "expires_at": g.expires_at.isoformat() if g.expires_at else None,
+        "revoked_at": g.revoked_at.isoformat() if g.revoked_at else None,
+    }
+
+
+def _audit_json(e: AuditEntry) -> dict[str, Any]:
+    return {
+        "id": e.id,
+        "at": e.at.isoformat(),
+        "event": e.event,
+        "request_id": e.request_id,
+        "actor": e.actor,
+        "detail": dict(e.detail),
+    }

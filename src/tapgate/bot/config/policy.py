@@ -1,0 +1,142 @@
+"""The ``policy`` section: tools, global and per-agent rules, and their conversion to the core.
+
+:func:`check_policy` makes the checks that need other sections (every
+approver or group a rule names exists; per-agent rules name configured
+agents); :func:`policy_spec` turns the section into the core's plain
+``PolicySpec``, each rule tagged with its YAML path so ``tapgate explain``
+can say which rule decided.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import Field
+
+from tapgate.bot.config.agents import AgentConfig
+from tapgate.bot.config.approvers import ApproverConfig
+from tapgate.bot.config.errors import Loc, format_path
+from tapgate.bot.config.fields import Duration, NonEmptyStr, PositiveInt, Section
+from tapgate.core.models import Action, Risk, Verdict
+from tapgate.core.rules import DEFAULT_RISK_ACTIONS, PolicySpec, Rule, ToolSpec
+from tapgate.errors import ConfigError
+
+__all__ = [
+    "AgentPolicyConfig",
+    "PolicyConfig",
+    "RuleConfig",
+    "ToolConfig",
+    "check_policy",
+    "policy_spec",
+]
+
+
+class ToolConfig(Section):
+    """What the operator says about one tool or tool glob (see ``core.rules.ToolSpec``)."""
+
+    risk: Risk = "write"
+    shell: NonEmptyStr | None = None
+    fingerprint: tuple[NonEmptyStr, ...] = ()
+    prefix_words: PositiveInt = 2
+
+
+class RuleConfig(Section):
+    """One policy rule: tool glob, argument globs, action, and who to ask."""
+
+    tool: NonEmptyStr
+    action: Action
+    args: dict[NonEmptyStr, NonEmptyStr] = Field(default_factory=dict)
+    approvers: tuple[NonEmptyStr, ...] = ()
+    timeout: Duration | None = None
+    reason: str | None = None
+
+
+class AgentPolicyConfig(Section):
+    """Rules for one agent, searched before the global rules."""
+
+    rules: tuple[RuleConfig, ...] = ()
+
+
+class PolicyConfig(Section):
+    """The whole policy section: defaults, tools, global and per-agent rules."""
+
+    default_timeout: Duration = 600.0
+    on_timeout: Verdict = "deny"
+    default_approvers: tuple[NonEmptyStr, ...] = ()
+    risk_defaults: dict[Risk, Action] = Field(default_factory=dict)
+    tools: dict[NonEmptyStr, ToolConfig] = Field(default_factory=dict)
+    rules: tuple[RuleConfig, ...] = ()
+    agents: dict[NonEmptyStr, AgentPolicyConfig] = Field(default_factory=dict)
+
+
+def _rules(rules: Sequence[RuleConfig], loc: tuple[str, ...]) -> tuple[Rule, ...]:
+    return tuple(
+        Rule(
+            tool=rule.tool,
+            action=rule.action,
+            args=dict(rule.args),
+            approvers=rule.approvers,
+            timeout=rule.timeout,
+            reason=rule.reason,
+            source=format_path((*loc, index)),
+        )
+        for index, rule in enumerate(rules)
+    )
+
+
+def check_policy(
+    policy: PolicyConfig, approvers: Sequence[ApproverConfig], agents: Sequence[AgentConfig]
+) -> None:
+    known = {a.name for a in approvers} | {g for a in approvers for g in a.groups}
+    references: list[tuple[Loc, str]] = [
+        (("policy", "default_approvers", i), name)
+        for i, name in enumerate(policy.default_approvers)
+    ]
+    references += _rule_references(policy.rules, ("policy", "rules"))
+    agent_names = {agent.name for agent in agents}
+    for agent, agent_policy in policy.agents.items():
+        if agent not in agent_names:
+            raise ConfigError(
+                format_path(("policy", "agents", agent)),
+                f"unknown agent {agent!r} (not listed under agents)",
+            )
+        references += _rule_references(agent_policy.rules, ("policy", "agents", agent, "rules"))
+    for loc, name in references:
+        if name not in known:
+            raise ConfigError(format_path(loc), f"unknown approver or group {name!r}")
+
+
+def _rule_references(rules: Sequence[RuleConfig], loc: tuple[str, ...]) -> list[tuple[Loc, str]]:
+    return [
+        ((*loc, r, "approvers", a), name)
+        for r, rule in enumerate(rules)
+        for a, name in enumerate(rule.approvers)
+    ]
+
+
+def policy_spec(policy: PolicyConfig) -> PolicySpec:
+    """The policy as the core's plain records, each rule tagged with its YAML path."""
+    tools = tuple(
+        ToolSpec(
+            name=name,
+            risk=tool.risk,
+            shell=tool.shell,
+            fingerprint=tool.fingerprint,
+            prefix_words=tool.prefix_words,
+            source=format_path(("policy", "tools", name)),
+        )
+        for name, tool in policy.tools.items()
+    )
+    agents = {
+        name: _rules(agent.rules, ("policy", "agents", name, "rules"))
+        for name, agent in policy.agents.items()
+    }
+    return PolicySpec(
+        tools=tools,
+        rules=_rules(policy.rules, ("policy", "rules")),
+        agents=agents,
+        risk_actions={**DEFAULT_RISK_ACTIONS, **policy.risk_defaults},
+        default_timeout=policy.default_timeout,
+        on_timeout=policy.on_timeout,
+        default_approvers=policy.default_approvers,
+    )
