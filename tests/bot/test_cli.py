@@ -19,7 +19,7 @@ from tapgate.bot.config import load_config
 from tapgate.core.store import Store
 from tapgate.core.store.engine import head_revision
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 LOCAL = str(ROOT / "examples" / "local.yaml")
 
 

@@ -45,9 +45,9 @@ from tapgate.client._plans import Pause, Planner, Send, resume, retry_after
 from tapgate.core.models import Decision, ToolCall
 from tapgate.errors import AlreadyResolved, RequestNotFound
 from tapgate.notifiers.recording import RecordingNotifier
+from tests.bot.test_api import CI, make_config
 from tests.fakes import FakeLine
 from tests.fakes.taps import signed_line_tap
-from tests.test_api import CI, make_config
 
 BASE = "http://tapgate.test"
 DEPLOY = ToolCall(tool="deploy", arguments={"env": "prod"})

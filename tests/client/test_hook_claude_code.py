@@ -46,7 +46,7 @@ LINE_SECRET = "hook-test-line-channel-secret"
 LINE_TOKEN = "hook-test-line-access-token"
 ALICE = "U" + "a1" * 16
 TAPGATE = str(Path(sys.executable).with_name("tapgate"))
-EXAMPLE = Path(__file__).parent.parent / "examples" / "claude-code.yaml"
+EXAMPLE = Path(__file__).parents[2] / "examples" / "claude-code.yaml"
 
 POLICY: dict[str, Any] = {
     "default_approvers": ["alice"],

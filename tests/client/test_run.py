@@ -27,8 +27,8 @@ from aiohttp.test_utils import TestServer
 from tapgate.bot.keys import GATE
 from tapgate.client._run import countdown_line
 from tapgate.core.clock import ManualClock
+from tests.client.test_hook_claude_code import TAPGATE, TOKEN, Served, cli, serve
 from tests.fakes.taps import free_port
-from tests.test_hook_claude_code import TAPGATE, TOKEN, Served, cli, serve
 
 EXIT_UNAVAILABLE, EXIT_EXPIRED, EXIT_DENIED, EXIT_CONFIG = 69, 75, 77, 78
 

@@ -42,7 +42,7 @@ from tapgate.notifiers.slack_blocks import (
     render_slack_resolved,
 )
 
-SNAPSHOTS = Path(__file__).parent / "snapshots" / "render"
+SNAPSHOTS = Path(__file__).parents[1] / "snapshots" / "render"
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 REQUEST_ID = "Qm9vdHN0cmFwLXJlcXVlc3Q"
 

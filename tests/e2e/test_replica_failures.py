@@ -30,7 +30,7 @@ from tests.fakes import FakeLine, Fault
 from tests.fakes.taps import free_port, signed_line_tap
 from tests.replicas import APPROVER, AUTH, LINE_TOKEN, SECRET, Replica, ask, start_replica
 
-SCRIPT = Path(__file__).parent.parent / "scripts" / "pg-test-server"
+SCRIPT = Path(__file__).parents[2] / "scripts" / "pg-test-server"
 
 
 async def until(predicate: Callable[[], bool | Awaitable[bool]], timeout: float, what: str) -> None:

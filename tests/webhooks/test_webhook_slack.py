@@ -763,7 +763,7 @@ async def test_socket_mode_with_a_wrong_token_fails_to_start(
 
 
 def test_the_app_manifest_points_at_this_webhook_with_the_scopes_tapgate_uses() -> None:
-    manifest = Path(__file__).parent.parent / "docs" / "slack-app-manifest.yaml"
+    manifest = Path(__file__).parents[2] / "docs" / "slack-app-manifest.yaml"
     data = yaml.safe_load(manifest.read_text(encoding="utf-8"))
     interactivity = data["settings"]["interactivity"]
     assert interactivity == {"is_enabled": True, "request_url": "https://YOUR-HOST/webhooks/slack"}

@@ -26,7 +26,7 @@ from tapgate.core import Gate, Policy, Store, ToolCall
 from tapgate.core.clock import ManualClock
 from tapgate.errors import DeliveryError, PermanentDeliveryError
 from tapgate.notifiers.recording import RecordingNotifier
-from tests.test_api import make_config
+from tests.bot.test_api import make_config
 
 Client = TestClient[web.Request, web.Application]
 

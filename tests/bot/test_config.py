@@ -26,7 +26,7 @@ from tapgate.core.directory import Approver
 from tapgate.core.rules import DEFAULT_RISK_ACTIONS, Rule, ToolSpec
 from tapgate.errors import ConfigError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 TOKEN_A = "agent-token-aaaaaaaaaaaa"
 TOKEN_B = "agent-token-bbbbbbbbbbbb"

@@ -1,0 +1,1 @@
+"""Tests of the agent side: RemoteGate, guard, the Claude Code hook, tapgate run."""

@@ -1,0 +1,1 @@
+"""Tests of the domain: policy, shell parsing, the gate."""

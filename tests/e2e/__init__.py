@@ -1,0 +1,2 @@
+"""End to end: questions answered from the chat, real `tapgate serve` processes,
+replicas killed."""

@@ -1,0 +1,2 @@
+"""Tests of outbound messages: rendering, LINE, Slack, console, the dispatcher,
+delivery under faults."""
