@@ -26,7 +26,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from tapgate.bot.api import stream as stream_module
 from tapgate.bot.api.models import (
     CancelIn,
     ErrorOut,
@@ -53,11 +52,11 @@ Client = TestClient[web.Request, web.Application]
 T = TypeVar("T")
 
 
-def make_config(db_url: str) -> Config:
+def make_config(db_url: str, **server: Any) -> Config:
     return parse_config(
         {
             # The heartbeat's sweeps are not under test here; keep them out of the way.
-            "server": {"max_wait": MAX_WAIT, "heartbeat_interval": 3600},
+            "server": {"max_wait": MAX_WAIT, "heartbeat_interval": 3600, **server},
             "store": {"url": db_url},
             "agents": [{"name": "ci-bot", "token": CI}, {"name": "other", "token": OTHER}],
             "approvers": [{"name": "alice", "slack": "U0ALICE"}, {"name": "bob", "slack": "U0BOB"}],
@@ -159,8 +158,9 @@ async def within(awaitable: Awaitable[T], seconds: float = 10) -> T:
 
 
 @pytest.fixture
-def config(db_url: str) -> Config:
-    return make_config(db_url)
+def config(db_url: str, request: pytest.FixtureRequest) -> Config:
+    """The test config; ``indirect`` parametrisation passes extra ``server`` keys."""
+    return make_config(db_url, **getattr(request, "param", {}))
 
 
 @pytest.fixture
@@ -601,7 +601,7 @@ async def test_the_event_stream_ends_cleanly_on_shutdown(api: Api) -> None:
     assert rest == b""
     await closing
     # The bus has no public subscriber count; the stream's queue must be gone.
-    assert api.app[GATE].bus._subscriptions == []
+    assert api.app[GATE].bus.open_streams == 0
 
 
 async def test_other_agents_bursts_never_evict_the_callers_events(api: Api) -> None:
@@ -646,20 +646,20 @@ async def stalled_client(api: Api) -> tuple[socket.socket, Request]:
     return sock, dataclasses.replace(request, tool="t" * 4000)
 
 
+@pytest.mark.parametrize("config", [{"stream_write_timeout": 0.5}], indirect=True)
 async def test_a_client_that_stops_reading_neither_holds_the_server_nor_its_shutdown(
-    api: Api, monkeypatch: pytest.MonkeyPatch
+    api: Api,
 ) -> None:
-    """A stalled stream is dropped after STREAM_WRITE_TIMEOUT, and at once on shutdown."""
-    monkeypatch.setattr(stream_module, "STREAM_WRITE_TIMEOUT", 0.5)
+    """A stalled stream is dropped after ``stream_write_timeout``, and at once on shutdown."""
     sock, big = await stalled_client(api)
-    subscriptions = api.app[GATE].bus._subscriptions
+    bus = api.app[GATE].bus
     for _ in range(2000):  # fill the socket buffers until a write has to wait
         for _ in range(20):
-            api.app[GATE].bus.publish(GateEvent(kind="expired", request=big, at=api.clock.now()))
+            bus.publish(GateEvent(kind="expired", request=big, at=api.clock.now()))
         await asyncio.sleep(0.005)
-        if not subscriptions:
+        if not bus.open_streams:
             break  # the stalled write timed out and the stream was dropped
-    assert subscriptions == [], "the stalled stream was never dropped"
+    assert bus.open_streams == 0, "the stalled stream was never dropped"
     started = time.monotonic()
     await asyncio.wait_for(api.client.server.close(), 10)
     assert time.monotonic() - started < 5

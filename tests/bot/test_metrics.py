@@ -15,13 +15,11 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import asyncpg
-import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from tapgate.bot import metrics as metrics_module
 from tapgate.bot.app import build_app
-from tapgate.bot.keys import GATE
+from tapgate.bot.keys import GATE, METRICS
 from tapgate.core import Gate, Policy, Store, ToolCall
 from tapgate.core.clock import ManualClock
 from tapgate.errors import DeliveryError, PermanentDeliveryError
@@ -108,11 +106,10 @@ async def test_a_scrape_answers_while_the_database_is_locked(
     db_url: str,
     clock: ManualClock,
     aiohttp_client: Callable[[web.Application], Awaitable[Client]],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A migration holding a lock must not hang /metrics: the last count is reported."""
-    monkeypatch.setattr(metrics_module, "PENDING_COUNT_TIMEOUT", 0.3)
     app = build_app(make_config(db_url), clock=clock, notifiers=[RecordingNotifier("console")])
+    app[METRICS].pending_count_timeout = 0.3
     client = await aiohttp_client(app)
     await app[GATE].submit(ToolCall(tool="deploy", arguments={}, agent="ci-bot"))
     assert await scrape(client, "tapgate_pending_requests") == 1

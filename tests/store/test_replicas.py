@@ -47,8 +47,8 @@ async def replicas(pg_url: str) -> AsyncIterator[tuple[Gate, Gate]]:
         )
         async with gate_a, gate_b:
             for gate in (gate_a, gate_b):
-                assert gate._listener is not None
-                await asyncio.wait_for(gate._listener.connected.wait(), 10)
+                assert gate.listener is not None
+                await asyncio.wait_for(gate.listener.connected.wait(), 10)
             yield gate_a, gate_b
 
 
@@ -75,7 +75,7 @@ async def test_the_listener_comes_back_after_its_connection_dies(
     replicas: tuple[Gate, Gate],
 ) -> None:
     gate_a, gate_b = replicas
-    listener = gate_a._listener
+    listener = gate_a.listener
     assert listener is not None
     pid = listener.server_pid
     assert pid is not None

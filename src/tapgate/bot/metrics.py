@@ -28,7 +28,9 @@ PENDING_COUNT_TIMEOUT = 2.0
 class Metrics:
     """Requests by decision, the pending gauge, deliveries, and tap-to-decision latency."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, pending_count_timeout: float = PENDING_COUNT_TIMEOUT) -> None:
+        self.pending_count_timeout = pending_count_timeout
+        """Seconds a scrape waits for the pending count before reporting the last one."""
         self.registry = CollectorRegistry()
         self._counting: asyncio.Future[int] | None = None
         self.decisions = Counter(
@@ -92,7 +94,9 @@ class Metrics:
             self._counting = asyncio.ensure_future(count())
             self._counting.add_done_callback(_retrieved)
         try:
-            value = await asyncio.wait_for(asyncio.shield(self._counting), PENDING_COUNT_TIMEOUT)
+            value = await asyncio.wait_for(
+                asyncio.shield(self._counting), self.pending_count_timeout
+            )
         except TimeoutError:
             log.warning("metrics: pending count still running; the last count is reported")
             return

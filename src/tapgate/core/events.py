@@ -72,6 +72,11 @@ class EventBus:
         self._subscriptions: list[Subscription] = []
         self.dropped = 0
 
+    @property
+    def open_streams(self) -> int:
+        """How many :meth:`stream` queues are open (an SSE client each, in the server)."""
+        return len(self._subscriptions)
+
     def publish(self, event: GateEvent) -> None:
         """Deliver ``event`` to every listener and queue, now, without awaiting."""
         for listener in list(self._listeners):

@@ -230,6 +230,11 @@ class Gate:
                 return transition.request
 
     @property
+    def listener(self) -> DecisionListener | None:
+        """The PostgreSQL ``LISTEN`` for other replicas' decisions, once started (else ``None``)."""
+        return self._listener
+
+    @property
     def waiting(self) -> int:
         """How many waiters are parked in this process (long-polls, ``check`` calls)."""
         return self._waiters.count

@@ -19,7 +19,7 @@ from aiohttp import hdrs, web
 
 from tapgate.bot.api.middleware import AGENT
 from tapgate.bot.api.models import event_out
-from tapgate.bot.keys import CLOCK, GATE
+from tapgate.bot.keys import CLOCK, CONFIG, GATE
 from tapgate.core.events import Subscription
 from tapgate.core.models import GateEvent
 
@@ -28,7 +28,6 @@ __all__ = [
     "SHUTDOWN",
     "STREAM_END_TIMEOUT",
     "STREAM_QUEUE_SIZE",
-    "STREAM_WRITE_TIMEOUT",
     "stream_events",
 ]
 
@@ -41,8 +40,6 @@ STREAM_QUEUE_SIZE = 256
 """Events buffered per SSE client; a client that falls further behind loses the oldest."""
 
 _BEAT = timedelta(seconds=HEARTBEAT_INTERVAL)
-STREAM_WRITE_TIMEOUT = 30.0
-"""Seconds one SSE write may wait for a client that does not read, before it is dropped."""
 STREAM_END_TIMEOUT = 1.0
 """Seconds the end of an SSE stream may wait for the client before the connection is dropped."""
 SHUTDOWN = web.AppKey("tapgate.api_shutdown", asyncio.Event)
@@ -142,13 +139,15 @@ async def _send(
 
     A client that stops reading makes ``write`` wait for ever once the socket
     buffers fill. Racing the write against shutdown keeps SIGTERM prompt, and
-    ``STREAM_WRITE_TIMEOUT`` frees a stalled client's connection; aborting
+    ``server.stream_write_timeout`` frees a stalled client's connection; aborting
     the transport is the only way out (a graceful end would wait to drain).
     """
     write = asyncio.ensure_future(response.write(frame))
     try:
         await asyncio.wait(
-            {write, stopper}, timeout=STREAM_WRITE_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
+            {write, stopper},
+            timeout=request.app[CONFIG].server.stream_write_timeout,
+            return_when=asyncio.FIRST_COMPLETED,
         )
         if write.done():
             write.result()  # a client that went away raises a ConnectionError here

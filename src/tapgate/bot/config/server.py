@@ -41,6 +41,7 @@ class ServerConfig(Section):
     heartbeat_interval: Duration = 5.0
     remind_after: Duration | None = None
     delivery_lease: Duration = 60.0
+    stream_write_timeout: Duration = 30.0
 
 
 class StoreConfig(Section):
