@@ -26,10 +26,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from tapgate.bot.api.batch_models import BatchCallIn, BatchIn, BatchOut
+from tapgate.bot.api.events import EventOut
 from tapgate.bot.api.models import (
     CancelIn,
     ErrorOut,
-    EventOut,
     ToolCallIn,
     ToolCallList,
     ToolCallOut,
@@ -56,7 +57,7 @@ def make_config(db_url: str, **server: Any) -> Config:
     return parse_config(
         {
             # The heartbeat's sweeps are not under test here; keep them out of the way.
-            "server": {"max_wait": MAX_WAIT, "heartbeat_interval": 3600, **server},
+            "server": {"max_wait": MAX_WAIT, "heartbeat_interval": 3600} | server,
             "store": {"url": db_url},
             "agents": [{"name": "ci-bot", "token": CI}, {"name": "other", "token": OTHER}],
             "approvers": [{"name": "alice", "slack": "U0ALICE"}, {"name": "bob", "slack": "U0BOB"}],
@@ -115,6 +116,8 @@ class Api:
             ErrorOut.model_validate_json(text)
         elif "tool_calls" in data:
             ToolCallList.model_validate_json(text)
+        elif "calls" in data:
+            BatchOut.model_validate_json(text)
         elif "openapi" not in data:
             ToolCallOut.model_validate_json(text)
         return resp.status, data, resp
@@ -722,6 +725,9 @@ def test_openapi_examples_validate_against_the_models() -> None:
         "ToolCallOut": ToolCallOut,
         "ErrorOut": ErrorOut,
         "EventOut": EventOut,
+        "BatchCallIn": BatchCallIn,
+        "BatchIn": BatchIn,
+        "BatchOut": BatchOut,
     }
     document = openapi_document(MAX_WAIT)
     for name, model in models.items():

@@ -28,9 +28,10 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
 from tapgate.core.models import AuditEntry, Delivery, Grant, Request, RequestStatus, Scope
-from tapgate.core.store import audit, events, grants, lifecycle, reminders
+from tapgate.core.store import audit, batches, events, grants, lifecycle, reminders
 from tapgate.core.store import engine as _engine
 from tapgate.core.store import requests as _requests
+from tapgate.core.store.batches import Ask, Batch, ItemFor
 from tapgate.core.store.calls import ClientCalls
 from tapgate.core.store.grants import GrantKey
 from tapgate.core.store.leader import Leadership
@@ -128,6 +129,33 @@ class Store:
             except IntegrityError:
                 continue  # a concurrent identical ask won the insert; reuse it
         raise StoreError("could not create or reuse a pending request")
+
+    async def create_batch(
+        self, batch: Batch, asks: Sequence[Ask], now: datetime, item_for: ItemFor
+    ) -> tuple[Batch, list[Created]]:
+        """Create a batch's requests and the batch itself in one transaction (see ``batches``)."""
+        for _ in range(3):
+            try:
+                return await self.runner.run(
+                    lambda c: batches.create(c, batch, asks, now, item_for)
+                )
+            except IntegrityError:
+                continue  # a concurrent identical ask won an insert; run it again to reuse it
+        raise StoreError("could not create a batch")
+
+    async def get_batch(self, batch_id: str) -> Batch | None:
+        """The batch with this id, or ``None``."""
+        return await self.runner.read(lambda c: batches.get(c, batch_id))
+
+    async def consume(self, request_id: str, now: datetime) -> bool:
+        """Mark a once-approval used (the agent was told); True for the first caller only."""
+        return await self.runner.run(lambda c: lifecycle.consume(c, request_id, now))
+
+    async def decided_since(
+        self, agent: str, after: tuple[int, str] | None, limit: int = 100
+    ) -> list[Request]:
+        """``agent``'s requests decided after the cursor, in decision order."""
+        return await self.runner.read(lambda c: _requests.decided_since(c, agent, after, limit))
 
     async def get_request(self, request_id: str) -> Request:
         """The request with this id; :class:`RequestNotFound` otherwise."""
