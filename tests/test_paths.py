@@ -47,7 +47,7 @@ FINDING = Policy(
 )
 
 
-def verdict(tool: str, policy: Policy = FINDING, **args: Any) -> tuple[str, str]:
+def verdict(tool: str, policy: Policy = FINDING, /, **args: Any) -> tuple[str, str]:
     v = policy.evaluate(ToolCall(tool=tool, arguments=args))
     return v.action, v.rule
 
