@@ -159,8 +159,8 @@ def report(rounds: list[dict[str, float]]) -> bool:
     for i, medians in enumerate(rounds, 1):
         print(f"\nround {i}: median wall, ms (ratio to {' / '.join(baselines)})")
         for name, ms in medians.items():
-            ratios = " / ".join(f"{ms / medians[b]:.1f}x" for b in baselines)
-            print(f"  {name:10s} {ms:7.1f}   {ratios}")
+            shown = " / ".join(f"{ms / medians[b]:.1f}x" for b in baselines)
+            print(f"  {name:10s} {ms:7.1f}   {shown}")
     print("\nspread over the rounds (min - max of the round medians):")
     for name in rounds[0]:
         spread = [r[name] for r in rounds]
