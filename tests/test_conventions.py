@@ -147,6 +147,7 @@ EXPORTS: dict[str, set[str]] = {
         "EXIT_CONFIG",
         "GuardError",
         "LONG_POLL",
+        "McpProxyOptions",
         "RemoteGate",
         "SyncChecker",
         "SyncRemoteGate",
@@ -157,6 +158,7 @@ EXPORTS: dict[str, set[str]] = {
         "hook_fallback",
         "hook_refusal",
         "run_approved",
+        "serve_mcp_proxy",
     },
 }
 
@@ -308,6 +310,7 @@ def test_agent_side_commands_start_without_the_server_stack() -> None:
         [sys.executable, "-c", code], check=True, capture_output=True, text=True
     ).stdout.split()
     heavy = {"sqlalchemy", "alembic", "aiohttp", "linebot", "slack_sdk", "slack_bolt", "yaml"}
+    heavy |= {"mcp", "mcp_types"}  # the MCP SDK is an optional extra, loaded by mcp-proxy only
     assert not heavy & set(loaded), heavy & set(loaded)
     assert "httpx" in loaded
 

@@ -10,10 +10,17 @@ ask the server at all, and ``DEFAULT_HOOK_TIMEOUT`` / ``EXIT_CONFIG`` are the
 commands' defaults that wrappers should share.
 This package talks to the server only through HTTP (httpx): it imports the
 domain records and errors, never the server, webhooks or notifiers.
+
+``serve_mcp_proxy`` (and its ``McpProxyOptions``) is ``tapgate mcp-proxy``:
+it needs the ``mcp`` extra, so it loads on first use and this package
+imports without the MCP SDK.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from tapgate._lazy import lazy_exports
 from tapgate.client._errors import (
     ArgumentsChanged,
     ClientError,
@@ -31,6 +38,9 @@ from tapgate.client._hook import (
 from tapgate.client._remote import LONG_POLL, RemoteGate, SyncRemoteGate
 from tapgate.client._run import EXIT_CONFIG, run_approved
 
+if TYPE_CHECKING:
+    from tapgate.client._mcp_proxy import McpProxyOptions, serve_mcp_proxy
+
 __all__ = [
     "DEFAULT_HOOK_TIMEOUT",
     "EXIT_CONFIG",
@@ -40,6 +50,7 @@ __all__ = [
     "ClientError",
     "Denied",
     "GuardError",
+    "McpProxyOptions",
     "RemoteGate",
     "SyncChecker",
     "SyncRemoteGate",
@@ -50,4 +61,10 @@ __all__ = [
     "hook_fallback",
     "hook_refusal",
     "run_approved",
+    "serve_mcp_proxy",
 ]
+
+_MCP = "tapgate.client._mcp_proxy"  # needs the mcp extra: loaded on first use
+__getattr__, __dir__ = lazy_exports(
+    __name__, {"McpProxyOptions": _MCP, "serve_mcp_proxy": _MCP}, __all__
+)

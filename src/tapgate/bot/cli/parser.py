@@ -13,6 +13,7 @@ from typing import Any
 
 from tapgate.bot.cli.agent import add_agent_commands
 from tapgate.bot.cli.commands import COMMANDS
+from tapgate.bot.cli.mcp_proxy import add_mcp_proxy_command
 from tapgate.core.models import RISKS
 
 __all__ = ["DESCRIPTION", "build_parser"]
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.set_defaults(func=COMMANDS["explain"])
     _operator_commands(sub)
     add_agent_commands(sub, hook=COMMANDS["hook claude-code"], run=COMMANDS["run"])
+    add_mcp_proxy_command(sub, COMMANDS["mcp-proxy"])
     return parser
 
 
