@@ -39,7 +39,7 @@ from typing import TextIO
 
 from tapgate.client._ask import decide, describe, failure, withdraw
 from tapgate.client._errors import Unauthorized
-from tapgate.client._remote import SyncRemoteGate
+from tapgate.client._lean import connect
 from tapgate.core.models import Decision, Request, ToolCall
 from tapgate.errors import TapgateError
 
@@ -119,7 +119,7 @@ def _ask(err: TextIO, url: str, token: str, call: ToolCall, timeout: float | Non
         signals.release()  # we know what to cancel now: a held Ctrl-C acts from here
 
     try:
-        with signals, SyncRemoteGate(url, token) as gate:
+        with signals, connect(url, token) as gate:
             decision = decide(gate, call, timeout=timeout, on_pending=pending)
             signals.release()  # decided at once: a held Ctrl-C still stops the command
     except (KeyboardInterrupt, _Stopped) as stop:
@@ -164,7 +164,7 @@ def _interrupted(
         return _fail(err, how, status)
     try:
         # The interrupted long-poll may have left its connection half-read: a new pool.
-        with SyncRemoteGate(url, token, retries=0) as gate:
+        with connect(url, token, retries=0) as gate:
             late = withdraw(gate, request.id, f"{how} by the user of tapgate run", strict=True)
     except (KeyboardInterrupt, _Stopped):
         return _fail(err, f"{how}: request {request.id} not run (and not cancelled)", status)
