@@ -184,6 +184,9 @@ audit = Table(
     Column("request_id", String(32)),
     Column("actor", String(200), nullable=False),
     Column("detail", Text, nullable=False),
+    # The hash chain (migration 0003, core/audit_chain.py): set by the database.
+    Column("prev_hash", String(64)),
+    Column("hash", String(64)),
     Index("ix_audit_request_id", "request_id"),
     Index("ix_audit_at", "at"),
 )
