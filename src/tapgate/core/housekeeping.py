@@ -9,10 +9,11 @@ store change is a change in core only. The methods live here, mixed into
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from datetime import datetime
 from typing import Any
 
+from tapgate.core.audit_chain import ChainRow, Verdict
 from tapgate.core.clock import Clock
 from tapgate.core.directory import Directory
 from tapgate.core.models import AuditEntry, Request, RequestStatus
@@ -48,6 +49,16 @@ class StoreDoor:
     ) -> list[AuditEntry]:
         """Audit lines in the order they were written."""
         return await self.store.audit_log(since=since, request_id=request_id)
+
+    def audit_chain(
+        self, *, since: datetime | None = None, request_id: str | None = None
+    ) -> AsyncIterator[ChainRow]:
+        """Audit lines with their hashes, in chain order (the jsonl export)."""
+        return self.store.audit_chain(since=since, request_id=request_id)
+
+    async def verify_audit(self, *, anchors: Mapping[int, str] | None = None) -> Verdict:
+        """Check the audit chain from its genesis; the verdict names the first broken link."""
+        return await self.store.verify_audit(anchors=anchors)
 
     async def record_refusal(
         self, request_id: str, *, actor: str, detail: Mapping[str, Any]

@@ -106,7 +106,7 @@ requests = Table(
     Column("resolution_detail", Text),
     Column("scope", String(16)),
     Column("reminded_at", UTCDateTime),
-    # Migration 0003: batches, approvals consumed once, the decided-since cursor.
+    # Migration 0004: batches, approvals consumed once, the decided-since cursor.
     Column("batch_id", String(32)),
     Column("consumed_at", UTCDateTime),
     Column("decided_seq", Integer),
@@ -194,11 +194,14 @@ audit = Table(
     Column("request_id", String(32)),
     Column("actor", String(200), nullable=False),
     Column("detail", Text, nullable=False),
+    # The hash chain (migration 0003, core/audit_chain.py): set by the database.
+    Column("prev_hash", String(64)),
+    Column("hash", String(64)),
     Index("ix_audit_request_id", "request_id"),
     Index("ix_audit_at", "at"),
 )
 
-# A batch of calls an agent submitted together (migration 0003): ``items`` is the
+# A batch of calls an agent submitted together (migration 0004): ``items`` is the
 # JSON list, in the agent's order, of {"request_id": ...} for a call that asks
 # and {"tool": ..., "decision": {...}} for one decided at once.
 batches = Table(

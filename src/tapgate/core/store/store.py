@@ -10,7 +10,8 @@ each operation as one transaction on its runner (see
 - :mod:`~tapgate.core.store.requests`: reading requests;
 - :mod:`~tapgate.core.store.grants`, :mod:`~tapgate.core.store.reminders`,
   :mod:`~tapgate.core.store.events` (webhook event ids),
-  :mod:`~tapgate.core.store.audit`;
+  :mod:`~tapgate.core.store.audit` (and its hash chain, checked by
+  :meth:`Store.verify_audit`);
 - ``store.outbox`` (:mod:`~tapgate.core.store.outbox`) and ``store.calls``
   (:mod:`~tapgate.core.store.calls`), reached as attributes.
 
@@ -20,13 +21,15 @@ modules stay free of runners and of ``async``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
+from tapgate.core.audit_chain import ChainRow, Verdict, Verifier
 from tapgate.core.models import AuditEntry, Delivery, Grant, Request, RequestStatus, Scope
 from tapgate.core.store import audit, batches, events, grants, lifecycle, reminders
 from tapgate.core.store import engine as _engine
@@ -307,3 +310,35 @@ class Store:
         return await self.runner.read(
             lambda c: audit.read(c, since=since, request_id=request_id, limit=limit)
         )
+
+    async def audit_chain(
+        self,
+        *,
+        since: datetime | None = None,
+        request_id: str | None = None,
+        page: int = 1000,
+    ) -> AsyncIterator[ChainRow]:
+        """Audit lines as hashed, in id order, a page per read so a long log never piles up.
+
+        Ids are handed out in commit order (see migration 0003), so a page
+        read while others append misses nothing that a later page could hold.
+        """
+        after = 0
+        while True:
+            read_page = functools.partial(
+                audit.read_chain, after=after, limit=page, since=since, request_id=request_id
+            )
+            rows = await self.runner.read(read_page)
+            for row in rows:
+                yield row
+            if len(rows) < page:
+                return
+            after = rows[-1].id
+
+    async def verify_audit(self, *, anchors: Mapping[int, str] | None = None) -> Verdict:
+        """Check the whole chain from its genesis; the verdict names the first broken link."""
+        verifier = Verifier(require_genesis=True, anchors=anchors or {})
+        async for row in self.audit_chain():
+            if not verifier.feed(row):
+                break
+        return verifier.verdict()

@@ -1,7 +1,7 @@
 """Batches, approvals consumed once, and the decided-since cursor.
 
-Revision ID: 0003
-Revises: 0002
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-11-24
 
 - ``requests.batch_id`` groups the asks of one batch; ``batches`` keeps the
@@ -19,8 +19,8 @@ from alembic import op
 
 from tapgate.core.store.schema import UTCDateTime
 
-revision = "0003"
-down_revision = "0002"
+revision = "0004"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 
