@@ -29,7 +29,7 @@ treat as "not allowed"; a cancel sent twice answers 409.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
@@ -167,6 +167,12 @@ class SyncCalls:
         """Withdraw a pending request; it counts as a denial."""
         return self._run(self._planner.cancel(request_id, reason))
 
+    def check_many(self, calls: Sequence[ToolCall]) -> list[Decision]:
+        """Decide a turn's calls as one batch; one decision per call, in order."""
+        from tapgate.client._batch import batch_plan
+
+        return self._run(batch_plan(self._planner, calls))
+
     def __enter__(self) -> Self:
         return self
 
@@ -202,7 +208,7 @@ class Planner:
             read_timeout=self._read_timeout(wait),
             idempotent=False,  # see the module docstring: never resent once it may have acted
         )
-        response = yield from self._exchange(send)
+        response = yield from self.exchange(send)
         return ticket_from(read_json(response), call)
 
     def wait(self, request_id: str, timeout: float | None) -> Plan[Decision | None]:
@@ -219,7 +225,7 @@ class Planner:
                 timeout=self.timeout,
                 read_timeout=self._read_timeout(wait),
             )
-            response = yield from self._exchange(send)
+            response = yield from self.exchange(send)
             decision = decision_from(read_json(response, request_id))
             if decision is not None:
                 return decision
@@ -250,7 +256,7 @@ class Planner:
             read_timeout=self._read_timeout(None),
             idempotent=False,
         )
-        response = yield from self._exchange(send)
+        response = yield from self.exchange(send)
         decision = decision_from(read_json(response, request_id))
         if decision is None:
             raise ClientError(
@@ -258,7 +264,8 @@ class Planner:
             )
         return decision
 
-    def _exchange(self, send: Send) -> Generator[Step, Reply | None, Reply]:
+    def exchange(self, send: Send) -> Generator[Step, Reply | None, Reply]:
+        """One request with this server's retries (see the module docstring)."""
         attempt = 0
         while True:
             try:
