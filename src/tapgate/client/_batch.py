@@ -105,8 +105,12 @@ class _Prepared:
                 "not run (ask again with the new arguments)"
             )
 
-    def denied(self, decision: Decision) -> Denied:
-        return Denied(tool=self.call.tool, reason=decision.reason, decision=decision)
+    def refusal(self, decision: Decision) -> Denied | None:
+        """The :class:`Denied` to return instead of running, or ``None``: run it (unchanged)."""
+        if not decision.allowed:
+            return Denied(tool=self.call.tool, reason=decision.reason, decision=decision)
+        self.check_unchanged()
+        return None
 
 
 async def run_batch(
@@ -124,11 +128,7 @@ async def run_batch(
     decisions = await gate.check_many([p.call for p in prepared])
     results: list[Any] = []
     for item, decision in zip(prepared, decisions, strict=True):
-        if not decision.allowed:
-            results.append(item.denied(decision))
-            continue
-        item.check_unchanged()
-        result = item.fn(*item.args, **item.kwargs)
+        result = item.refusal(decision) or item.fn(*item.args, **item.kwargs)
         results.append(await result if inspect.isawaitable(result) else result)
     return results
 
@@ -143,11 +143,7 @@ def run_batch_sync(
     """:func:`run_batch` for sync tools and a sync gate."""
     prepared = [_Prepared(item, agent, session) for item in calls]
     decisions = gate.check_many([p.call for p in prepared])
-    results: list[Any] = []
-    for item, decision in zip(prepared, decisions, strict=True):
-        if not decision.allowed:
-            results.append(item.denied(decision))
-            continue
-        item.check_unchanged()
-        results.append(item.fn(*item.args, **item.kwargs))
-    return results
+    return [
+        item.refusal(decision) or item.fn(*item.args, **item.kwargs)
+        for item, decision in zip(prepared, decisions, strict=True)
+    ]
