@@ -54,6 +54,7 @@ from tapgate.core.buttons import (
 from tapgate.core.clock import ManualClock
 from tapgate.core.gate import Gate
 from tapgate.core.models import CONTACT_TOOL, Delivery, Request, ToolCall, args_digest
+from tapgate.core.slack_text import escape
 from tapgate.core.tap_texts import title
 from tapgate.notifiers.console import ConsoleNotifier
 from tapgate.notifiers.line import LineNotifier
@@ -780,7 +781,8 @@ async def test_slack_an_answer_after_expiry_is_refused(slack_app: SlackServed) -
     modal = await served.open_modal(request)
     served.clock.advance(61)
     await served.post(submission(modal, "EU"))
-    expired = f"This request expired - Deploy window (request {request.id[:8]})."
+    # An ephemeral is Slack mrkdwn: an id's "_" shows as a lookalike (core.slack_text).
+    expired = escape(f"This request expired - Deploy window (request {request.id[:8]}).")
     assert await served.told(ALICE_SLACK) == [expired]
     await served.post(served.click("reply", request))
     assert await served.told(ALICE_SLACK, 2) == [expired, expired]

@@ -11,13 +11,15 @@ import itertools
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, insert, text, update
 
 from tapgate.core.audit_chain import GENESIS_EVENT, ZERO, ChainRow, link, verify
 from tapgate.core.clock import ManualClock
 from tapgate.core.models import Delivery, Grant
 from tapgate.core.store import Store
 from tapgate.core.store.engine import connect, current_revision, head_revision, upgrade
+from tapgate.core.store.rows import request_to_row
+from tapgate.core.store.schema import requests
 from tests.factories import make_request
 
 ALICE = Delivery(approver="alice", channel="console", address="alice")
@@ -185,6 +187,12 @@ async def test_anchors_catch_a_log_cut_short(store: Store, clock: ManualClock) -
     assert verdict.broken_at == head.id and "cut short" in (verdict.problem or "")
 
 
+OLD_COLUMNS = frozenset(
+    c.name for c in requests.c if c.name not in ("batch_id", "consumed_at", "decided_seq")
+)
+"""The requests table as revision 0002 had it (migration 0004 added the rest)."""
+
+
 async def test_rows_written_before_the_migration_are_covered_by_the_genesis(
     db_url: str, clock: ManualClock
 ) -> None:
@@ -192,9 +200,14 @@ async def test_rows_written_before_the_migration_are_covered_by_the_genesis(
     await runner.run(lambda c: upgrade(c, "0002"))
     await runner.close()
     async with await Store.open(db_url, migrate=False) as old:
+        # Written as revision 0002's columns: today's store would name later ones.
         req = make_request(clock.now(), tool=f"old{ODD}")
-        await old.create_request(req, [], clock.now())
-        await old.transition(req.id, to="approved", by="alice", now=clock.now())
+        row = {k: v for k, v in request_to_row(req).items() if k in OLD_COLUMNS}
+        decided = {"status": "approved", "resolved_at": clock.now(), "resolved_by": "alice"}
+        await old.run(lambda c: c.execute(insert(requests).values(row)))
+        await old.run(
+            lambda c: c.execute(update(requests).where(requests.c.id == req.id).values(decided))
+        )
         await old.record("note", request_id=None, actor="ops", now=clock.now())
     async with await Store.open(db_url) as store:  # migrates to the head
         assert await store.run(current_revision) == head_revision()
