@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import ast
 import importlib
+import os
 import pkgutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -165,6 +167,16 @@ EXPORTS: dict[str, set[str]] = {
         "run_approved",
         "serve_mcp_proxy",
     },
+    "tapgate.integrations": set(),
+}
+
+# The adapters import their framework (an optional extra) on import: pinned
+# apart, so that without the extra they skip instead of failing.
+INTEGRATION_EXPORTS: dict[str, set[str]] = {
+    "tapgate.integrations.pydantic_ai": {"ApprovalToolset", "deferred_handler", "resolve_deferred"},
+    "tapgate.integrations.langgraph": {"ainvoke_gated", "decide_interrupts"},
+    "tapgate.integrations.openai_agents": {"decide_interruptions", "run_gated"},
+    "tapgate.integrations.claude_agent_sdk": {"can_use_tool", "pre_tool_use_hook"},
 }
 
 # What each layer may import from tapgate itself, and which outside packages
@@ -175,6 +187,13 @@ ALLOWED_INTERNAL = {
     "notifiers": {"tapgate.core", "tapgate.errors", "tapgate.notifiers", "tapgate._lazy"},
     "webhooks": {"tapgate.core", "tapgate.errors", "tapgate.webhooks", "tapgate._lazy"},
     "bot": {"tapgate"},
+    # The agent side of the frameworks: the client and the records, never the server.
+    "integrations": {
+        "tapgate.client",
+        "tapgate.core.models",
+        "tapgate.errors",
+        "tapgate.integrations",
+    },
 }
 FORBIDDEN_EXTERNAL = {
     "client": {"aiohttp", "yaml", "linebot", "slack_sdk", "slack_bolt"},
@@ -182,6 +201,7 @@ FORBIDDEN_EXTERNAL = {
     "notifiers": {"yaml"},
     "webhooks": {"yaml"},
     "bot": set(),
+    "integrations": {"aiohttp", "yaml", "linebot", "slack_sdk", "slack_bolt", "sqlalchemy"},
 }
 
 
@@ -214,11 +234,34 @@ def test_package_exports_are_pinned(package: str, expected: set[str]) -> None:
         assert hasattr(module, name), f"{package}.__all__ names missing {name}"
 
 
+@pytest.mark.parametrize(("module", "expected"), sorted(INTEGRATION_EXPORTS.items()))
+def test_integration_exports_are_pinned(module: str, expected: set[str]) -> None:
+    assert set(_import(module).__all__) == expected
+
+
+def test_every_integration_module_is_pinned() -> None:
+    adapters = {m for m in _modules() if m.startswith("tapgate.integrations.")}
+    adapters = {m for m in adapters if not m.rsplit(".", 1)[-1].startswith("_")}
+    assert set(INTEGRATION_EXPORTS) <= adapters
+
+
+def _import(module: str) -> ModuleType:
+    """``module``, or a skip when it is an adapter whose framework is not installed."""
+    if module.startswith("tapgate.integrations."):
+        try:
+            return importlib.import_module(module)
+        except ImportError as exc:
+            if os.environ.get("TAPGATE_REQUIRE_INTEGRATIONS") == "1":
+                raise
+            pytest.skip(f"{module}: {exc}")
+    return importlib.import_module(module)
+
+
 @pytest.mark.parametrize(
     "module", [m for m in _modules() if not m.rsplit(".", 1)[-1].startswith("_")]
 )
 def test_every_public_module_declares_all(module: str) -> None:
-    assert hasattr(importlib.import_module(module), "__all__"), module
+    assert hasattr(_import(module), "__all__"), module
 
 
 @pytest.mark.parametrize("module", [m for m in _modules() if m.count(".") >= 1])
@@ -388,3 +431,16 @@ def test_the_words_a_tapper_reads_are_written_once() -> None:
     for sentence in ("You are not an approver", "This request does not exist"):
         owners = [m for m in _modules() if sentence in _source(m)]
         assert owners == ["tapgate.core.tap_texts"], (sentence, owners)
+
+
+def test_the_integrations_package_loads_no_framework() -> None:
+    """The frameworks are optional extras: only importing an adapter module loads one."""
+    code = (
+        "import sys, tapgate, tapgate.client, tapgate.integrations; "
+        "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout.split()
+    frameworks = {"pydantic_ai", "langchain", "langgraph", "agents", "claude_agent_sdk"}
+    assert not frameworks & set(loaded), frameworks & set(loaded)
