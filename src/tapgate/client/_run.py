@@ -31,15 +31,14 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
 from types import FrameType
 from typing import TextIO
 
 from tapgate.client._ask import decide, describe, failure, withdraw
 from tapgate.client._errors import Unauthorized
 from tapgate.client._remote import SyncRemoteGate
+from tapgate.client._waiting import Waiting, countdown_line
 from tapgate.core.models import Decision, Request, ToolCall
 from tapgate.errors import TapgateError
 
@@ -62,8 +61,6 @@ EXIT_CONFIG = 78
 EXIT_CANNOT_EXECUTE = 126
 EXIT_NOT_FOUND = 127
 EXIT_INTERRUPTED = 130
-
-_SHOWN = 60  # characters of a command shown on the countdown line
 
 
 def run_approved(
@@ -99,19 +96,9 @@ def run_approved(
     return _execute(argv, err)
 
 
-def countdown_line(command: str, request_id: str, seconds_left: float) -> str:
-    """The line redrawn every second while a terminal user waits for a tap."""
-    shown = command if len(command) <= _SHOWN else command[: _SHOWN - 1] + "…"
-    left = max(int(seconds_left), 0)
-    hours, rest = divmod(left, 3600)
-    minutes, seconds = divmod(rest, 60)
-    clock = f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
-    return f"tapgate: waiting for approval of `{shown}` (request {request_id[:4]}…): {clock} left"
-
-
 def _ask(err: TextIO, url: str, token: str, call: ToolCall, timeout: float | None) -> int | None:
     """Wait for the decision on ``call``: ``None`` to run it, else tapgate's exit status."""
-    waiting = _Waiting(err, str(call.arguments["command"]), timeout)
+    waiting = Waiting(err, str(call.arguments["command"]), timeout)
     signals = _Signals(err)
 
     def pending(request: Request) -> None:
@@ -349,54 +336,3 @@ def _fail(err: TextIO, message: str, status: int) -> int:
     err.write(f"tapgate: {message}\n")
     err.flush()
     return status
-
-
-class _Waiting:
-    """What the user sees while a request waits: one line, then a countdown on a terminal."""
-
-    def __init__(self, err: TextIO, command: str, timeout: float | None) -> None:
-        self.err = err
-        self.command = command
-        self.request: Request | None = None
-        self._deadline = None if timeout is None else time.monotonic() + timeout
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self, request: Request) -> None:
-        self.request = request
-        asked = ", ".join(request.approvers) or "the approvers"
-        self.err.write(
-            f"tapgate: asked {asked} to approve `{self.command}` (request {request.id})\n"
-        )
-        self.err.flush()
-        if _is_terminal(self.err):
-            thread = threading.Thread(target=self._draw, daemon=True)
-            thread.start()
-            self._thread = thread  # only a started thread is ever joined
-
-    def stop(self) -> None:
-        self._stop.set()
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join()
-            self.err.write("\r\x1b[K")
-            self.err.flush()
-
-    def _draw(self) -> None:
-        assert self.request is not None
-        expires = self.request.expires_at
-        while not self._stop.is_set():
-            left = (expires - datetime.now(UTC)).total_seconds()
-            if self._deadline is not None:
-                left = min(left, self._deadline - time.monotonic())
-            line = countdown_line(self.command, self.request.id, left)
-            self.err.write(f"\r\x1b[K{line}")
-            self.err.flush()
-            self._stop.wait(1.0)
-
-
-def _is_terminal(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
