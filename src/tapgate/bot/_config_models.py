@@ -44,6 +44,7 @@ __all__ = [
     "Loc",
     "PolicyConfig",
     "RuleConfig",
+    "SandboxConfig",
     "Section",
     "ServerConfig",
     "SlackConfig",
@@ -314,6 +315,42 @@ class ChannelsConfig(Section):
     slack: SlackConfig | None = None
 
 
+def _absolute_path(value: str) -> str:
+    if not value.startswith("/"):
+        raise _custom_error("path", "expected an absolute path")
+    if any(part in (".", "..") for part in value.split("/")) or "//" in value.rstrip("/"):
+        # The sandbox binds what the operator wrote: no spelling that means another place.
+        raise _custom_error("path", "expected a normalised path (no '.', '..' or '//')")
+    if not value.strip("/"):
+        raise _custom_error("path", "'/' is the whole filesystem: name the directories instead")
+    return value
+
+
+def _writable_path(value: str) -> str:
+    if value == ".":
+        return value
+    if not value.startswith("/"):
+        where = 'an absolute path or "." (the directory tapgate run starts in)'
+        raise _custom_error("path", f"expected {where}")
+    return _absolute_path(value)
+
+
+WritablePath = Annotated[str, AfterValidator(_writable_path)]
+HiddenPath = Annotated[str, AfterValidator(_absolute_path)]
+
+
+class SandboxConfig(Section):
+    """What ``tapgate run --sandbox`` lets this tool's commands do beyond reading files.
+
+    Everything is off unless named: no network, nothing writable but a private
+    ``/tmp``. The server hands this to the client, so an agent cannot widen it.
+    """
+
+    network: bool = False
+    writable: tuple[WritablePath, ...] = ()
+    hidden: tuple[HiddenPath, ...] = ()
+
+
 class ToolConfig(Section):
     """What the operator says about one tool or tool glob (see ``core.rules.ToolSpec``)."""
 
@@ -321,6 +358,7 @@ class ToolConfig(Section):
     shell: NonEmptyStr | None = None
     fingerprint: tuple[NonEmptyStr, ...] = ()
     prefix_words: PositiveInt = 2
+    sandbox: SandboxConfig | None = None
 
 
 class RuleConfig(Section):

@@ -21,6 +21,7 @@ from tapgate.bot.humanlayer import setup_humanlayer
 from tapgate.bot.keys import CLOCK, CONFIG, DISPATCHER, GATE, METRICS, STORE
 from tapgate.bot.metrics import Metrics
 from tapgate.bot.routes import setup_webhooks
+from tapgate.bot.sandbox_api import setup_sandbox_api
 from tapgate.core.clock import Clock, SystemClock
 from tapgate.core.gate import Gate
 from tapgate.core.policy import Policy
@@ -47,6 +48,7 @@ def build_app(
     app.cleanup_ctx.append(_core(notifiers))
     setup_health(app)
     setup_api(app)
+    setup_sandbox_api(app)
     setup_humanlayer(app)
     setup_webhooks(app)
     return app
