@@ -84,6 +84,15 @@ def add_agent_commands(sub: Any) -> None:
     run.add_argument(
         "--timeout", type=_seconds, help="seconds to wait (default: the request's own timeout)"
     )
+    run.add_argument(
+        "--sandbox",
+        nargs="?",
+        const="strict",
+        choices=("strict", "best-effort"),
+        help="run the command under bubblewrap as the tool's config on the server says; "
+        "refuse to run (status 71) where that is impossible, or with =best-effort warn and "
+        "run unsandboxed",
+    )
     run.add_argument("argv", nargs=argparse.REMAINDER, help="-- COMMAND [ARG ...]")
     run.set_defaults(func=_run)
 
@@ -184,6 +193,7 @@ def _run(args: argparse.Namespace) -> int:
         tool=args.tool,
         session=args.session,
         timeout=args.timeout,
+        sandbox=args.sandbox,
     )
 
 

@@ -14,6 +14,7 @@ stay clear of the 1, 2, 126, 127 and 128+ that commands and shells use:
 69   the tapgate server is unreachable or failed (``EX_UNAVAILABLE``)
 75   nobody decided in time: the request expired (``EX_TEMPFAIL``)
 77   denied, by policy or by an approver (``EX_NOPERM``)
+71   ``--sandbox``: the command cannot be confined here (``EX_OSERR``)
 78   no agent token, or the server refused it (``EX_CONFIG``)
 126  approved, but the command could not be executed
 127  approved, but the command was not found
@@ -36,8 +37,9 @@ from types import FrameType
 from typing import TextIO
 
 from tapgate.client._ask import decide, describe, failure, withdraw
-from tapgate.client._errors import Unauthorized
+from tapgate.client._errors import SandboxUnavailable, Unauthorized
 from tapgate.client._remote import SyncRemoteGate
+from tapgate.client._sandbox import EXIT_NO_SANDBOX, Sandbox, SandboxMode, confine
 from tapgate.client._waiting import Waiting, countdown_line
 from tapgate.core.models import Decision, Request, ToolCall
 from tapgate.errors import TapgateError
@@ -49,6 +51,7 @@ __all__ = [
     "EXIT_EXPIRED",
     "EXIT_INTERRUPTED",
     "EXIT_NOT_FOUND",
+    "EXIT_NO_SANDBOX",
     "EXIT_UNAVAILABLE",
     "countdown_line",
     "run_approved",
@@ -72,12 +75,16 @@ def run_approved(
     session: str | None = None,
     timeout: float | None = None,
     stderr: TextIO | None = None,
+    sandbox: SandboxMode | None = None,
+    bwrap: str = "bwrap",
 ) -> int:
     """Ask tapgate about ``argv`` as tool ``tool``, run it if allowed; the exit status.
 
     ``timeout`` bounds the wait (the request is then withdrawn, status 75);
     without it the server's request timeout decides. tapgate's own messages
     go to ``stderr``; while waiting on a terminal a countdown is drawn there.
+    ``sandbox`` runs the command under ``bwrap`` as the tool's server-side
+    config says (:mod:`tapgate.client._sandbox`), checked before anyone is asked.
     """
     err = stderr if stderr is not None else sys.stderr
     if not argv:
@@ -88,12 +95,37 @@ def run_approved(
         # shlex.join leaves "A=1" unquoted: the policy would judge "A=1 cmd" as
         # an assignment and `cmd`, while the program run is one named "A=1".
         return _fail(err, f"refusing to run a program named like an assignment: {argv[0]}", 2)
+    box: Sandbox | None = None
+    if sandbox is not None:
+        box_or_status = _confine(err, url, token, tool=tool, mode=sandbox, bwrap=bwrap)
+        if isinstance(box_or_status, int):
+            return box_or_status
+        box = box_or_status
     command = shlex.join(argv)
     call = ToolCall(tool=tool, arguments={"command": command}, session=session)
     refusal = _ask(err, url, token, call, timeout)
     if refusal is not None:
         return refusal
-    return _execute(argv, err)
+    return _execute(argv, err, box)
+
+
+def _confine(
+    err: TextIO, url: str, token: str, *, tool: str, mode: SandboxMode, bwrap: str
+) -> Sandbox | int | None:
+    """The sandbox for ``tool`` (``None``: best-effort without one), or tapgate's exit status."""
+    try:
+        with SyncRemoteGate(url, token) as gate:
+            return confine(mode, lambda: gate.sandbox(tool), bwrap=bwrap, err=err)
+    except SandboxUnavailable as exc:
+        return _fail(
+            err, f"cannot sandbox the command, not running it: {exc.reason}", EXIT_NO_SANDBOX
+        )
+    except Unauthorized as exc:
+        return _fail(err, failure(url, exc), EXIT_CONFIG)
+    except TapgateError as exc:
+        return _fail(err, failure(url, exc), EXIT_UNAVAILABLE)
+    except KeyboardInterrupt:
+        return _fail(err, "interrupted (Ctrl-C) before asking", EXIT_INTERRUPTED)
 
 
 def _ask(err: TextIO, url: str, token: str, call: ToolCall, timeout: float | None) -> int | None:
@@ -278,8 +310,8 @@ def _how(stop: BaseException) -> tuple[str, int]:
     return "interrupted (Ctrl-C)", EXIT_INTERRUPTED
 
 
-def _execute(argv: Sequence[str], err: TextIO) -> int:
-    """Run ``argv`` with tapgate's stdio and pass its status on, shell-style.
+def _execute(argv: Sequence[str], err: TextIO, box: Sandbox | None = None) -> int:
+    """Run ``argv`` (inside ``box``, if any) with tapgate's stdio; its status, shell-style.
 
     SIGTERM and SIGHUP are forwarded from *before* the child is spawned: one
     arriving in between is handed on once it exists, so stopping tapgate never
@@ -296,7 +328,8 @@ def _execute(argv: Sequence[str], err: TextIO) -> int:
 
     with _forwarding(forward):
         try:
-            child = subprocess.Popen(list(argv))  # noqa: S603 - argv is what was approved
+            wrapped = list(argv) if box is None else box.command(argv)
+            child = subprocess.Popen(wrapped)  # noqa: S603 - argv is what was approved
         except FileNotFoundError:
             return _fail(err, f"command not found: {argv[0]}", EXIT_NOT_FOUND)
         except OSError as exc:
