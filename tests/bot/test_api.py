@@ -30,6 +30,7 @@ from tapgate.bot.api.models import (
     CancelIn,
     ErrorOut,
     EventOut,
+    SandboxOut,
     ToolCallIn,
     ToolCallList,
     ToolCallOut,
@@ -722,6 +723,7 @@ def test_openapi_examples_validate_against_the_models() -> None:
         "ToolCallOut": ToolCallOut,
         "ErrorOut": ErrorOut,
         "EventOut": EventOut,
+        "SandboxOut": SandboxOut,
     }
     document = openapi_document(MAX_WAIT)
     for name, model in models.items():

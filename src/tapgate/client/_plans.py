@@ -36,6 +36,7 @@ from urllib.parse import quote
 import httpx
 
 from tapgate.client._errors import ClientError
+from tapgate.client._sandbox import SandboxSpec, spec_from
 from tapgate.client._wire import decision_from, read_json, submit_body, ticket_from
 from tapgate.core.models import Decision, Ticket, ToolCall
 
@@ -162,6 +163,14 @@ class Planner:
                 "the cancelled request is still pending", status=None, code="bad_response"
             )
         return decision
+
+    def sandbox(self, tool: str) -> Plan[SandboxSpec]:
+        """``GET /v1/tools/{tool}/sandbox``: how ``tapgate run --sandbox`` confines the tool."""
+        path = "/v1/tools/" + quote(tool, safe="") + "/sandbox"
+        response = yield from self._exchange(
+            Send(method="GET", path=path, timeout=self._timeout(None))
+        )
+        return spec_from(read_json(response))
 
     def _exchange(self, send: Send) -> Generator[Step, httpx.Response | None, httpx.Response]:
         attempt = 0

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from tapgate.client._plans import Finished, Pause, Plan, Planner, Send, T, resume
+from tapgate.client._sandbox import SandboxSpec
 from tapgate.core.models import Decision, Ticket, ToolCall
 
 __all__ = ["LONG_POLL", "RemoteGate", "SyncRemoteGate"]
@@ -98,6 +99,10 @@ class RemoteGate:
     async def cancel(self, request_id: str, *, reason: str | None = None) -> Decision:
         """Withdraw a pending request the agent no longer needs; it counts as a denial."""
         return await self._run(self._planner.cancel(request_id, reason))
+
+    async def sandbox(self, tool: str) -> SandboxSpec:
+        """The server's sandbox for ``tool`` (what ``tapgate run --sandbox`` applies)."""
+        return await self._run(self._planner.sandbox(tool))
 
     async def __aenter__(self) -> RemoteGate:
         if self._pool is None:
@@ -188,6 +193,10 @@ class SyncRemoteGate:
     def cancel(self, request_id: str, *, reason: str | None = None) -> Decision:
         """Withdraw a pending request; it counts as a denial."""
         return self._run(self._planner.cancel(request_id, reason))
+
+    def sandbox(self, tool: str) -> SandboxSpec:
+        """The server's sandbox for ``tool`` (what ``tapgate run --sandbox`` applies)."""
+        return self._run(self._planner.sandbox(tool))
 
     def __enter__(self) -> SyncRemoteGate:
         return self

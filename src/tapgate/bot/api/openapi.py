@@ -21,6 +21,7 @@ from tapgate.bot.api.models import (
     ErrorOut,
     EventOut,
     ListQuery,
+    SandboxOut,
     ToolCallIn,
     ToolCallList,
     ToolCallOut,
@@ -73,6 +74,13 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "channel": None,
         "approver": None,
     },
+    "SandboxOut": {
+        "tool": "deploy",
+        "network": False,
+        "writable": ["/srv/app/releases", "."],
+        "hidden": ["/root/.ssh"],
+        "source": "policy.tools.deploy.sandbox",
+    },
 }
 """One example per schema; the OpenAPI test validates each against its model."""
 
@@ -101,6 +109,7 @@ def _document(max_wait: float) -> dict[str, Any]:
             (ToolCallList, "serialization"),
             (ErrorOut, "serialization"),
             (EventOut, "serialization"),
+            (SandboxOut, "serialization"),
         ],
         ref_template=_REF,
     )
@@ -181,6 +190,18 @@ def _paths(max_wait: float) -> dict[str, Any]:
             ),
         },
         "/v1/events": {"get": _events()},
+        "/v1/tools/{tool}/sandbox": {
+            "get": _operation(
+                "getToolSandbox",
+                "What `tapgate run --sandbox` lets the tool's commands do: network, writable "
+                "and hidden paths, from the tool's config (defaults when it has none).",
+                parameters=[
+                    {"name": "tool", "in": "path", "required": True, "schema": {"type": "string"}}
+                ],
+                ok={"200": ("SandboxOut", "The tool's sandbox")},
+                errors=("401",),
+            ),
+        },
         "/v1/openapi.json": {
             "get": {
                 "operationId": "getOpenApi",
