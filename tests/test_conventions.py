@@ -311,3 +311,33 @@ def test_agent_side_commands_start_without_the_server_stack() -> None:
     heavy = {"sqlalchemy", "alembic", "aiohttp", "linebot", "slack_sdk", "slack_bolt", "yaml"}
     assert not heavy & set(loaded), heavy & set(loaded)
     assert "httpx" in loaded
+
+
+def _source(module: str) -> str:
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin is not None
+    return Path(spec.origin).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("module", [m for m in _modules() if not m.startswith("tapgate.core")])
+def test_nothing_outside_core_reaches_through_the_gate_into_the_store(module: str) -> None:
+    """The gate is the one door to the store: ``gate.store.x`` above core means a missing method."""
+    for node in ast.walk(ast.parse(_source(module))):
+        if isinstance(node, ast.Attribute) and node.attr == "store":
+            owner = ast.unparse(node.value)
+            assert "gate" not in owner.lower() and owner != "g", f"{module}: {ast.unparse(node)}"
+
+
+@pytest.mark.parametrize("module", [m for m in _modules() if m.startswith("tapgate.webhooks")])
+def test_webhooks_decide_only_through_core_taps(module: str) -> None:
+    """What a tap means is core.taps: a webhook never resolves, nor audits, on its own."""
+    for node in ast.walk(ast.parse(_source(module))):
+        if isinstance(node, ast.Attribute) and node.attr in ("resolve", "record_refusal"):
+            raise AssertionError(f"{module} calls {ast.unparse(node)}: go through core.taps")
+
+
+def test_the_words_a_tapper_reads_are_written_once() -> None:
+    """Every refusal sentence lives in core.tap_texts; a second copy would drift."""
+    for sentence in ("You are not an approver", "This request does not exist"):
+        owners = [m for m in _modules() if sentence in _source(m)]
+        assert owners == ["tapgate.core.tap_texts"], (sentence, owners)
