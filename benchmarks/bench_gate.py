@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from sqlalchemy import Column, Integer, MetaData, String, Table, insert, update
+from sqlalchemy import Column, Connection, Integer, MetaData, String, Table, insert, update
 
 from _util import machine
 from tapgate.core.directory import Approver, Directory
@@ -71,8 +71,15 @@ async def bare_cycles_per_second(url: str, n: int) -> float:
     await store.run(meta.create_all)
     start = time.perf_counter()
     for i in range(n):
-        await store.run(lambda c, i=i: c.execute(insert(t).values(id=i, s="pending")))
-        await store.run(lambda c, i=i: c.execute(update(t).where(t.c.id == i).values(s="ok")))
+
+        def create(c: Connection, i: int = i) -> object:
+            return c.execute(insert(t).values(id=i, s="pending"))
+
+        def resolve(c: Connection, i: int = i) -> object:
+            return c.execute(update(t).where(t.c.id == i).values(s="ok"))
+
+        await store.run(create)
+        await store.run(resolve)
     rate = n / (time.perf_counter() - start)
     await store.close()
     return rate

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from _util import machine, per_call_us
-from tapgate.core.models import ToolCall
+from tapgate.core.models import Action, ToolCall
 from tapgate.core.policy import Policy
 from tapgate.core.rules import PolicySpec, Rule
 
@@ -24,7 +24,7 @@ def make_rules(n: int, rng: random.Random) -> tuple[Rule, ...]:
     """A realistic mix: literal tool names, tool globs, and argument globs."""
     rules = []
     for i in range(n):
-        action = rng.choice(["allow", "allow", "ask", "deny"])
+        action: Action = rng.choice(["allow", "allow", "ask", "deny"])
         kind = i % 10
         if kind < 6:
             rules.append(Rule(tool=f"tool_{i}", action=action, source=f"r[{i}]"))

@@ -41,7 +41,9 @@ class PostgreSQL:
         self.url = ""
 
     def __enter__(self) -> PostgreSQL:
-        port = str(bench_server.free_port())
+        from tests.fakes.taps import free_port  # importable: bench_server put the root on sys.path
+
+        port = str(free_port())
         script = str(ROOT / "scripts" / "pg-test-server")
         self.url = subprocess.run(
             [script, "start", str(self.dir), port], check=True, capture_output=True, text=True
@@ -80,6 +82,7 @@ class Replica(bench_server.Server):
 
 async def cross_replica(db_url: str, n: int = 300) -> list[float]:
     from tests.fakes import FakeLine  # importable once bench_server put the root on sys.path
+    from tests.fakes.taps import signed_line_tap
 
     out = []
     with tempfile.TemporaryDirectory() as a_dir, tempfile.TemporaryDirectory() as b_dir:
@@ -97,9 +100,7 @@ async def cross_replica(db_url: str, n: int = 300) -> list[float]:
                     agent.get(f"{a.url}/v1/tool-calls/{rid}?wait=30", headers=bench_server.AUTH)
                 )
                 await asyncio.sleep(0.01)
-                body, headers = bench_server.signed_line_tap(
-                    bench_server.SECRET, bench_server.APPROVER, rid
-                )
+                body, headers = signed_line_tap(bench_server.SECRET, bench_server.APPROVER, rid)
                 start = time.perf_counter()
                 async with tapper.post(b.url + "/webhooks/line", data=body, headers=headers) as r:
                     assert r.status == 200

@@ -211,7 +211,7 @@ def speed(parser: Any, runs: int, number: int) -> int:
 def run_tests(parser: Any, extra: list[str]) -> int:
     import pytest
 
-    shell.parse = tree_sitter_parse(parser)  # type: ignore[assignment]  # the trial's swap
+    shell.parse = tree_sitter_parse(parser)  # the trial's swap
     args = ["-q", "-p", "no:cacheprovider", "tests/core/test_shell.py", "tests/core/test_policy.py"]
     return int(pytest.main([*args, *extra]))
 

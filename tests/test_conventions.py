@@ -51,6 +51,7 @@ EXPORTS: dict[str, set[str]] = {
         "CONTACT_TOOL",
         "DEFAULT_RISK_ACTIONS",
         "HAZARD_RULE",
+        "PATH_HAZARD_RULE",
         "RISKS",
         "Action",
         "Approver",

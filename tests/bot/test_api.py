@@ -57,7 +57,7 @@ def make_config(db_url: str, **server: Any) -> Config:
     return parse_config(
         {
             # The heartbeat's sweeps are not under test here; keep them out of the way.
-            "server": {"max_wait": MAX_WAIT, "heartbeat_interval": 3600, **server},
+            "server": {"max_wait": MAX_WAIT, "heartbeat_interval": 3600} | server,
             "store": {"url": db_url},
             "agents": [{"name": "ci-bot", "token": CI}, {"name": "other", "token": OTHER}],
             "approvers": [{"name": "alice", "slack": "U0ALICE"}, {"name": "bob", "slack": "U0BOB"}],

@@ -16,10 +16,10 @@ import asyncio
 import io
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol, cast
 
 import aiohttp
 import pytest
@@ -266,11 +266,11 @@ async def test_async_require_approval_is_approved_and_denied(served: Served) -> 
         ran.append(env)
         return f"deployed {env}"
 
-    task = asyncio.create_task(deploy(env="staging"))
+    task = asyncio.ensure_future(deploy(env="staging"))  # the SDK types it an Awaitable
     await served.gate.resolve((await served.pending("deploy")).id, "approve", by="alice")
     assert await asyncio.wait_for(task, 10) == "deployed staging"
 
-    task = asyncio.create_task(deploy(env="prod"))
+    task = asyncio.ensure_future(deploy(env="prod"))
     request = await served.pending("deploy")
     await served.gate.resolve(request.id, "deny", by="bob", reason="prod is frozen")
     assert await asyncio.wait_for(task, 10) == "User denied deploy with message: prod is frozen"
@@ -333,7 +333,7 @@ async def test_allow_for_session_covers_the_rest_of_the_run(served: Served) -> N
     assert await asyncio.to_thread(deploy, env="prod") == "deployed prod"
     assert len(await served.store.list_requests()) == 1
 
-    @served.sdk(run_id="run-2").require_approval()
+    @served.sdk(run_id="run-2").require_approval()  # type: ignore[no-redef]  # the SDK's tool name
     def deploy(env: str) -> str:  # the same tool, in another HumanLayer run
         raise AssertionError("must not run")
 
@@ -347,8 +347,20 @@ async def test_allow_for_session_covers_the_rest_of_the_run(served: Served) -> N
 # -- human_as_tool ------------------------------------------------------------------------
 
 
+class AskHuman(Protocol):
+    """The function ``HumanLayer.human_as_tool()`` returns (the SDK annotates ``[str] -> str``)."""
+
+    def __call__(self, message: str, subject: str | None = None) -> str: ...
+
+
+class AsyncAskHuman(Protocol):
+    """The coroutine function ``AsyncHumanLayer.human_as_tool()`` returns."""
+
+    def __call__(self, message: str, subject: str | None = None) -> Coroutine[Any, Any, str]: ...
+
+
 async def test_human_as_tool_returns_the_approvers_answer(served: Served) -> None:
-    ask = served.sdk().human_as_tool()
+    ask = cast(AskHuman, served.sdk().human_as_tool())
     task = asyncio.create_task(asyncio.to_thread(ask, message="Which region?"))
     request = await served.pending(CONTACT_TOOL)
     assert dict(request.arguments) == {"message": "Which region?"}
@@ -359,7 +371,7 @@ async def test_human_as_tool_returns_the_approvers_answer(served: Served) -> Non
 
 async def test_human_as_tool_answered_by_typing_on_line(served: Served) -> None:
     """The whole path: the Reply button's prefill, typed and sent as a signed LINE text."""
-    ask = served.sdk().human_as_tool()
+    ask = cast(AskHuman, served.sdk().human_as_tool())
     task = asyncio.create_task(asyncio.to_thread(ask, message="Which region?"))
     request = await served.pending(CONTACT_TOOL)
     typed = answer_prefill(request.id) + "eu-west-1, as usual"
@@ -386,7 +398,7 @@ async def test_human_as_tool_answered_by_typing_on_line(served: Served) -> None:
 
 
 async def test_async_human_as_tool_with_a_subject(served: Served) -> None:
-    ask = served.async_sdk().human_as_tool()
+    ask = cast(AsyncAskHuman, served.async_sdk().human_as_tool())
     task = asyncio.create_task(ask(message="Ship it?", subject="release 1.2"))
     request = await served.pending(CONTACT_TOOL)
     assert dict(request.arguments) == {"message": "Ship it?", "subject": "release 1.2"}
@@ -410,16 +422,19 @@ async def test_async_human_as_tool_with_a_subject(served: Served) -> None:
 async def test_a_contact_without_an_answer_still_ends_the_sdks_wait(
     served: Served, outcome: str, expected: str
 ) -> None:
-    ask = served.sdk().human_as_tool()
+    ask = cast(AskHuman, served.sdk().human_as_tool())
     task = asyncio.create_task(asyncio.to_thread(ask, message="Which region?"))
     request = await served.pending(CONTACT_TOOL)
     verdict, _, reason = outcome.partition(":")
-    if verdict == "expire":
-        served.clock.advance(301)
-    elif verdict == "cancel":
-        await served.gate.cancel(request.id, by="operator")
-    else:
-        await served.gate.resolve(request.id, verdict, by="alice", reason=reason or None)
+    match verdict:
+        case "expire":
+            served.clock.advance(301)
+        case "cancel":
+            await served.gate.cancel(request.id, by="operator")
+        case "approve" | "deny":
+            await served.gate.resolve(request.id, verdict, by="alice", reason=reason or None)
+        case _:
+            raise AssertionError(f"unknown outcome {outcome!r}")
     assert await asyncio.wait_for(task, 10) == expected
 
 
@@ -430,7 +445,7 @@ async def test_a_contact_without_an_answer_still_ends_the_sdks_wait(
 async def test_a_contact_policy_that_asks_nobody_is_an_error(
     served: Served, token: str, status: int, code: str, verdict: str
 ) -> None:
-    ask = served.sdk(token=token).human_as_tool()
+    ask = cast(AskHuman, served.sdk(token=token).human_as_tool())
     with pytest.raises(HumanLayerException, match=code):
         await asyncio.to_thread(ask, message="Anyone there?")
     answer, body = await served.call("POST", "/contact_requests", contact(), token=token)

@@ -21,10 +21,10 @@ import io
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import pytest
@@ -220,7 +220,12 @@ async def served_manual(tmp_path: Path) -> AsyncIterator[Served]:
         yield s
 
 
-Hook = Callable[..., Awaitable[dict[str, Any]]]
+class Hook(Protocol):
+    """The ``hook`` fixture: url, hook input (a dict, or raw stdin), flags; the JSON answer."""
+
+    def __call__(
+        self, url: str, payload: dict[str, Any] | str, *flags: str
+    ) -> Coroutine[Any, Any, dict[str, Any]]: ...
 
 
 def cli(*argv: str) -> int:

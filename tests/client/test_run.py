@@ -15,9 +15,9 @@ import shlex
 import signal
 import sys
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import pytest
@@ -39,7 +39,10 @@ def marking(marker: Path, status: int = 0, *extra: str) -> list[str]:
     return [sys.executable, "-c", code, str(marker), *extra]
 
 
-Run = Callable[..., Awaitable[tuple[int, str]]]
+class Run(Protocol):
+    """The ``run`` fixture: url and ``tapgate run`` arguments; (exit status, stderr)."""
+
+    def __call__(self, url: str, *argv: str) -> Coroutine[Any, Any, tuple[int, str]]: ...
 
 
 async def run_process(url: str, marker: Path, **kw: Any) -> asyncio.subprocess.Process:
@@ -273,7 +276,7 @@ async def test_ctrl_c_before_the_request_id_arrives_still_cancels_it(
         assert proc.returncode is None  # held, not lost
         release.set()
         _, err = await asyncio.wait_for(proc.communicate(), 30)
-    assert proc.returncode == 130, err.decode()
+    assert await proc.wait() == 130, err.decode()
     assert f"interrupted (Ctrl-C): request {request.id} not run and cancelled" in err.decode()
     assert (await served.app[GATE].get_request(request.id)).status == "cancelled"
     assert not marker.exists()
@@ -293,7 +296,7 @@ async def test_a_second_ctrl_c_stops_at_once(served: Served, tmp_path: Path) -> 
         proc.send_signal(signal.SIGINT)
         _, err = await asyncio.wait_for(proc.communicate(), 30)
         release.set()
-    assert proc.returncode == 130, err.decode()
+    assert await proc.wait() == 130, err.decode()
     assert "(again to stop now)" in err.decode()
     assert "interrupted (Ctrl-C) before the server answered" in err.decode()
     assert not marker.exists()

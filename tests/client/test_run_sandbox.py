@@ -17,7 +17,7 @@ import shutil
 import socket
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from tapgate.errors import ConfigError
 from tests.client.test_hook_claude_code import TAPGATE, TOKEN, serve
 
 EXIT_NO_SANDBOX = 71
-Run = Callable[..., Awaitable[tuple[int, str]]]
+Run = Callable[..., Coroutine[Any, Any, tuple[int, str]]]
 
 
 @pytest.fixture

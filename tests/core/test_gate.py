@@ -340,13 +340,11 @@ async def test_release_waiters_sends_long_polls_home_unchanged(gate: Gate) -> No
 
 async def test_a_parked_waiter_is_a_timer_not_a_task(gate: Gate, clock: ManualClock) -> None:
     ticket = await gate.submit(DEPLOY)
-    assert ticket.request is not None
+    request = ticket.request
+    assert request is not None
     before = len(asyncio.all_tasks())
-    waiters = [
-        asyncio.create_task(gate.wait_for(ticket.request.id, known=ticket.request))
-        for _ in range(50)
-    ]
-    await until(lambda: gate.waiting_on(ticket.request.id) == 50)
+    waiters = [asyncio.create_task(gate.wait_for(request.id, known=request)) for _ in range(50)]
+    await until(lambda: gate.waiting_on(request.id) == 50)
     assert len(asyncio.all_tasks()) == before + 50  # only the callers' own tasks
     clock.advance(60)
     assert {(await w).status for w in waiters} == {"expired"}

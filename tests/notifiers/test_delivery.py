@@ -110,7 +110,7 @@ async def test_line_fault_ends_with_one_push_per_approver(
     await dispatcher.close()
     assert Counter(p.to for p in line.pushes) == {"U" + "a" * 32: 1, "U" + "b" * 32: 1}
     # Every attempt of one message carried that message's retry key.
-    keys = {}
+    keys: dict[str, set[str | None]] = {}
     for req in line.requests_to("push"):
         keys.setdefault(req.body["to"], set()).add(req.headers.get("x-line-retry-key"))
     assert all(len(k) == 1 for k in keys.values())

@@ -13,11 +13,12 @@ import pytest
 from tapgate.core.clock import ManualClock
 from tapgate.core.directory import Approver, Directory
 from tapgate.core.gate import Gate
-from tapgate.core.models import GateEvent, ToolCall
+from tapgate.core.models import Delivery, GateEvent, Request, ToolCall
 from tapgate.core.policy import Policy
 from tapgate.core.rules import PolicySpec, Rule
 from tapgate.core.store import Store
 from tapgate.errors import DeliveryError, PermanentDeliveryError
+from tapgate.notifiers.base import Receipt
 from tapgate.notifiers.dispatcher import Dispatcher
 from tapgate.notifiers.recording import RecordingNotifier
 from tests.tables import outbox_rows
@@ -258,9 +259,11 @@ async def test_pacing_spaces_messages_to_one_destination(
     start = clock.now()
     original = slack.send
 
-    async def timed_send(*args: object, **kw: object) -> object:
+    async def timed_send(
+        request: Request, delivery: Delivery, *, key: str, retried: bool = False
+    ) -> Receipt:
         sent_at.append((clock.now() - start).total_seconds())
-        return await original(*args, **kw)  # type: ignore[arg-type]
+        return await original(request, delivery, key=key, retried=retried)
 
     slack.send = timed_send  # type: ignore[method-assign]
     directory = Directory([Approver(name="alice", addresses=(("slack", "UA"),))], ("slack",))

@@ -121,7 +121,9 @@ async def test_the_listener_backs_off_and_logs_an_outage_once(
 ) -> None:
     """No PostgreSQL to reach: attempts spread out and the outage is one warning, not a stream."""
     engine = create_async_engine(f"postgresql+asyncpg://nobody@127.0.0.1:{free_port()}/none")
-    listener = DecisionListener(engine, lambda _id: None, asyncio.sleep, retry=0.02, max_retry=0.16)
+    listener = DecisionListener(
+        engine, lambda _id: None, lambda: asyncio.sleep(0), retry=0.02, max_retry=0.16
+    )
     attempts: list[float] = []
     original = listener._listen_once
 

@@ -6,11 +6,11 @@ import asyncio
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 from sqlalchemy.exc import DBAPIError
 
 from tapgate.core.clock import ManualClock
-from tapgate.core.models import Delivery, Grant
+from tapgate.core.models import Delivery, Grant, Request
 from tapgate.core.store import GrantKey, Store, normalize_url
 from tapgate.core.store.engine import current_revision, head_revision
 from tapgate.errors import RequestNotFound, StoreError
@@ -24,6 +24,7 @@ async def test_create_reuses_identical_pending_request(store: Store, clock: Manu
     created = await store.create_request(first, [ALICE], clock.now())
     again = await store.create_request(make_request(clock.now()), [ALICE], clock.now())
     assert created.created and not again.created
+    assert again.request is not None
     assert again.request.id == first.id
     other_session = make_request(clock.now(), session="s2")
     assert (await store.create_request(other_session, [], clock.now())).created
@@ -36,7 +37,8 @@ async def test_concurrent_identical_asks_create_one_request(
         *(store.create_request(make_request(clock.now()), [ALICE], clock.now()) for _ in range(20))
     )
     assert sum(r.created for r in results) == 1
-    assert len({r.request.id for r in results}) == 1
+    assert all(r.request is not None for r in results)
+    assert len({r.request.id for r in results if r.request is not None}) == 1
 
 
 async def test_overdue_identical_request_is_expired_and_replaced(
@@ -105,7 +107,7 @@ async def test_terminal_states_are_final(store: Store, clock: ManualClock) -> No
     await store.create_request(req, [], clock.now())
     await store.transition(req.id, to="cancelled", by="agent-1", now=clock.now())
     for to in ("approved", "denied", "cancelled"):
-        result = await store.transition(req.id, to=to, by="alice", now=clock.now())  # type: ignore[arg-type]
+        result = await store.transition(req.id, to=to, by="alice", now=clock.now())
         assert result.outcome == "final"
     clock.advance(3600)
     assert await store.expire_overdue(clock.now()) == []
@@ -169,8 +171,12 @@ async def test_grants_scoping_and_revocation(store: Store, clock: ManualClock) -
     for grant in (session, always):  # made the one way tapgate makes them: with an approval
         asked = make_request(now, agent="a", session=grant.session, tool=grant.tool)
         await store.create_request(asked, [], now)
+
+        def granting(_: Request, g: Grant = grant) -> Grant:
+            return g
+
         approved = await store.transition(
-            asked.id, to="approved", by="alice", now=now, grant=lambda _, g=grant: g
+            asked.id, to="approved", by="alice", now=now, grant=granting
         )
         assert approved.outcome == "applied"
 
@@ -198,8 +204,12 @@ async def test_grants_scoping_and_revocation(store: Store, clock: ManualClock) -
 async def test_audit_log_is_append_only(store: Store, clock: ManualClock) -> None:
     await store.record("note", request_id=None, actor="ops", now=clock.now())
     for statement in ("UPDATE audit SET actor = 'mallory'", "DELETE FROM audit"):
+
+        def tamper(c: Connection, s: str = statement) -> object:
+            return c.execute(text(s))
+
         with pytest.raises(DBAPIError, match="append-only"):
-            await store.run(lambda c, s=statement: c.execute(text(s)))
+            await store.run(tamper)
     assert [e.actor for e in await store.audit_log()] == ["ops"]
 
 

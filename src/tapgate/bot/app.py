@@ -91,13 +91,13 @@ def _core(
         config, clock = app[CONFIG], app[CLOCK]
         store = await Store.open(config.store_url)
         # Decisions made by another process (the operator's CLI) reach waiters
-        # through the reconciliation sweep: one query per second for all of them.
+        # through the reconciliation sweep: one query per interval for all of them.
         gate = Gate(
             store=store,
             policy=Policy(config.policy_spec()),
             directory=config.directory(),
             clock=clock,
-            reconcile_interval=1.0,
+            reconcile_interval=config.server.reconcile_interval,
         )
         app[METRICS].watch(gate.bus)
         app[METRICS].waiters.set_function(lambda: gate.waiting)

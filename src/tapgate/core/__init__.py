@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from tapgate.core.directory import Approver, Directory
     from tapgate.core.events import EventBus
     from tapgate.core.gate import Gate
-    from tapgate.core.policy import HAZARD_RULE, Policy, PolicyVerdict
+    from tapgate.core.policy import HAZARD_RULE, PATH_HAZARD_RULE, Policy, PolicyVerdict
     from tapgate.core.records import new_id
     from tapgate.core.rules import DEFAULT_RISK_ACTIONS, PolicySpec, Rule, ToolSpec
     from tapgate.core.store import Store
@@ -50,6 +50,7 @@ __all__ = [
     "CONTACT_TOOL",
     "DEFAULT_RISK_ACTIONS",
     "HAZARD_RULE",
+    "PATH_HAZARD_RULE",
     "RISKS",
     "Action",
     "Approver",
@@ -96,6 +97,7 @@ _LAZY = {
     "Gate": "tapgate.core.gate",
     "HAZARD_RULE": "tapgate.core.policy",
     "ManualClock": "tapgate.core.clock",
+    "PATH_HAZARD_RULE": "tapgate.core.policy",
     "Policy": "tapgate.core.policy",
     "PolicySpec": "tapgate.core.rules",
     "PolicyVerdict": "tapgate.core.policy",

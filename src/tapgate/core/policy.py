@@ -11,7 +11,9 @@ a matching rule decides, and within a scope deny > ask > allow. With no match,
 the tool's risk level decides. Shell tools are judged command by command (see
 :mod:`tapgate.core.shell`): any denied command denies, allow needs every
 command allowed, and hazards (substitutions, redirections to files,
-unparsable input) are never auto-allowed.
+unparsable input) are never auto-allowed. Path arguments are judged as
+normalised by :mod:`tapgate.core.paths`; one that climbs above its root, or
+that reads differently once decoded, is likewise never auto-allowed.
 """
 
 from __future__ import annotations
@@ -21,17 +23,26 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 from tapgate.core import shell
 from tapgate.core.models import Action, Risk, ToolCall, args_digest, canonical_json
+from tapgate.core.paths import DEFAULT_PATH_ARGUMENTS, PathReading, read_paths
 from tapgate.core.rules import PolicySpec, Rule, ToolSpec
 from tapgate.errors import PolicyError
 
-__all__ = ["HAZARD_RULE", "Policy", "PolicyVerdict"]
+__all__ = ["HAZARD_RULE", "PATH_HAZARD_RULE", "Policy", "PolicyVerdict"]
 
 HAZARD_RULE = "builtin.shell_hazards"
 """The ``rule`` of a verdict capped at "ask" because the shell line has hazards."""
+
+PATH_HAZARD_RULE = "builtin.path_hazards"
+"""The ``rule`` of a verdict capped at "ask" because a path argument has hazards."""
+
+_RISK_DEFAULT = "policy.risk_defaults."
+_DEFAULT_PATHS = frozenset(DEFAULT_PATH_ARGUMENTS)
+_NO_PATHS: Mapping[str, PathReading] = MappingProxyType({})
 
 _ORDER: tuple[Action, ...] = ("deny", "ask", "allow")
 _RANK: Mapping[Action, int] = {"allow": 0, "ask": 1, "deny": 2}
@@ -44,8 +55,9 @@ class PolicyVerdict:
     """The policy's answer for one call, with everything a request needs.
 
     ``rule`` names what decided: a rule's YAML path, ``policy.risk_defaults.<risk>``
-    or :data:`HAZARD_RULE`. ``grantable`` is false when a remembered grant must
-    not turn this "ask" into "allow" (shell hazards are never auto-allowed).
+    :data:`HAZARD_RULE` or :data:`PATH_HAZARD_RULE`. ``grantable`` is false when
+    a remembered grant must not turn this "ask" into "allow" (shell and path
+    hazards are never auto-allowed).
     """
 
     action: Action
@@ -150,12 +162,71 @@ class Policy:
         """Allow, ask or deny ``call``, naming the rule that decided."""
         spec = self.tool_spec(call.tool)
         risk: Risk = spec.risk if spec is not None else (call.risk or "write")
+        declared = spec.paths if spec is not None else None
+        if declared is not None or not _DEFAULT_PATHS.isdisjoint(call.arguments):
+            # Calls without a path argument skip all of this: one C-level set check.
+            readings = self._read_paths(call, spec)
+            if not all(r.unchanged for r in readings.values()):
+                return self._evaluate_paths(call, spec, risk, readings)
+        # _evaluate_args on the raw arguments, inlined: this is the hot path.
         if spec is not None and spec.shell is not None:
             command = call.arguments.get(spec.shell)
             if isinstance(command, str):
-                return self._evaluate_shell(call, spec, risk, command)
-        rule = self._decide(call.agent, call.tool, call.arguments)
-        return self._verdict(call, risk, rule)
+                return self._evaluate_shell(call, spec, risk, command, call.arguments)
+        return self._verdict(call, risk, self._decide(call.agent, call.tool, call.arguments))
+
+    def path_readings(self, call: ToolCall) -> Mapping[str, PathReading]:
+        """``call``'s path arguments as the policy reads them (``tapgate explain`` shows them)."""
+        return self._read_paths(call, self.tool_spec(call.tool))
+
+    def _read_paths(self, call: ToolCall, spec: ToolSpec | None) -> Mapping[str, PathReading]:
+        if spec is None or spec.paths is None:
+            if _DEFAULT_PATHS.isdisjoint(call.arguments):
+                return _NO_PATHS  # most calls: one C-level check, no allocation
+            return read_paths(call.arguments, DEFAULT_PATH_ARGUMENTS)
+        return read_paths(call.arguments, spec.paths)
+
+    def _evaluate_args(
+        self, call: ToolCall, spec: ToolSpec | None, risk: Risk, args: Mapping[str, Any]
+    ) -> PolicyVerdict:
+        if spec is not None and spec.shell is not None:
+            command = args.get(spec.shell)
+            if isinstance(command, str):
+                return self._evaluate_shell(call, spec, risk, command, args)
+        return self._verdict(call, risk, self._decide(call.agent, call.tool, args))
+
+    def _evaluate_paths(
+        self,
+        call: ToolCall,
+        spec: ToolSpec | None,
+        risk: Risk,
+        readings: Mapping[str, PathReading],
+    ) -> PolicyVerdict:
+        """Judge the normalised paths; a rule matching another reading may only restrict.
+
+        Allow rules see the normalised value alone. A deny or ask rule that
+        matches the path as written (a relative glob such as ``secrets/*``,
+        once a ``cwd`` makes the value absolute) or read literally still applies,
+        so normalising never weakens a rule the operator already wrote.
+        """
+        normal = {**call.arguments, **{n: r.value for n, r in readings.items()}}
+        verdict = self._evaluate_args(call, spec, risk, normal)
+        for other in _other_readings(normal, readings):
+            alt = self._evaluate_args(call, spec, risk, other)
+            if _RANK[alt.action] > _RANK[verdict.action] and not alt.rule.startswith(_RISK_DEFAULT):
+                verdict = alt
+        changed = [f"{n}: {r.value}" for n, r in readings.items() if r.value != r.written]
+        if changed:
+            verdict = replace(verdict, reason=f"{verdict.reason} [{'; '.join(changed)}]")
+        hazards = [f"{n} {h}" for n, r in readings.items() for h in r.hazards]
+        if not hazards:
+            return verdict
+        note = "never auto-allowed: " + ", ".join(hazards)
+        if verdict.action == "allow":
+            return replace(
+                verdict, action="ask", rule=PATH_HAZARD_RULE, reason=note, grantable=False
+            )
+        return replace(verdict, reason=f"{verdict.reason} ({note})", grantable=False)
 
     def _decide(self, agent: str, tool: str, args: Mapping[str, Any]) -> Rule | None:
         scope = self._agents.get(agent)
@@ -186,7 +257,7 @@ class Policy:
         )
 
     def _evaluate_shell(
-        self, call: ToolCall, spec: ToolSpec, risk: Risk, command: str
+        self, call: ToolCall, spec: ToolSpec, risk: Risk, command: str, arguments: Mapping[str, Any]
     ) -> PolicyVerdict:
         """Judge each simple command; the most restrictive part decides, hazards cap at ask."""
         assert spec.shell is not None
@@ -194,7 +265,7 @@ class Policy:
         texts = [t for c in parsed.commands for t in _spellings(c)] or [command.strip()]
         worst: tuple[PolicyVerdict, str] | None = None
         for text in texts:
-            args = {**call.arguments, spec.shell: text}
+            args = {**arguments, spec.shell: text}
             rule = self._decide(call.agent, call.tool, args)
             verdict = self._verdict(call, risk, rule)
             if worst is None or _RANK[verdict.action] > _RANK[worst[0].action]:
@@ -219,18 +290,22 @@ class Policy:
 
         Named arguments when the spec lists them; a shell command's first
         ``prefix_words`` words per simple command; otherwise all arguments.
+        Path arguments count as normalised, so a grant for ``notes.txt`` in
+        one ``cwd`` does not cover ``notes.txt`` in another.
         """
         spec = spec if spec is not None else self.tool_spec(call.tool)
+        readings = self._read_paths(call, spec)
+        args = {**call.arguments, **{n: r.value for n, r in readings.items()}}
         if spec is not None and spec.fingerprint:
-            return canonical_json({k: call.arguments.get(k) for k in spec.fingerprint})
+            return canonical_json({k: args.get(k) for k in spec.fingerprint})
         if spec is not None and spec.shell is not None:
-            command = call.arguments.get(spec.shell)
+            command = args.get(spec.shell)
             if isinstance(command, str):
                 prefixes = dict.fromkeys(
                     " ".join(c.words[: spec.prefix_words]) for c in _parse(command).commands
                 )
                 return "shell:" + "\n".join(prefixes)
-        return "args:" + args_digest(call.arguments)
+        return "args:" + args_digest(args)
 
 
 def _spellings(command: shell.SimpleCommand) -> tuple[str, ...]:
@@ -244,6 +319,20 @@ def _spellings(command: shell.SimpleCommand) -> tuple[str, ...]:
         return (command.text,)
     base = " ".join((name.rsplit("/", 1)[1], *command.words[1:]))
     return (command.text, base)
+
+
+def _other_readings(
+    normal: Mapping[str, Any], readings: Mapping[str, PathReading]
+) -> list[dict[str, Any]]:
+    """The arguments with the path arguments as written, and read literally where that differs."""
+    others = []
+    written = {n: r.written for n, r in readings.items() if r.written != r.value}
+    if written:
+        others.append({**normal, **written})
+    literal = {n: r.literal for n, r in readings.items() if r.literal is not None}
+    if literal:
+        others.append({**normal, **literal})
+    return others
 
 
 @lru_cache(maxsize=_CACHE_SIZE)

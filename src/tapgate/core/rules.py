@@ -29,7 +29,10 @@ class ToolSpec:
     ``shell`` names the argument that holds a shell command; such a tool is
     judged command by command. ``fingerprint`` names the arguments whose values
     key a grant; empty means "a shell command's first ``prefix_words`` words"
-    for shell tools and "all arguments" otherwise.
+    for shell tools and "all arguments" otherwise. ``paths`` names the
+    arguments that are file paths, normalised before rules and fingerprints
+    see them; ``None`` means :data:`~tapgate.core.paths.DEFAULT_PATH_ARGUMENTS`
+    and ``()`` means none.
     """
 
     name: str
@@ -37,6 +40,7 @@ class ToolSpec:
     shell: str | None = None
     fingerprint: tuple[str, ...] = ()
     prefix_words: int = 2
+    paths: tuple[str, ...] | None = None
     source: str = ""
 
 

@@ -47,12 +47,15 @@ def explain(args: argparse.Namespace, config: Config) -> int:
     policy = Policy(config.policy_spec())
     call = ToolCall(tool=args.tool, arguments=arguments, agent=args.agent, risk=args.risk)
     verdict = policy.evaluate(call)
+    readings = policy.path_readings(call)
     out: dict[str, Any] = {
         "decision": verdict.action,
         "rule": verdict.rule,
         "reason": verdict.reason,
         "risk": verdict.risk,
     }
+    if readings:
+        out["paths"] = {name: r.value for name, r in readings.items()}
     if verdict.action == "ask":
         out["approvers"] = list(config.directory().expand(verdict.approvers))
         out["timeout"] = verdict.timeout
@@ -62,6 +65,9 @@ def explain(args: argparse.Namespace, config: Config) -> int:
     else:
         print(f"{verdict.action.upper()}  ({verdict.rule})")
         print(f"  {verdict.reason}")
+        for name, reading in readings.items():
+            written = "" if reading.value == reading.written else f"  (written {reading.written!r})"
+            print(f"  {name}: {reading.value}{written}")
         if verdict.action == "ask":
             print(
                 f"  approvers: {', '.join(out['approvers']) or '(none)'}; "

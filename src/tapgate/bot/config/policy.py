@@ -82,6 +82,7 @@ class ToolConfig(Section):
     shell: NonEmptyStr | None = None
     fingerprint: tuple[NonEmptyStr, ...] = ()
     prefix_words: PositiveInt = 2
+    paths: tuple[NonEmptyStr, ...] | None = None
     sandbox: SandboxConfig | None = None
 
 
@@ -168,6 +169,7 @@ def policy_spec(policy: PolicyConfig) -> PolicySpec:
             shell=tool.shell,
             fingerprint=tool.fingerprint,
             prefix_words=tool.prefix_words,
+            paths=tool.paths,
             source=format_path(("policy", "tools", name)),
         )
         for name, tool in policy.tools.items()

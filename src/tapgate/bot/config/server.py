@@ -42,6 +42,7 @@ class ServerConfig(Section):
     remind_after: Duration | None = None
     delivery_lease: Duration = 60.0
     stream_write_timeout: Duration = 30.0
+    reconcile_interval: Duration = 1.0
 
 
 class StoreConfig(Section):

@@ -1,0 +1,78 @@
+"""Policy decisions before and after path normalisation, in one process, interleaved.
+
+Run: ``git show main:src/tapgate/core/policy.py > /tmp/policy_before.py`` then
+``python benchmarks/bench_policy_paths.py /tmp/policy_before.py``. The two
+engines share every other module and the 1,000 rules of ``bench_policy``;
+rounds alternate which goes first, so load on a shared machine hits both.
+Reported: the median and best-round ratio, for calls without a path argument
+(the target: no slower) and with a clean absolute ``path`` (reported).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import statistics
+import sys
+import timeit
+from typing import Any
+
+from _util import machine
+from bench_policy import make_rules
+from tapgate.core.models import ToolCall
+from tapgate.core.policy import Policy
+from tapgate.core.rules import PolicySpec
+
+
+def load_before(path: str) -> Any:
+    spec = importlib.util.spec_from_file_location("policy_before", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["policy_before"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(engine: Any, batch: list[ToolCall]) -> Any:
+    evaluate = engine.evaluate
+    return lambda: [evaluate(c) for c in batch]
+
+
+def main() -> int:
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 40
+    rng = random.Random(1000)
+    spec = PolicySpec(rules=make_rules(1000, rng))
+    engines = {"before": load_before(sys.argv[1]).Policy(spec), "after": Policy(spec)}
+    calls: dict[str, list[ToolCall]] = {"no path": [], "path": []}
+    for _ in range(200):
+        i = rng.randrange(1000)
+        calls["no path"] += [
+            ToolCall(tool=f"tool_{i}", arguments={"x": i}),
+            ToolCall(tool=f"svc{i}_restart", arguments={"name": "web"}),
+            ToolCall(tool="unknown_tool", arguments={}),
+        ]
+        calls["path"].append(ToolCall(tool=f"files_{i % 7}", arguments={"path": f"/srv/{i}/a"}))
+    times: dict[tuple[str, str], list[float]] = {(e, k): [] for e in engines for k in calls}
+    for r in range(rounds):
+        order = list(engines) if r % 2 == 0 else list(engines)[::-1]
+        for kind, batch in calls.items():
+            for name in order:
+                best = min(timeit.repeat(_run(engines[name], batch), number=10, repeat=3))
+                times[(name, kind)].append(best / (10 * len(batch)) * 1e6)
+    print(f"# policy before/after path normalisation, 1,000 rules, {rounds} rounds ({machine()})")
+    for kind in calls:
+        before, after = times[("before", kind)], times[("after", kind)]
+        ratios = [a / b for a, b in zip(after, before, strict=True)]
+        print(
+            f"{kind:>8}: before {min(before):.2f} us, after {min(after):.2f} us (best rounds); "
+            f"after/before median {statistics.median(ratios):.3f}, "
+            f"best-round {min(after) / min(before):.3f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
