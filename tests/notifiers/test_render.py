@@ -1,7 +1,7 @@
 """Approval message rendering: masking, the presentation model, Slack and LINE.
 
 Snapshots live in ``tests/snapshots/render/``; regenerate them with
-``UPDATE_SNAPSHOTS=1 pytest tests/test_render.py`` and review the diff. Every
+``UPDATE_SNAPSHOTS=1 pytest tests/notifiers/test_render.py`` and review the diff. Every
 rendered message is also checked by the SDKs' own models, so a snapshot can
 only capture something Slack and LINE accept.
 """

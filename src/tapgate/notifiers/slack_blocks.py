@@ -1,11 +1,23 @@
 """Slack Block Kit rendering of approval messages.
 
 Owns Slack's escaping and Slack's limits. Everything from the request is
-untrusted (DESIGN.md decision 8): ``&``, ``<`` and ``>`` are escaped in all of
-it, code blocks included, so ``<!channel>``, ``<@U123>`` and
-``<https://evil|click>`` arrive as text; runs of backticks get a zero-width
-space between them so an argument can never close its code block; short facts
-sit in inline code or ``plain_text`` so ``*bold*`` stays literal.
+untrusted (DESIGN.md decision 8) and goes through :func:`escape`, which knows
+three places text can land:
+
+- everywhere: ``&``, ``<`` and ``>`` become entities, so ``<!channel>``,
+  ``<@U123>`` and ``<https://evil|click>`` arrive as text;
+- ``mrkdwn`` outside code (the message's fallback ``text``, which Slack also
+  formats, and the facts between our bold labels): the markers ``*``, ``_``,
+  ``~`` and the backtick become lookalikes (∗ ˍ ∼ ˋ). Slack has no escape for
+  them: a backslash is shown as is, an entity (``&#42;``) is not decoded, and
+  a zero-width space *enables* formatting (it counts as a word break). A
+  lookalike cannot open or close anything, in the message or in a push
+  notification; the approver reads the exact bytes in the code blocks;
+- inside code (```` ``` ```` blocks, inline code) and ``plain_text``: Slack
+  formats nothing there, so only the three entities apply and the arguments
+  are shown byte for byte; runs of backticks get a zero-width space between
+  them so an argument can never close its code block, and inline code swaps
+  a backtick for its lookalike for the same reason.
 
 Limits (Slack's documented maximum → what we use, and why):
 
@@ -26,7 +38,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from tapgate.core.buttons import SLACK_ACTION_IDS
 from tapgate.core.masking import clean
@@ -47,6 +59,7 @@ __all__ = [
     "ACTION_DENY",
     "ACTION_DISMISS",
     "ACTION_REPLY",
+    "TextPlace",
     "escape",
     "render_slack",
     "render_slack_resolved",
@@ -75,11 +88,31 @@ PREVIEW_MAX = 150  # a question's opening words in the notification text
 _RISK_ICONS = {"read_only": "🟢", "write": "🟠", "destructive": "🔴"}
 _BACKTICK_RUN = re.compile(r"`(?=`)")
 _LOOKALIKE_BACKTICK = "\u02cb"  # MODIFIER LETTER GRAVE ACCENT: looks like ` but ends nothing
+# Same-looking characters Slack's mrkdwn does not read as markers (jsx-slack's choice too).
+_MRKDWN_MARKERS = str.maketrans(
+    {
+        "*": "\u2217",  # ASTERISK OPERATOR
+        "_": "\u02cd",  # MODIFIER LETTER LOW MACRON
+        "~": "\u223c",  # TILDE OPERATOR
+        "`": _LOOKALIKE_BACKTICK,
+    }
+)
+
+TextPlace = Literal["mrkdwn", "code", "plain_text"]
+"""Where escaped text lands: formatted ``mrkdwn``, inside code, or ``plain_text``."""
 
 
-def escape(text: str) -> str:
-    """Escape Slack's three control characters; ``&`` first, or it escapes the others."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def escape(text: str, *, place: TextPlace = "mrkdwn") -> str:
+    """``text`` made inert for ``place``: the one escaping function of every Slack message.
+
+    Slack's three control characters become entities everywhere (``&`` first,
+    or it would escape the others). In ``mrkdwn`` outside code, the default
+    because it is the place that needs the most, the formatting markers
+    become lookalikes too; code and ``plain_text`` are not formatted, so their
+    text keeps its markers (module docstring: why lookalikes).
+    """
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.translate(_MRKDWN_MARKERS) if place == "mrkdwn" else text
 
 
 def render_slack(view: ApprovalView) -> dict[str, Any]:
@@ -117,11 +150,9 @@ def render_slack_resolved(
     if view.is_question:
         return _question_resolved(view, status=status, by=by, at=at, reason=reason)
     line = outcome_text(status, by=clean(by) if by else None, at=at, scope=scope)
-    elements = [{"type": "plain_text", "text": _escaped_clip(line, 300)}]
+    elements = [_plain(line, 300)]
     if reason:
-        elements.append(
-            {"type": "plain_text", "text": _escaped_clip(f"Reason: {clean(reason)}", 500)}
-        )
+        elements.append(_plain(f"Reason: {clean(reason)}", 500))
     outcome = {"type": "context", "block_id": f"tapgate_resolved:{view.request_id}"}
     blocks = [
         _header(f"{resolved_title(status)}: {view.tool}"),
@@ -133,20 +164,28 @@ def render_slack_resolved(
 
 
 def _header(text: str) -> dict[str, Any]:
-    return {
-        "type": "header",
-        "text": {"type": "plain_text", "text": _escaped_clip(text, HEADER_TEXT_MAX)},
-    }
+    return {"type": "header", "text": _plain(text, HEADER_TEXT_MAX)}
 
 
-def _escaped_clip(text: str, max_len: int) -> str:
-    return escape(clip(text, max_len, measure=lambda t: len(escape(t))))
+def _plain(text: str, max_len: int) -> dict[str, str]:
+    """A ``plain_text`` object: Slack formats nothing in it, so markers stay as typed."""
+    return {"type": "plain_text", "text": _escaped_clip(text, max_len, place="plain_text")}
+
+
+def _escaped_clip(text: str, max_len: int, *, place: TextPlace) -> str:
+    """Clipped raw, then escaped, so an entity is never cut in half."""
+    return escape(clip(text, max_len, measure=_escaped_len), place=place)
+
+
+def _escaped_len(text: str) -> int:
+    # The same in every place: a lookalike replaces its marker one for one.
+    return len(escape(text, place="code"))
 
 
 def _inline(value: str) -> str:
     """A fact as inline code: inert mrkdwn; a backtick would end it, so it is swapped."""
     text = clip(value, FACT_MAX).replace("`", _LOOKALIKE_BACKTICK)
-    return f"`{escape(text)}`" if text.strip() else "—"
+    return f"`{escape(text, place='code')}`" if text.strip() else "—"
 
 
 def _summary(view: ApprovalView, *, live: bool) -> list[dict[str, Any]]:
@@ -166,7 +205,7 @@ def _summary(view: ApprovalView, *, live: bool) -> list[dict[str, Any]]:
         fields.append(f"*Approvers*\n{escape(clip(', '.join(view.approvers), FACT_MAX))}")
     why = [{"type": "mrkdwn", "text": f"Asked by rule {_inline(view.rule)}"}]
     if view.reason:
-        why.append({"type": "plain_text", "text": _escaped_clip(view.reason, 500)})
+        why.append(_plain(view.reason, 500))
     return [
         {"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields]},
         {"type": "context", "elements": why},
@@ -174,7 +213,7 @@ def _summary(view: ApprovalView, *, live: bool) -> list[dict[str, Any]]:
 
 
 def _code(text: str) -> str:
-    body = _BACKTICK_RUN.sub("`\u200b", escape(text.removesuffix("\n")))
+    body = _BACKTICK_RUN.sub("`\u200b", escape(text.removesuffix("\n"), place="code"))
     return f"```\n{body or ' '}\n```"
 
 
@@ -218,7 +257,7 @@ def _actions(view: ApprovalView) -> dict[str, Any]:
         )
         confirm = {
             "title": {"type": "plain_text", "text": "Allow for this session?"},
-            "text": {"type": "plain_text", "text": _escaped_clip(text, CONFIRM_TEXT_MAX)},
+            "text": _plain(text, CONFIRM_TEXT_MAX),
             "confirm": {"type": "plain_text", "text": "Allow for session"},
             "deny": {"type": "plain_text", "text": "Cancel"},
         }
@@ -248,7 +287,7 @@ def _fallback(view: ApprovalView, headline: str) -> str:
         f"(risk {view.risk}, rule {clip(view.rule, FACT_MAX)}), request {view.short_id}, "
         f"expires {view.expires_text}"
     )
-    return _escaped_clip(text, FALLBACK_TEXT_MAX)
+    return _escaped_clip(text, FALLBACK_TEXT_MAX, place="mrkdwn")
 
 
 # -- questions --------------------------------------------------------------------------
@@ -275,7 +314,7 @@ def _question_resolved(
             f"{line}: {clean(reason)}",
             max_len=SECTION_TEXT_MAX,
             max_lines=ARGS_MAX_LINES,
-            encode=escape,
+            encode=lambda t: escape(t, place="plain_text"),
         )
         outcome: dict[str, Any] = {
             "type": "section",
@@ -284,10 +323,9 @@ def _question_resolved(
         }
         summary = f"{line}: {clip(clean(reason), PREVIEW_MAX)}"
     else:
-        elements = [{"type": "plain_text", "text": _escaped_clip(line, 300)}]
+        elements = [_plain(line, 300)]
         if reason:
-            reason_text = _escaped_clip(f"Reason: {clean(reason)}", 500)
-            elements.append({"type": "plain_text", "text": reason_text})
+            elements.append(_plain(f"Reason: {clean(reason)}", 500))
         outcome = {"type": "context", "block_id": block_id, "elements": elements}
         summary = line
     blocks = [
@@ -318,7 +356,7 @@ def _question_text(view: ApprovalView) -> list[dict[str, Any]]:
         view.body.strip() or "(no message)",
         max_len=SECTION_TEXT_MAX,
         max_lines=ARGS_MAX_LINES,
-        encode=escape,
+        encode=lambda t: escape(t, place="plain_text"),
     )
     sections = [{"type": "section", "text": {"type": "plain_text", "text": text}}]
     return sections + _extra_sections(view)
@@ -328,10 +366,7 @@ def _question_actions(view: ApprovalView) -> dict[str, Any]:
     confirm = {
         "title": {"type": "plain_text", "text": "Dismiss this question?"},
         "text": {
-            "type": "plain_text",
-            "text": _escaped_clip(
-                f"{clip(view.agent, 60)} is told that nobody will answer.", CONFIRM_TEXT_MAX
-            ),
+            **_plain(f"{clip(view.agent, 60)} is told that nobody will answer.", CONFIRM_TEXT_MAX)
         },
         "confirm": {"type": "plain_text", "text": "Dismiss"},
         "deny": {"type": "plain_text", "text": "Cancel"},
@@ -351,4 +386,4 @@ def _question_fallback(view: ApprovalView, headline: str, *, live: bool) -> str:
         text += f": {preview} (request {view.short_id}, expires {view.expires_text})"
     else:
         text += f" (request {view.short_id})"
-    return _escaped_clip(text, FALLBACK_TEXT_MAX)
+    return _escaped_clip(text, FALLBACK_TEXT_MAX, place="mrkdwn")
