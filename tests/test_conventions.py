@@ -295,23 +295,63 @@ def test_webhooks_and_notifiers_never_import_each_other() -> None:
             assert not any(i.startswith("tapgate.webhooks") for i in _imports(module))
 
 
+def _loaded_by(code: str) -> set[str]:
+    """The top-level packages a fresh interpreter has loaded after running ``code``."""
+    code += "; import sys; print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    )
+    return set(result.stdout.split())
+
+
+SERVER_STACK = {"sqlalchemy", "alembic", "aiohttp", "linebot", "slack_sdk", "slack_bolt", "yaml"}
+"""What no agent-side command may load: those took the hook from 0.2 s to 0.9 s per call."""
+
+AGENT_PATH_HEAVY = SERVER_STACK | {"httpx", "httpcore", "anyio", "asyncio", "pydantic", "certifi"}
+"""Also not on the hook's and ``tapgate run``'s path: httpx and asyncio alone cost ~100 ms."""
+
+
 def test_agent_side_commands_start_without_the_server_stack() -> None:
     """``tapgate hook claude-code`` runs on every Claude Code tool call: it must start fast.
 
     Loading the client and the console script must not pull in the store
     (SQLAlchemy, Alembic), the server (aiohttp), the chat SDKs or the config
-    models; those took the hook from 0.2 s to 0.9 s per call.
+    models.
     """
-    code = (
-        "import sys, tapgate.client, tapgate.bot.cli, tapgate.bot.cli.agent; "
-        "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+    loaded = _loaded_by("import tapgate.client, tapgate.bot.cli, tapgate.bot.cli.agent")
+    assert not SERVER_STACK & loaded, SERVER_STACK & loaded
+
+
+@pytest.mark.parametrize("command", ["hook", "run"])
+def test_the_hook_and_run_start_without_httpx_or_asyncio(command: str) -> None:
+    """What the hook and ``tapgate run`` load: their parser, their module, ``http.client``.
+
+    ``LeanGate._connection`` is what a request builds (the ``http.client``
+    connection), so this is the whole path of an allowed call, without the
+    network; an ``http://`` server needs no TLS context either.
+    """
+    module = {"hook": "tapgate.client._hook", "run": "tapgate.client._run"}[command]
+    loaded = _loaded_by(
+        "import tapgate.bot.cli; from tapgate.bot.cli.parser import build_parser; "
+        f"build_parser({command!r}); import {module}; "
+        "from tapgate.client._lean import LeanGate; "
+        "LeanGate('http://127.0.0.1:9', 'token')._connection(1.0)"
     )
-    loaded = subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True, text=True
-    ).stdout.split()
-    heavy = {"sqlalchemy", "alembic", "aiohttp", "linebot", "slack_sdk", "slack_bolt", "yaml"}
-    assert not heavy & set(loaded), heavy & set(loaded)
-    assert "httpx" in loaded
+    assert "http" in loaded
+    assert not AGENT_PATH_HEAVY & loaded, AGENT_PATH_HEAVY & loaded
+
+
+@pytest.mark.parametrize("command", ["--version", "explain", "pending"])
+def test_operator_commands_start_without_the_client(command: str) -> None:
+    """``tapgate --version`` loads no parser; ``explain`` and ``pending`` no HTTP client."""
+    if command == "--version":
+        loaded = _loaded_by("import tapgate.bot.cli")
+        assert "argparse" not in loaded
+    else:
+        loaded = _loaded_by(
+            f"from tapgate.bot.cli.parser import build_parser; build_parser({command!r})"
+        )
+    assert not {"httpx", "asyncio", "http", "sqlalchemy", "yaml"} & loaded
 
 
 def _source(module: str) -> str:

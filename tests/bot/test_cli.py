@@ -7,11 +7,14 @@ import asyncio
 import json
 import socket
 import sqlite3
-from importlib.metadata import entry_points
+import subprocess
+import sys
+from importlib.metadata import entry_points, version
 from pathlib import Path
 
 import pytest
 
+import tapgate
 from tapgate.bot.cli import main
 from tapgate.bot.cli.commands import COMMANDS
 from tapgate.bot.cli.parser import build_parser
@@ -32,6 +35,16 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_console_script_is_installed() -> None:
     [script] = [e for e in entry_points(group="console_scripts") if e.name == "tapgate"]
     assert script.value == "tapgate.bot.cli:main"
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """``tapgate --version``: the installed package's version, answered without argparse."""
+    assert run(capsys, "--version") == (0, f"tapgate {version('tapgate')}\n", "")
+    tapgate_script = Path(sys.executable).with_name("tapgate")
+    shown = subprocess.run(
+        [str(tapgate_script), "--version"], check=True, capture_output=True, text=True
+    ).stdout
+    assert shown == f"tapgate {tapgate.__version__}\n"
 
 
 def test_the_command_table_is_the_command_line() -> None:

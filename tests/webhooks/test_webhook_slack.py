@@ -882,3 +882,13 @@ async def test_arbitrary_signed_input_is_never_5xx_and_decides_nothing(
     assert status < 500
     await assert_untouched(served, request)
     assert served.slack.views == []
+
+
+async def test_a_late_tap_is_told_with_the_tool_name_made_inert(served: Served) -> None:
+    """An ephemeral names the tool: Slack must read no mention and no formatting in it."""
+    request = await served.ask(tool="show_<!channel>_*bold*")
+    await served.gate.resolve(request.id, "deny", by="bob")
+    assert (await served.post(form(click(served, "approve", request, user=ALICE))))[0] == 200
+    [told] = await served.told(ALICE)
+    assert "<!channel>" not in told and "&lt;!channel&gt;" in told
+    assert not set("*_~`") & set(told.split(" - ", 1)[1]), told  # the name's markers are inert

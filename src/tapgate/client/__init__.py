@@ -8,28 +8,34 @@ claude-code`` and ``tapgate run``, callable from Python for custom wrappers;
 ``hook_refusal`` / ``hook_fallback`` build the hook's answer when it cannot
 ask the server at all, and ``DEFAULT_HOOK_TIMEOUT`` / ``EXIT_CONFIG`` are the
 commands' defaults that wrappers should share.
-This package talks to the server only through HTTP (httpx): it imports the
-domain records and errors, never the server, webhooks or notifiers.
+This package talks to the server only through HTTP: httpx for the gates, the
+standard library's ``http.client`` for the commands (which start on every
+tool call); it imports the domain records and errors, never the server,
+webhooks or notifiers. Its names load on first use (PEP 562), so that
+``tapgate hook claude-code`` imports neither httpx nor asyncio.
 """
 
-from __future__ import annotations
+from typing import TYPE_CHECKING
 
-from tapgate.client._errors import (
-    ArgumentsChanged,
-    ClientError,
-    GuardError,
-    ToolDenied,
-    Unauthorized,
-)
-from tapgate.client._guard import AsyncChecker, Denied, SyncChecker, guard
-from tapgate.client._hook import (
-    DEFAULT_HOOK_TIMEOUT,
-    claude_code_hook,
-    hook_fallback,
-    hook_refusal,
-)
-from tapgate.client._remote import LONG_POLL, RemoteGate, SyncRemoteGate
-from tapgate.client._run import EXIT_CONFIG, run_approved
+from tapgate._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from tapgate.client._errors import (
+        ArgumentsChanged,
+        ClientError,
+        GuardError,
+        ToolDenied,
+        Unauthorized,
+    )
+    from tapgate.client._guard import AsyncChecker, Denied, SyncChecker, guard
+    from tapgate.client._hook import (
+        DEFAULT_HOOK_TIMEOUT,
+        claude_code_hook,
+        hook_fallback,
+        hook_refusal,
+    )
+    from tapgate.client._remote import LONG_POLL, RemoteGate, SyncRemoteGate
+    from tapgate.client._run import EXIT_CONFIG, run_approved
 
 __all__ = [
     "DEFAULT_HOOK_TIMEOUT",
@@ -51,3 +57,19 @@ __all__ = [
     "hook_refusal",
     "run_approved",
 ]
+
+_LAZY = {
+    **dict.fromkeys(
+        ("ArgumentsChanged", "ClientError", "GuardError", "ToolDenied", "Unauthorized"),
+        "tapgate.client._errors",
+    ),
+    **dict.fromkeys(("AsyncChecker", "Denied", "SyncChecker", "guard"), "tapgate.client._guard"),
+    **dict.fromkeys(
+        ("DEFAULT_HOOK_TIMEOUT", "claude_code_hook", "hook_fallback", "hook_refusal"),
+        "tapgate.client._hook",
+    ),
+    **dict.fromkeys(("LONG_POLL", "RemoteGate", "SyncRemoteGate"), "tapgate.client._remote"),
+    **dict.fromkeys(("EXIT_CONFIG", "run_approved"), "tapgate.client._run"),
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

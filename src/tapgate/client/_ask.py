@@ -12,17 +12,29 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from tapgate.client._errors import ClientError, Unauthorized
-from tapgate.client._remote import SyncRemoteGate, without_credentials
-from tapgate.core.models import Decision, Request, ToolCall
+from tapgate.client._plans import TransportFailure
+from tapgate.client._wire import without_credentials
+from tapgate.core.models import Decision, Request, Ticket, ToolCall
 from tapgate.errors import AlreadyResolved, TapgateError
 
-__all__ = ["decide", "describe", "failure", "withdraw"]
+__all__ = ["SyncGate", "decide", "describe", "failure", "withdraw"]
+
+
+class SyncGate(Protocol):
+    """What :func:`decide` needs of a gate: ``SyncRemoteGate`` or the commands' ``LeanGate``."""
+
+    def submit(self, call: ToolCall) -> Ticket: ...
+
+    def wait(self, request_id: str, timeout: float | None = None) -> Decision | None: ...
+
+    def cancel(self, request_id: str, *, reason: str | None = None) -> Decision: ...
 
 
 def decide(
-    gate: SyncRemoteGate,
+    gate: SyncGate,
     call: ToolCall,
     *,
     timeout: float | None,
@@ -57,7 +69,7 @@ def decide(
 
 
 def withdraw(
-    gate: SyncRemoteGate, request_id: str, reason: str, *, strict: bool = False
+    gate: SyncGate, request_id: str, reason: str, *, strict: bool = False
 ) -> Decision | None:
     """Cancel a request the caller stops waiting for; ``None`` once it is cancelled.
 
@@ -108,7 +120,10 @@ def failure(url: str, exc: BaseException) -> str:
         return f"the server at {url} refused the agent token ({exc.message})"
     if isinstance(exc, ClientError) and exc.code == "unreachable":
         cause = exc.__cause__
-        detail = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
+        if isinstance(cause, TransportFailure):  # already "ConnectError: ...", for any driver
+            detail = str(cause)
+        else:
+            detail = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
         return f"server unreachable at {url} ({detail})"
     if isinstance(exc, TapgateError):
         return f"the server at {url} failed the request ({exc})"

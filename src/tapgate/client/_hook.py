@@ -31,7 +31,7 @@ from typing import Any, Literal, cast
 
 from tapgate.client._ask import decide, describe, failure
 from tapgate.client._errors import ClientError
-from tapgate.client._remote import SyncRemoteGate
+from tapgate.client._lean import connect
 from tapgate.core.models import Decision, ToolCall
 
 __all__ = [
@@ -153,7 +153,7 @@ def claude_code_hook(
         return _fallback(event, on_error, problem, "--on-error")
     call = ToolCall(tool=hook.tool, arguments=hook.arguments, session=hook.session)
     try:
-        with SyncRemoteGate(url, token) as gate:
+        with connect(url, token) as gate:
             decision = decide(gate, call, timeout=timeout)
     except Exception as exc:  # a hook must answer, whatever went wrong
         return _failed(event, on_error, url, exc)

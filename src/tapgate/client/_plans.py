@@ -4,8 +4,12 @@ Each operation (submit, wait, check, cancel) is a generator that yields
 :class:`Send` (make this HTTP request, send me the response or throw me the
 transport error) and :class:`Pause` (sleep this long), and returns its result.
 The async and the sync gate are ~20-line drivers that execute the steps with
-``httpx.AsyncClient`` or ``httpx.Client``, so retries, backoff, long-poll
+``httpx.AsyncClient`` or ``httpx.Client``, and the hook's driver does with
+``http.client`` (:mod:`tapgate.client._lean`), so retries, backoff, long-poll
 slicing and parsing exist once and are tested once (gidgethub's sans-I/O idea).
+This module imports no HTTP library: a plan reads any :class:`~tapgate.client._wire.Reply`
+(an ``httpx.Response`` is one) and is thrown a :class:`TransportFailure`, so the
+hook starts without httpx.
 
 Retries cover transport failures (refused connections, resets, timeouts) and
 502 / 503 / 504 from a proxy, with capped exponential backoff and jitter; a
@@ -24,38 +28,70 @@ treat as "not allowed"; a cancel sent twice answers 409.
 
 from __future__ import annotations
 
-import random
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
-from typing import Any, Generic, TypeVar
+from types import TracebackType
+from typing import Any, Generic, Self, TypeVar
 from urllib.parse import quote
-
-import httpx
 
 from tapgate.client._errors import ClientError
 from tapgate.client._sandbox import SandboxSpec, spec_from
-from tapgate.client._wire import decision_from, read_json, submit_body, ticket_from
+from tapgate.client._wire import Reply, decision_from, read_json, submit_body, ticket_from
 from tapgate.core.models import Decision, Ticket, ToolCall
 
-__all__ = ["Finished", "Pause", "Plan", "Planner", "Send", "resume", "retry_after"]
+__all__ = [
+    "LONG_POLL",
+    "Finished",
+    "Pause",
+    "Plan",
+    "Planner",
+    "Send",
+    "SyncCalls",
+    "TransportFailure",
+    "drive",
+    "resume",
+    "retry_after",
+]
 
 T = TypeVar("T")
 
+LONG_POLL = 60.0
+"""Seconds per long-poll request: well under the server's default ``max_wait`` (300)."""
+
 _RETRY_STATUSES = frozenset({502, 503, 504})
-_NEVER_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
 _MAX_DELAY = 10.0
+
+
+class TransportFailure(Exception):
+    """A request that got no response, as a driver reports it to a plan.
+
+    ``kind`` names the failure as httpx does (``ConnectError``, ``ReadTimeout``)
+    whichever library made the request, so an operator reads the same reason
+    from the hook and from a ``RemoteGate``. ``never_sent`` is true only when
+    no connection was made: then even a submit may be sent again.
+    """
+
+    def __init__(self, kind: str, detail: str, *, never_sent: bool) -> None:
+        self.kind = kind
+        self.detail = detail
+        self.never_sent = never_sent
+        super().__init__(f"{kind}: {detail}")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Send:
-    """One HTTP request for a driver to make; ``idempotent`` says whether it may be resent."""
+    """One HTTP request for a driver to make; ``idempotent`` says whether it may be resent.
+
+    ``timeout`` bounds connecting and writing, ``read_timeout`` each read (a
+    long-poll's must outlast the wait it asked the server for).
+    """
 
     method: str
     path: str
-    timeout: httpx.Timeout
+    timeout: float
+    read_timeout: float
     json: dict[str, Any] | None = None
     params: dict[str, str] = field(default_factory=dict)
     idempotent: bool = True
@@ -76,20 +112,80 @@ class Finished(Generic[T]):
 
 
 Step = Send | Pause
-Plan = Generator[Step, httpx.Response | None, T]
+Plan = Generator[Step, Reply | None, T]
 """A plan receives a response after a :class:`Send` and ``None`` after a :class:`Pause`."""
 
 
-def resume(
-    plan: Plan[T], outcome: httpx.Response | httpx.TransportError | None
-) -> Step | Finished[T]:
+def resume(plan: Plan[T], outcome: Reply | TransportFailure | None) -> Step | Finished[T]:
     """Advance ``plan`` with the last step's outcome: its next step, or its result."""
     try:
-        if isinstance(outcome, httpx.TransportError):
+        if isinstance(outcome, TransportFailure):
             return plan.throw(outcome)
         return plan.send(outcome)
     except StopIteration as stop:
         return Finished(value=stop.value)
+
+
+def drive(plan: Plan[T], send: Callable[[Send], Reply], sleep: Callable[[float], object]) -> T:
+    """Run ``plan`` to its result, blocking: ``send`` makes a request or raises TransportFailure."""
+    outcome: Reply | TransportFailure | None = None
+    while True:
+        step = resume(plan, outcome)
+        outcome = None
+        if isinstance(step, Finished):
+            return step.value
+        if isinstance(step, Pause):
+            sleep(step.seconds)
+            continue
+        try:
+            outcome = send(step)
+        except TransportFailure as exc:
+            outcome = exc
+
+
+class SyncCalls:
+    """The blocking gate's calls, for every sync driver: each runs a plan with ``_run``.
+
+    ``SyncRemoteGate`` (httpx) and ``LeanGate`` (``http.client``) differ only
+    in how they send; sharing the calls keeps their interfaces identical.
+    """
+
+    _planner: Planner
+
+    def check(self, call: ToolCall) -> Decision:
+        """Decide ``call``, blocking until a human decides if policy asks one."""
+        return self._run(self._planner.check(call))
+
+    def submit(self, call: ToolCall) -> Ticket:
+        """A decision now, or the pending request to follow."""
+        return self._run(self._planner.submit(call))
+
+    def wait(self, request_id: str, timeout: float | None = None) -> Decision | None:
+        """The decision, or ``None`` if still pending after ``timeout`` seconds."""
+        return self._run(self._planner.wait(request_id, timeout))
+
+    def cancel(self, request_id: str, *, reason: str | None = None) -> Decision:
+        """Withdraw a pending request; it counts as a denial."""
+        return self._run(self._planner.cancel(request_id, reason))
+
+    def sandbox(self, tool: str) -> SandboxSpec:
+        """The server's sandbox for ``tool`` (what ``tapgate run --sandbox`` applies)."""
+        return self._run(self._planner.sandbox(tool))
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the driver's connections."""
+        raise NotImplementedError
+
+    def _run(self, plan: Plan[T]) -> T:
+        raise NotImplementedError
 
 
 class Planner:
@@ -107,7 +203,8 @@ class Planner:
             method="POST",
             path="/v1/tool-calls",
             json=submit_body(call, wait),
-            timeout=self._timeout(wait),
+            timeout=self.timeout,
+            read_timeout=self._read_timeout(wait),
             idempotent=False,  # see the module docstring: never resent once it may have acted
         )
         response = yield from self._exchange(send)
@@ -124,7 +221,8 @@ class Planner:
                 method="GET",
                 path=_path(request_id),
                 params={"wait": f"{wait:g}"},
-                timeout=self._timeout(wait),
+                timeout=self.timeout,
+                read_timeout=self._read_timeout(wait),
             )
             response = yield from self._exchange(send)
             decision = decision_from(read_json(response, request_id))
@@ -153,7 +251,8 @@ class Planner:
             method="POST",
             path=_path(request_id) + "/cancel",
             json={} if reason is None else {"reason": reason},
-            timeout=self._timeout(None),
+            timeout=self.timeout,
+            read_timeout=self._read_timeout(None),
             idempotent=False,
         )
         response = yield from self._exchange(send)
@@ -166,22 +265,25 @@ class Planner:
 
     def sandbox(self, tool: str) -> Plan[SandboxSpec]:
         """``GET /v1/tools/{tool}/sandbox``: how ``tapgate run --sandbox`` confines the tool."""
-        path = "/v1/tools/" + quote(tool, safe="") + "/sandbox"
-        response = yield from self._exchange(
-            Send(method="GET", path=path, timeout=self._timeout(None))
+        send = Send(
+            method="GET",
+            path="/v1/tools/" + quote(tool, safe="") + "/sandbox",
+            timeout=self.timeout,
+            read_timeout=self._read_timeout(None),
         )
+        response = yield from self._exchange(send)
         return spec_from(read_json(response))
 
-    def _exchange(self, send: Send) -> Generator[Step, httpx.Response | None, httpx.Response]:
+    def _exchange(self, send: Send) -> Generator[Step, Reply | None, Reply]:
         attempt = 0
         while True:
             try:
                 response = yield send
-            except httpx.TransportError as exc:
-                retryable = send.idempotent or isinstance(exc, _NEVER_SENT)
+            except TransportFailure as exc:
+                retryable = send.idempotent or exc.never_sent
                 if not retryable or attempt >= self.retries:
                     raise ClientError(
-                        f"{send.method} {send.path} failed: {type(exc).__name__}: {exc}",
+                        f"{send.method} {send.path} failed: {exc}",
                         status=None,
                         code="unreachable",
                     ) from exc
@@ -197,16 +299,18 @@ class Planner:
             yield Pause(seconds=self._delay(attempt))
             attempt += 1
 
-    def _timeout(self, wait: float | None) -> httpx.Timeout:
+    def _read_timeout(self, wait: float | None) -> float:
         # A long-poll's read must outlast the wait it asked the server for.
-        return httpx.Timeout(self.timeout, read=self.timeout + (wait or 0.0))
+        return self.timeout + (wait or 0.0)
 
     def _delay(self, attempt: int) -> float:
+        import random  # only a retry needs it: the hook's allowed call starts without it
+
         ceiling = min(_MAX_DELAY, self.backoff * 2.0**attempt)
         return ceiling * (0.5 + random.random() / 2)  # noqa: S311 - jitter, not a secret
 
 
-def retry_after(response: httpx.Response) -> float:
+def retry_after(response: Reply) -> float:
     """The wait a ``Retry-After`` header asks for, capped at the backoff's ceiling; 0 if none.
 
     Both of RFC 9110's forms are read: delta-seconds and an HTTP date. A value
@@ -216,6 +320,8 @@ def retry_after(response: httpx.Response) -> float:
     if value.isascii() and value.isdigit():  # str.isdigit alone takes "²"
         seconds = float(value)
     else:
+        from email.utils import parsedate_to_datetime  # rare: not on the hook's start-up path
+
         try:
             when = parsedate_to_datetime(value)
         except (TypeError, ValueError):

@@ -12,18 +12,27 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from tapgate.client._plans import Finished, Pause, Plan, Planner, Send, T, resume
+from tapgate.client._plans import (
+    LONG_POLL,
+    Finished,
+    Pause,
+    Plan,
+    Planner,
+    Send,
+    SyncCalls,
+    T,
+    TransportFailure,
+    drive,
+    resume,
+)
 from tapgate.client._sandbox import SandboxSpec
+from tapgate.client._wire import without_credentials
 from tapgate.core.models import Decision, Ticket, ToolCall
 
 __all__ = ["LONG_POLL", "RemoteGate", "SyncRemoteGate"]
-
-LONG_POLL = 60.0
-"""Seconds per long-poll request: well under the server's default ``max_wait`` (300)."""
 
 _USER_AGENT = "tapgate-client"
 
@@ -132,7 +141,7 @@ class RemoteGate:
             return await self._drive(client, plan)
 
     async def _drive(self, client: httpx.AsyncClient, plan: Plan[T]) -> T:
-        outcome: httpx.Response | httpx.TransportError | None = None
+        outcome: httpx.Response | TransportFailure | None = None
         while True:
             step = resume(plan, outcome)
             outcome = None
@@ -144,10 +153,10 @@ class RemoteGate:
             try:
                 outcome = await client.send(_request(client, step))
             except httpx.TransportError as exc:
-                outcome = exc
+                outcome = _failure(exc)
 
 
-class SyncRemoteGate:
+class SyncRemoteGate(SyncCalls):
     """:class:`RemoteGate` for sync agent frameworks: the same calls, blocking.
 
     Built on ``httpx.Client`` and the same plans as :class:`RemoteGate`, so it
@@ -178,65 +187,30 @@ class SyncRemoteGate:
     def __repr__(self) -> str:
         return f"SyncRemoteGate({without_credentials(self.base_url)!r})"
 
-    def check(self, call: ToolCall) -> Decision:
-        """Decide ``call``, blocking until a human decides if policy asks one."""
-        return self._run(self._planner.check(call))
-
-    def submit(self, call: ToolCall) -> Ticket:
-        """A decision now, or the pending request to follow."""
-        return self._run(self._planner.submit(call))
-
-    def wait(self, request_id: str, timeout: float | None = None) -> Decision | None:
-        """The decision, or ``None`` if still pending after ``timeout`` seconds."""
-        return self._run(self._planner.wait(request_id, timeout))
-
-    def cancel(self, request_id: str, *, reason: str | None = None) -> Decision:
-        """Withdraw a pending request; it counts as a denial."""
-        return self._run(self._planner.cancel(request_id, reason))
-
-    def sandbox(self, tool: str) -> SandboxSpec:
-        """The server's sandbox for ``tool`` (what ``tapgate run --sandbox`` applies)."""
-        return self._run(self._planner.sandbox(tool))
-
-    def __enter__(self) -> SyncRemoteGate:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
     def close(self) -> None:
         """Close the connection pool."""
         self._client.close()
 
     def _run(self, plan: Plan[T]) -> T:
-        outcome: httpx.Response | httpx.TransportError | None = None
-        while True:
-            step = resume(plan, outcome)
-            outcome = None
-            if isinstance(step, Finished):
-                return step.value
-            if isinstance(step, Pause):
-                self._sleep(step.seconds)
-                continue
-            try:
-                outcome = self._client.send(_request(self._client, step))
-            except httpx.TransportError as exc:
-                outcome = exc
+        return drive(plan, self._send, self._sleep)
+
+    def _send(self, step: Send) -> httpx.Response:
+        try:
+            return self._client.send(_request(self._client, step))
+        except httpx.TransportError as exc:
+            raise _failure(exc) from exc
 
 
 def _request(client: httpx.AsyncClient | httpx.Client, step: Send) -> httpx.Request:
+    timeout = httpx.Timeout(step.timeout, read=step.read_timeout)
     return client.build_request(
-        step.method, step.path, json=step.json, params=step.params, timeout=step.timeout
+        step.method, step.path, json=step.json, params=step.params, timeout=timeout
     )
 
 
-def without_credentials(url: str) -> str:
-    """``url`` without ``user:password@``: for reprs, logs and a model-visible reason."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port is not None else host
-    return urlunsplit(parts._replace(netloc=netloc))
+def _failure(exc: httpx.TransportError) -> TransportFailure:
+    """httpx's error as the plans read it; the original stays the cause, for tracebacks."""
+    never_sent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
+    failure = TransportFailure(type(exc).__name__, str(exc), never_sent=never_sent)
+    failure.__cause__ = exc
+    return failure

@@ -38,7 +38,7 @@ from typing import TextIO
 
 from tapgate.client._ask import decide, describe, failure, withdraw
 from tapgate.client._errors import SandboxUnavailable, Unauthorized
-from tapgate.client._remote import SyncRemoteGate
+from tapgate.client._lean import connect
 from tapgate.client._sandbox import EXIT_NO_SANDBOX, Sandbox, SandboxMode, confine
 from tapgate.client._waiting import Waiting, countdown_line
 from tapgate.core.models import Decision, Request, ToolCall
@@ -114,7 +114,7 @@ def _confine(
 ) -> Sandbox | int | None:
     """The sandbox for ``tool`` (``None``: best-effort without one), or tapgate's exit status."""
     try:
-        with SyncRemoteGate(url, token) as gate:
+        with connect(url, token) as gate:
             return confine(mode, lambda: gate.sandbox(tool), bwrap=bwrap, err=err)
     except SandboxUnavailable as exc:
         return _fail(
@@ -138,7 +138,7 @@ def _ask(err: TextIO, url: str, token: str, call: ToolCall, timeout: float | Non
         signals.release()  # we know what to cancel now: a held Ctrl-C acts from here
 
     try:
-        with signals, SyncRemoteGate(url, token) as gate:
+        with signals, connect(url, token) as gate:
             decision = decide(gate, call, timeout=timeout, on_pending=pending)
             signals.release()  # decided at once: a held Ctrl-C still stops the command
     except (KeyboardInterrupt, _Stopped) as stop:
@@ -183,7 +183,7 @@ def _interrupted(
         return _fail(err, how, status)
     try:
         # The interrupted long-poll may have left its connection half-read: a new pool.
-        with SyncRemoteGate(url, token, retries=0) as gate:
+        with connect(url, token, retries=0) as gate:
             late = withdraw(gate, request.id, f"{how} by the user of tapgate run", strict=True)
     except (KeyboardInterrupt, _Stopped):
         return _fail(err, f"{how}: request {request.id} not run (and not cancelled)", status)

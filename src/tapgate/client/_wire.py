@@ -1,8 +1,10 @@
 """The agent API's wire format as the client sees it: bodies out, records and errors in.
 
-Pure functions over dicts and ``httpx.Response`` objects, shared by the async
-and the sync gate. The client does not import the server's pydantic models (it
-must not depend on the server's package), so it checks what it reads by hand:
+Pure functions over dicts and :class:`Reply` objects (an ``httpx.Response`` is
+one; so is the hook's ``http.client`` answer), shared by every gate; this
+module imports no HTTP library, so the hook starts without httpx. The client
+does not import the server's pydantic models (it must not depend on the
+server's package), so it checks what it reads by hand:
 a response that is not the documented shape is a :class:`ClientError` with
 code ``bad_response``, never a ``KeyError`` deep in an agent.
 """
@@ -10,10 +12,10 @@ code ``bad_response``, never a ``KeyError`` deep in an agent.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, cast, get_args
-
-import httpx
+from typing import Any, Protocol, cast, get_args
+from urllib.parse import urlsplit, urlunsplit
 
 from tapgate.client._errors import ClientError, Unauthorized
 from tapgate.core.models import (
@@ -28,11 +30,35 @@ from tapgate.core.models import (
 )
 from tapgate.errors import AlreadyResolved, RequestNotFound, TapgateError
 
-__all__ = ["decision_from", "error_from", "read_json", "submit_body", "ticket_from"]
+__all__ = [
+    "Reply",
+    "decision_from",
+    "error_from",
+    "read_json",
+    "submit_body",
+    "ticket_from",
+    "without_credentials",
+]
 
 _VERDICTS = frozenset(get_args(Verdict))
 _STATUSES = frozenset(get_args(DecisionStatus))
 _SOURCES = frozenset(get_args(DecisionSource))
+
+
+class Reply(Protocol):
+    """An HTTP response as the plans read it; ``headers`` looks names up case-insensitively."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def reason_phrase(self) -> str: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    @property
+    def content(self) -> bytes: ...
 
 
 def submit_body(call: ToolCall, wait: float | None) -> dict[str, Any]:
@@ -47,9 +73,9 @@ def submit_body(call: ToolCall, wait: float | None) -> dict[str, Any]:
     return body
 
 
-def read_json(response: httpx.Response, request_id: str | None = None) -> dict[str, Any]:
+def read_json(response: Reply, request_id: str | None = None) -> dict[str, Any]:
     """The JSON object of a 2xx response; any other response raises its tapgate error."""
-    if not response.is_success:
+    if not 200 <= response.status_code < 300:
         raise error_from(response, request_id)
     body = _object(response)
     if body is None:
@@ -61,7 +87,7 @@ def read_json(response: httpx.Response, request_id: str | None = None) -> dict[s
     return body
 
 
-def error_from(response: httpx.Response, request_id: str | None = None) -> TapgateError:
+def error_from(response: Reply, request_id: str | None = None) -> TapgateError:
     """The tapgate error for an error response, with the server's message."""
     status = response.status_code
     body = _object(response) or {}
@@ -69,7 +95,8 @@ def error_from(response: httpx.Response, request_id: str | None = None) -> Tapga
     if isinstance(detail, dict) and isinstance(detail.get("message"), str):
         code, message = str(detail.get("code", f"http_{status}")), str(detail["message"])
     else:
-        code, message = f"http_{status}", response.text[:500] or response.reason_phrase
+        text = response.content[:2000].decode("utf-8", "replace")[:500]
+        code, message = f"http_{status}", text or response.reason_phrase
     if status == 401:
         return Unauthorized(message, status=status, code=code)
     if status == 404 and request_id is not None and code == "not_found":
@@ -134,7 +161,17 @@ def ticket_from(body: dict[str, Any], call: ToolCall) -> Ticket:
     return Ticket(decision=None, request=request, reused=body.get("reused") is True)
 
 
-def _object(response: httpx.Response) -> dict[str, Any] | None:
+def without_credentials(url: str) -> str:
+    """``url`` without ``user:password@``: for reprs, logs and a model-visible reason."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _object(response: Reply) -> dict[str, Any] | None:
     try:
         body = json.loads(response.content)
     except ValueError:

@@ -38,11 +38,12 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from tapgate.core.buttons import SLACK_ACTION_IDS
 from tapgate.core.masking import clean
 from tapgate.core.models import Scope
+from tapgate.core.slack_text import LOOKALIKE_BACKTICK, TextPlace, escape
 from tapgate.notifiers.presentation import (
     ApprovalView,
     ResolvedStatus,
@@ -87,32 +88,7 @@ EXTRA_MAX_LINES = 20
 PREVIEW_MAX = 150  # a question's opening words in the notification text
 _RISK_ICONS = {"read_only": "🟢", "write": "🟠", "destructive": "🔴"}
 _BACKTICK_RUN = re.compile(r"`(?=`)")
-_LOOKALIKE_BACKTICK = "\u02cb"  # MODIFIER LETTER GRAVE ACCENT: looks like ` but ends nothing
-# Same-looking characters Slack's mrkdwn does not read as markers (jsx-slack's choice too).
-_MRKDWN_MARKERS = str.maketrans(
-    {
-        "*": "\u2217",  # ASTERISK OPERATOR
-        "_": "\u02cd",  # MODIFIER LETTER LOW MACRON
-        "~": "\u223c",  # TILDE OPERATOR
-        "`": _LOOKALIKE_BACKTICK,
-    }
-)
-
-TextPlace = Literal["mrkdwn", "code", "plain_text"]
-"""Where escaped text lands: formatted ``mrkdwn``, inside code, or ``plain_text``."""
-
-
-def escape(text: str, *, place: TextPlace = "mrkdwn") -> str:
-    """``text`` made inert for ``place``: the one escaping function of every Slack message.
-
-    Slack's three control characters become entities everywhere (``&`` first,
-    or it would escape the others). In ``mrkdwn`` outside code, the default
-    because it is the place that needs the most, the formatting markers
-    become lookalikes too; code and ``plain_text`` are not formatted, so their
-    text keeps its markers (module docstring: why lookalikes).
-    """
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return text.translate(_MRKDWN_MARKERS) if place == "mrkdwn" else text
+_LOOKALIKE_BACKTICK = LOOKALIKE_BACKTICK
 
 
 def render_slack(view: ApprovalView) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from tapgate.core.models import Request
+from tapgate.core.slack_text import escape
 from tapgate.core.tap_texts import short, title
 from tapgate.core.taps import ANSWER_MAX
 from tapgate.webhooks._slack_payloads import (
@@ -28,7 +29,7 @@ from tapgate.webhooks._slack_payloads import (
     REPLY_CALLBACK_ID,
 )
 
-__all__ = ["deny_modal", "escape", "reply_modal"]
+__all__ = ["deny_modal", "reply_modal"]
 
 _PLAIN_MAX = 500  # ×5 at worst once escaped (``&`` → ``&amp;``): inside a section's 3000
 
@@ -118,9 +119,4 @@ def _plain(text: str) -> str:
     Clipping first means an escape sequence is never cut in half.
     """
     clipped = text if len(text) <= _PLAIN_MAX else text[: _PLAIN_MAX - 1] + "…"
-    return escape(clipped)
-
-
-def escape(text: str) -> str:
-    """Slack's three control characters escaped (``&`` first), so text cannot mention or link."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return escape(clipped, place="plain_text")

@@ -1,8 +1,9 @@
 """How a Slack tapper hears back: an ephemeral sentence, or one of tapgate's modals.
 
 The sentences are :mod:`tapgate.core.tap_texts`; this module only delivers
-them, escaped (they may name a tool or a question's subject, and Slack would
-read ``<!here>`` in one as a mention).
+them, escaped by the one Slack rule (:mod:`tapgate.core.slack_text`): they may
+name a tool or a question's subject, and Slack would read ``<!here>`` in one as
+a mention and ``*deploy*`` as bold.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from tapgate.core.models import Request
-from tapgate.webhooks._slack_modals import deny_modal, escape, reply_modal
+from tapgate.core.slack_text import escape
+from tapgate.webhooks._slack_modals import deny_modal, reply_modal
 from tapgate.webhooks._slack_payloads import Interaction
 
 __all__ = ["SlackReplies"]

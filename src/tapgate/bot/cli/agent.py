@@ -9,6 +9,10 @@ history would show it.
 The hook's contract with Claude Code is "exit 0, JSON on stdout" whatever
 happens, so even a mistyped flag in Claude Code's settings is answered with a
 JSON deny that names the mistake, rather than argparse's exit status 2.
+
+The client is imported inside each command, and by name from
+``tapgate.client`` (whose names load on first use), so the hook loads the
+hook's modules, ``tapgate run`` the runner's, and neither loads httpx.
 """
 
 from __future__ import annotations
@@ -21,16 +25,6 @@ import sys
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
-
-from tapgate.client import (
-    DEFAULT_HOOK_TIMEOUT,
-    EXIT_CONFIG,
-    claude_code_hook,
-    hook_fallback,
-    hook_refusal,
-    run_approved,
-)
-from tapgate.core.models import CONTACT_TOOL
 
 if TYPE_CHECKING:
     from tapgate.bot.cli.commands import Command
@@ -52,6 +46,8 @@ class _HookParser(argparse.ArgumentParser):
     """An argument parser whose errors are hook answers (JSON deny, exit status 0)."""
 
     def error(self, message: str) -> NoReturn:
+        from tapgate.client import hook_refusal
+
         self.print_usage(sys.stderr)
         problem = f"the hook command is misconfigured ({message})"
         _answer(hook_refusal(_read_stdin(interactive=False), problem))
@@ -60,6 +56,8 @@ class _HookParser(argparse.ArgumentParser):
 
 def add_agent_commands(sub: Any, *, hook: Command, run: Command) -> None:
     """Add ``hook claude-code`` and ``run`` to the CLI's subcommands, bound to their entries."""
+    from tapgate.client import DEFAULT_HOOK_TIMEOUT
+
     hook_parser = sub.add_parser("hook", help="answer an agent's hook (Claude Code) with tapgate")
     hooks = hook_parser.add_subparsers(dest="hook_command", required=True, parser_class=_HookParser)
     claude = hooks.add_parser(
@@ -153,6 +151,8 @@ short ``--timeout`` gets a grace as short as itself.
 
 def hook_claude_code(args: argparse.Namespace) -> int:
     """``tapgate hook claude-code``: answer one hook call, within its time limit, exit 0."""
+    from tapgate.client import claude_code_hook, hook_fallback, hook_refusal
+
     raw = _read_stdin()
     answered = threading.Lock()  # held by whoever writes the one answer
     limit = args.timeout + min(HOOK_GRACE, args.timeout)
@@ -185,11 +185,15 @@ def hook_claude_code(args: argparse.Namespace) -> int:
 
 def hook_misconfigured(problem: str) -> int:
     """Answer a hook command line argparse refused (a mistyped subcommand): deny, exit 0."""
+    from tapgate.client import hook_refusal
+
     _answer(hook_refusal(_read_stdin(interactive=False), f"the hook command is {problem}"))
     return 0
 
 
 def _hook_extra(extra: Sequence[str]) -> int:
+    from tapgate.client import hook_refusal
+
     problem = f"the hook command is misconfigured (unrecognized arguments: {' '.join(extra)})"
     _answer(hook_refusal(_read_stdin(interactive=False), problem))
     return 0
@@ -197,6 +201,9 @@ def _hook_extra(extra: Sequence[str]) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """``tapgate run -- COMMAND``: run the command only when tapgate approves it."""
+    from tapgate.client import EXIT_CONFIG, run_approved
+    from tapgate.core.models import CONTACT_TOOL
+
     argv = list(args.argv)
     if argv[:1] == ["--"]:
         argv = argv[1:]

@@ -1,7 +1,8 @@
 """The ``tapgate`` command line: run the server, check a config, explain a verdict, operate.
 
 This module is the entry point: it parses the command line
-(:mod:`~tapgate.bot.cli.parser`), runs the subcommand the typed table binds
+(:mod:`~tapgate.bot.cli.parser`, built for the one subcommand given, and not
+at all for ``--version``), runs the subcommand the typed table binds
 (:mod:`~tapgate.bot.cli.commands`) and turns errors into exit statuses. The
 agent-side commands (``tapgate hook claude-code``, ``tapgate run``) are
 wired in :mod:`tapgate.bot.cli.agent`.
@@ -20,11 +21,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from tapgate.bot.cli.agent import hook_misconfigured
-from tapgate.bot.cli.commands import Command, UsageError
-from tapgate.bot.cli.parser import build_parser
 from tapgate.errors import TapgateError
+
+if TYPE_CHECKING:
+    from tapgate.bot.cli.commands import Command
 
 __all__ = ["EXIT_USAGE", "main"]
 
@@ -33,12 +35,22 @@ EXIT_USAGE = 2
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tapgate`` console script."""
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:  # answered before argparse is even imported
+        from tapgate import __version__
+
+        print(f"tapgate {__version__}")
+        return 0
+    from tapgate.bot.cli.commands import UsageError
+    from tapgate.bot.cli.parser import SUBCOMMANDS, build_parser
+
+    parser = build_parser(argv[0] if argv and argv[0] in SUBCOMMANDS else None)
     try:
         args, extra = parser.parse_known_args(argv)
     except SystemExit as exc:
         if exc.code not in (0, None) and argv[:1] == ["hook"]:
+            from tapgate.bot.cli.agent import hook_misconfigured
+
             # Claude Code needs JSON and exit 0 even for a mistyped subcommand.
             return hook_misconfigured("misconfigured (see the usage on stderr)")
         raise

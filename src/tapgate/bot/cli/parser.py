@@ -3,19 +3,24 @@
 Arguments only: each subcommand's ``func`` is its entry in the typed table of
 :mod:`~tapgate.bot.cli.commands`, and the agent-side commands' arguments live
 with them in :mod:`~tapgate.bot.cli.agent`.
+
+``build_parser(command)`` adds only that subcommand's parser: the hook runs
+on every Claude Code tool call and should not pay for the arguments (and the
+imports behind their defaults and choices) of ten commands it is not.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from typing import Any
 
+from tapgate import __version__
 from tapgate.bot.cli.agent import add_agent_commands
 from tapgate.bot.cli.commands import COMMANDS
-from tapgate.core.models import RISKS
 
-__all__ = ["DESCRIPTION", "build_parser"]
+__all__ = ["DESCRIPTION", "SUBCOMMANDS", "build_parser"]
 
 DESCRIPTION = (
     "The ``tapgate`` command line: run the server, check a config, explain a verdict, operate."
@@ -23,21 +28,39 @@ DESCRIPTION = (
 """What ``tapgate --help`` says first."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of the whole command line; each subcommand's ``func`` is its table entry."""
-    parser = argparse.ArgumentParser(prog="tapgate", description=DESCRIPTION)
-    sub = parser.add_subparsers(dest="command", required=True)
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; each subcommand's ``func`` is its table entry.
 
+    With ``command`` (a key of :data:`SUBCOMMANDS`) only that subcommand is
+    added (``hook`` and ``run`` come together); without it (``--help``, a
+    mistyped name) every one is.
+    """
+    parser = argparse.ArgumentParser(prog="tapgate", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    names = list(SUBCOMMANDS) if command is None else [command]
+    for add in dict.fromkeys(SUBCOMMANDS[name] for name in names):  # hook and run: one builder
+        add(sub)
+    return parser
+
+
+def _check_config(sub: Any) -> None:
     check = sub.add_parser("check-config", help="validate a config file and summarise it")
     _config_option(check)
     check.set_defaults(func=COMMANDS["check-config"])
 
+
+def _db(sub: Any) -> None:
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     upgrade = db_sub.add_parser("upgrade", help="apply the database migrations")
     _config_option(upgrade)
     upgrade.add_argument("--url", help="store URL (overrides the config's store.url)")
     upgrade.set_defaults(func=COMMANDS["db upgrade"])
+
+
+def _explain(sub: Any) -> None:
+    from tapgate.core.models import RISKS
 
     explain = sub.add_parser("explain", help="show the verdict for a tool call and why")
     _config_option(explain)
@@ -47,24 +70,25 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--risk", choices=RISKS, help="the risk the tool declares")
     explain.add_argument("--json", action="store_true", help="print a JSON object")
     explain.set_defaults(func=COMMANDS["explain"])
-    _operator_commands(sub)
-    add_agent_commands(sub, hook=COMMANDS["hook claude-code"], run=COMMANDS["run"])
-    return parser
 
 
-def _operator_commands(sub: Any) -> None:
+def _serve(sub: Any) -> None:
     serve = sub.add_parser("serve", help="run the webhook server and agent API")
     _config_option(serve)
     serve.add_argument("--host", help="interface to bind (default: server.host)")
     serve.add_argument("--port", type=int, help="port (default: server.port)")
     serve.set_defaults(func=COMMANDS["serve"])
 
+
+def _pending(sub: Any) -> None:
     pending = sub.add_parser("pending", help="list requests waiting for a decision")
     _config_option(pending)
     pending.add_argument("--limit", type=int, default=100)
     pending.add_argument("--json", action="store_true", help="one JSON object per line")
     pending.set_defaults(func=COMMANDS["pending"])
 
+
+def _resolve(sub: Any) -> None:
     resolve = sub.add_parser("resolve", help="decide a request by hand (audited break-glass)")
     _config_option(resolve)
     resolve.add_argument("id", help="request id")
@@ -74,6 +98,8 @@ def _operator_commands(sub: Any) -> None:
     resolve.add_argument("--scope", choices=("once", "session", "always"), default="once")
     resolve.set_defaults(func=COMMANDS["resolve"])
 
+
+def _grants(sub: Any) -> None:
     grants = sub.add_parser("grants", help="list or revoke remembered approvals")
     grants_sub = grants.add_subparsers(dest="grants_command", required=True)
     listing = grants_sub.add_parser("list", help="list grants")
@@ -87,12 +113,33 @@ def _operator_commands(sub: Any) -> None:
     revoke.add_argument("--as", dest="as_", default="operator", help="who revokes (audited)")
     revoke.set_defaults(func=COMMANDS["grants revoke"])
 
+
+def _audit(sub: Any) -> None:
     audit = sub.add_parser("audit", help="print the audit log")
     _config_option(audit)
     audit.add_argument("--since", help="ISO 8601 time, e.g. 2026-11-21T09:00")
     audit.add_argument("--request", help="only this request id")
     audit.add_argument("--format", choices=("text", "jsonl"), default="text")
     audit.set_defaults(func=COMMANDS["audit"])
+
+
+def _agent(sub: Any) -> None:
+    add_agent_commands(sub, hook=COMMANDS["hook claude-code"], run=COMMANDS["run"])
+
+
+SUBCOMMANDS: dict[str, Callable[[Any], None]] = {
+    "check-config": _check_config,
+    "db": _db,
+    "explain": _explain,
+    "serve": _serve,
+    "pending": _pending,
+    "resolve": _resolve,
+    "grants": _grants,
+    "audit": _audit,
+    "hook": _agent,
+    "run": _agent,
+}
+"""Each first word of a command line and what adds its parser, in ``--help``'s order."""
 
 
 def _config_option(parser: argparse.ArgumentParser) -> None:
