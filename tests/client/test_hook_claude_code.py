@@ -184,8 +184,10 @@ class Served:
 
 
 @contextlib.asynccontextmanager
-async def serve(tmp_path: Path, clock: ManualClock | None = None) -> AsyncIterator[Served]:
-    """``build_app`` with a LINE channel, on a real port; used by test_run.py too."""
+async def serve(
+    tmp_path: Path, clock: ManualClock | None = None, policy: dict[str, Any] | None = None
+) -> AsyncIterator[Served]:
+    """``build_app`` with a LINE channel, on a real port; test_run and test_mcp_proxy use it too."""
     async with FakeLine(access_token=LINE_TOKEN) as line:
         config = parse_config(
             {
@@ -200,7 +202,7 @@ async def serve(tmp_path: Path, clock: ManualClock | None = None) -> AsyncIterat
                         "api_base_url": line.url,
                     }
                 },
-                "policy": POLICY,
+                "policy": POLICY if policy is None else policy,
             }
         )
         app = build_app(config, clock=clock)

@@ -68,7 +68,8 @@ async def test_a_replica_killed_mid_send_leaves_delivery_and_expiry_to_the_other
 ) -> None:
     settings: dict[str, Any] = {
         "server": "delivery_lease: 2s, heartbeat_interval: 0.2s",
-        "policy": "{default_timeout: 8s, rules: [{tool: deploy, action: ask}]}",
+        # Long enough for B to start and deliver on a loaded machine before expiry.
+        "policy": "{default_timeout: 20s, rules: [{tool: deploy, action: ask}]}",
         "line": "timeout: 60",
     }
     async with FakeLine(access_token=LINE_TOKEN) as line, aiohttp.ClientSession() as session:
@@ -92,7 +93,7 @@ async def test_a_replica_killed_mid_send_leaves_delivery_and_expiry_to_the_other
             async def delivered() -> bool:
                 return await metric(session, b, "tapgate_deliveries_total") == 5
 
-            await until(delivered, 15, "B to record the five deliveries")
+            await until(delivered, 19, "B to record the five deliveries")
             keys = Counter(
                 r.headers.get("x-line-retry-key") for r in line.requests if r.endpoint == "push"
             )
@@ -102,7 +103,7 @@ async def test_a_replica_killed_mid_send_leaves_delivery_and_expiry_to_the_other
 
             # Expiry runs on B (A held the heartbeat lock until it died).
             polls = [
-                session.get(f"{b.url}/v1/tool-calls/{rid}?wait=20", headers=AUTH) for rid in ids
+                session.get(f"{b.url}/v1/tool-calls/{rid}?wait=30", headers=AUTH) for rid in ids
             ]
             for answered in await asyncio.gather(*polls):
                 body = await answered.json()

@@ -13,6 +13,9 @@ standard library's ``http.client`` for the commands (which start on every
 tool call); it imports the domain records and errors, never the server,
 webhooks or notifiers. Its names load on first use (PEP 562), so that
 ``tapgate hook claude-code`` imports neither httpx nor asyncio.
+
+``serve_mcp_proxy`` (and its ``McpProxyOptions``) is ``tapgate mcp-proxy``:
+it needs the ``mcp`` extra, and loads on first use like every other name.
 """
 
 from typing import TYPE_CHECKING
@@ -37,6 +40,9 @@ if TYPE_CHECKING:
     from tapgate.client._remote import LONG_POLL, RemoteGate, SyncRemoteGate
     from tapgate.client._run import EXIT_CONFIG, run_approved
 
+if TYPE_CHECKING:
+    from tapgate.client._mcp_proxy import McpProxyOptions, serve_mcp_proxy
+
 __all__ = [
     "DEFAULT_HOOK_TIMEOUT",
     "EXIT_CONFIG",
@@ -46,6 +52,7 @@ __all__ = [
     "ClientError",
     "Denied",
     "GuardError",
+    "McpProxyOptions",
     "RemoteGate",
     "SyncChecker",
     "SyncRemoteGate",
@@ -56,6 +63,7 @@ __all__ = [
     "hook_fallback",
     "hook_refusal",
     "run_approved",
+    "serve_mcp_proxy",
 ]
 
 _LAZY = {
@@ -70,6 +78,8 @@ _LAZY = {
     ),
     **dict.fromkeys(("LONG_POLL", "RemoteGate", "SyncRemoteGate"), "tapgate.client._remote"),
     **dict.fromkeys(("EXIT_CONFIG", "run_approved"), "tapgate.client._run"),
+    # needs the mcp extra: loaded on first use, like the rest
+    **dict.fromkeys(("McpProxyOptions", "serve_mcp_proxy"), "tapgate.client._mcp_proxy"),
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

@@ -33,6 +33,7 @@ __all__ = [
     "DEFAULT_URL",
     "TOKEN_ENV",
     "add_agent_commands",
+    "connection_options",
     "hook_claude_code",
     "hook_misconfigured",
     "run",
@@ -65,7 +66,7 @@ def add_agent_commands(sub: Any, *, hook: Command, run: Command) -> None:
         help="a Claude Code PreToolUse / PermissionRequest hook: hook JSON in, decision out",
         allow_abbrev=False,  # "--token X" must be an error, not --token-env X
     )
-    _connection_options(claude)
+    connection_options(claude)
     claude.add_argument(
         "--on-error",
         choices=("deny", "ask", "allow"),
@@ -91,7 +92,7 @@ def add_agent_commands(sub: Any, *, hook: Command, run: Command) -> None:
     run_parser = sub.add_parser(
         "run", help="run a command only when tapgate approves it", allow_abbrev=False
     )
-    _connection_options(run_parser)
+    connection_options(run_parser)
     run_parser.add_argument(
         "--tool", default="shell", help="tool name sent to tapgate (default: shell)"
     )
@@ -114,9 +115,10 @@ def add_agent_commands(sub: Any, *, hook: Command, run: Command) -> None:
     run_parser.set_defaults(func=run)
 
 
-def _connection_options(parser: argparse.ArgumentParser) -> None:
+def connection_options(parser: argparse.ArgumentParser, *, flag: str = "--url") -> None:
+    """Options for the tapgate server (``flag``) and the variable holding the agent token."""
     parser.add_argument(
-        "--url",
+        flag,
         default=os.environ.get("TAPGATE_URL") or DEFAULT_URL,
         help=f"tapgate server (default: $TAPGATE_URL, else {DEFAULT_URL})",
     )

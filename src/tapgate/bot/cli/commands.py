@@ -84,6 +84,12 @@ def _grants_revoke(args: argparse.Namespace) -> int:
     return ops.grants_revoke(args, load(args.config))
 
 
+def _mcp_proxy(args: argparse.Namespace) -> int:
+    from tapgate.bot.cli import mcp_proxy
+
+    return mcp_proxy.mcp_proxy(args)
+
+
 def _audit(args: argparse.Namespace) -> int:
     from tapgate.bot.cli import ops
 
@@ -102,5 +108,6 @@ COMMANDS: Final[Mapping[str, Command]] = {
     "audit": _audit,
     "hook claude-code": agent.hook_claude_code,
     "run": agent.run,
+    "mcp-proxy": _mcp_proxy,
 }
 """Every subcommand, keyed as typed on the command line; the parser binds each to its entry."""

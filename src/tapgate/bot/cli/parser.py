@@ -127,6 +127,12 @@ def _agent(sub: Any) -> None:
     add_agent_commands(sub, hook=COMMANDS["hook claude-code"], run=COMMANDS["run"])
 
 
+def _mcp_proxy(sub: Any) -> None:
+    from tapgate.bot.cli.mcp_proxy import add_mcp_proxy_command  # asyncio: not for the hook
+
+    add_mcp_proxy_command(sub, COMMANDS["mcp-proxy"])
+
+
 SUBCOMMANDS: dict[str, Callable[[Any], None]] = {
     "check-config": _check_config,
     "db": _db,
@@ -138,6 +144,7 @@ SUBCOMMANDS: dict[str, Callable[[Any], None]] = {
     "audit": _audit,
     "hook": _agent,
     "run": _agent,
+    "mcp-proxy": _mcp_proxy,
 }
 """Each first word of a command line and what adds its parser, in ``--help``'s order."""
 

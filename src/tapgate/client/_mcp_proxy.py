@@ -1,0 +1,243 @@
+"""The MCP gateway: serve an upstream MCP server's tools to an MCP client, each call gated.
+
+``tapgate mcp-proxy`` is an MCP server on stdio (what Claude Code, Claude
+Desktop and any ``mcpServers`` config launch) whose other side is an MCP
+*client* of the real server: a command it spawns (stdio) or a URL
+(streamable HTTP). Both sides use the official ``mcp`` SDK (2.x): the
+low-level ``Server`` downstream, because it hands results over as they are,
+and ``ClientSession`` upstream.
+
+What passes through unchanged: the server's identity and instructions, the
+capabilities it offered for tools, resources, prompts and completions, every
+listing page (cursors included) and every read, prompt and completion result,
+upstream protocol errors with their codes. What does not: a ``tools/call``
+runs upstream only after tapgate allowed it (:mod:`tapgate.client._mcp_gate`),
+and anything else becomes a tool result with ``isError`` (a deny, an expiry,
+tapgate unreachable, the upstream failing or gone). Server-initiated requests
+(sampling, elicitation), notifications and resource subscriptions are not
+forwarded.
+
+This module imports the SDK at the top: it is loaded only by the command,
+so ``tapgate`` without the ``mcp`` extra still starts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from mcp import types
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from tapgate.client._mcp_gate import annotation_risk, gated_name, refusal
+from tapgate.client._remote import RemoteGate
+from tapgate.core.models import Risk, ToolCall
+
+__all__ = ["McpProxyOptions", "serve_mcp_proxy"]
+
+Context = ServerRequestContext[Any, Any]
+Paged = types.PaginatedRequestParams | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class McpProxyOptions:
+    """What ``tapgate mcp-proxy`` was told: the upstream, the gate, and how far to trust it.
+
+    Exactly one of ``command`` (argv of a stdio server) and ``url`` (a
+    streamable-HTTP endpoint) names the upstream. ``token_env`` is the
+    variable holding the agent token: it is removed from the environment a
+    stdio upstream inherits, since a third-party server has no business
+    holding the agent's tapgate credentials.
+    """
+
+    name: str
+    command: Sequence[str] = ()
+    url: str | None = None
+    tapgate_url: str
+    token: str
+    token_env: str
+    session: str | None = None
+    trust_annotations: bool = False
+
+
+class _Proxy:
+    """The downstream handlers: forward to ``upstream``, but gate ``tools/call`` first."""
+
+    def __init__(self, upstream: ClientSession, gate: RemoteGate, options: McpProxyOptions) -> None:
+        self._upstream = upstream
+        self._gate = gate
+        self._options = options
+        self._risks: dict[str, Risk | None] = {}
+
+    def server(self) -> Server[Any]:
+        """A low-level server offering what the upstream offered, and nothing more."""
+        offered = self._upstream.server_capabilities or types.ServerCapabilities()
+        info = self._upstream.server_info
+        handlers: dict[str, Any] = {}
+        if offered.tools is not None:
+            handlers |= {"on_list_tools": self.list_tools, "on_call_tool": self.call_tool}
+        if offered.resources is not None:
+            handlers |= {
+                "on_list_resources": self.list_resources,
+                "on_list_resource_templates": self.list_resource_templates,
+                "on_read_resource": self.read_resource,
+            }
+        if offered.prompts is not None:
+            handlers |= {"on_list_prompts": self.list_prompts, "on_get_prompt": self.get_prompt}
+        if offered.completions is not None:
+            handlers["on_completion"] = self.complete
+        return Server(
+            info.name if info is not None else self._options.name,
+            version=info.version if info is not None else "",
+            title=info.title if info is not None else None,
+            instructions=self._upstream.instructions,
+            **handlers,
+        )
+
+    async def call_tool(
+        self, ctx: Context, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        """Ask tapgate; run the call upstream only when allowed; every failure is ``isError``."""
+        call = ToolCall(
+            tool=gated_name(self._options.name, params.name),
+            arguments=params.arguments or {},
+            session=self._options.session,
+            risk=await self._risk(params.name),
+        )
+        refused = await refusal(self._gate, call)
+        if refused is not None:
+            return _error(refused)
+        try:
+            return await self._upstream.send_request(
+                types.CallToolRequest(params=params), types.CallToolResult
+            )
+        except MCPError as exc:
+            problem = f"failed the call ({exc.message})"
+            if exc.code == types.CONNECTION_CLOSED:
+                problem = "is gone (its connection closed)"
+        except Exception as exc:  # an unreadable answer is still an answer for the model
+            problem = f"answered unreadably ({type(exc).__name__}: {exc})"
+        return _error(f"tapgate: approved, but the MCP server {self._options.name!r} {problem}")
+
+    async def list_tools(self, ctx: Context, params: Paged) -> types.ListToolsResult:
+        return await self._tools_page(params)
+
+    async def list_resources(self, ctx: Context, params: Paged) -> types.ListResourcesResult:
+        return await self._upstream.send_request(
+            types.ListResourcesRequest(params=params), types.ListResourcesResult
+        )
+
+    async def list_resource_templates(
+        self, ctx: Context, params: Paged
+    ) -> types.ListResourceTemplatesResult:
+        return await self._upstream.send_request(
+            types.ListResourceTemplatesRequest(params=params), types.ListResourceTemplatesResult
+        )
+
+    async def read_resource(
+        self, ctx: Context, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        return await self._upstream.send_request(
+            types.ReadResourceRequest(params=params), types.ReadResourceResult
+        )
+
+    async def list_prompts(self, ctx: Context, params: Paged) -> types.ListPromptsResult:
+        return await self._upstream.send_request(
+            types.ListPromptsRequest(params=params), types.ListPromptsResult
+        )
+
+    async def get_prompt(
+        self, ctx: Context, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        return await self._upstream.send_request(
+            types.GetPromptRequest(params=params), types.GetPromptResult
+        )
+
+    async def complete(
+        self, ctx: Context, params: types.CompleteRequestParams
+    ) -> types.CompleteResult:
+        return await self._upstream.send_request(
+            types.CompleteRequest(params=params), types.CompleteResult
+        )
+
+    async def _risk(self, tool: str) -> Risk | None:
+        """The risk a trusted upstream declares for ``tool``; ``None`` for an untrusted one."""
+        if not self._options.trust_annotations:
+            return None
+        if tool not in self._risks:
+            await self._list_all_tools()  # a client may call a tool it never listed
+        return self._risks.get(tool)
+
+    async def _list_all_tools(self) -> None:
+        cursor: str | None = None
+        while True:
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            try:
+                page = await self._tools_page(params)
+            except Exception:  # no annotations to be had: the policy's own default decides
+                return
+            cursor = page.next_cursor
+            if not cursor:
+                return
+
+    async def _tools_page(self, params: Paged) -> types.ListToolsResult:
+        """One page of the upstream's tools, as sent; their annotations are noted on the way."""
+        result = await self._upstream.send_request(
+            types.ListToolsRequest(params=params), types.ListToolsResult
+        )
+        self._remember(result.tools)
+        return result
+
+    def _remember(self, tools: Sequence[types.Tool]) -> None:
+        for tool in tools:
+            hints = tool.annotations
+            self._risks[tool.name] = annotation_risk(
+                read_only=hints.read_only_hint if hints else None,
+                destructive=hints.destructive_hint if hints else None,
+            )
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def upstream_environment(token_env: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment a stdio upstream gets: the proxy's own, less the agent token.
+
+    The SDK passes only a safe subset (``HOME``, ``PATH``...) by default;
+    the upstream needs what the MCP client's config set for it (API keys).
+    """
+    return {key: value for key, value in environ.items() if key != token_env}
+
+
+@asynccontextmanager
+async def _upstream(options: McpProxyOptions) -> AsyncIterator[ClientSession]:
+    if options.url is not None:
+        transport = streamable_http_client(options.url)
+    else:
+        argv = list(options.command)
+        env = upstream_environment(options.token_env, os.environ)
+        transport = stdio_client(StdioServerParameters(command=argv[0], args=argv[1:], env=env))
+    async with transport as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def serve_mcp_proxy(options: McpProxyOptions) -> None:
+    """Connect to the upstream, then serve the MCP client on stdio until it hangs up."""
+    async with (
+        _upstream(options) as upstream,
+        RemoteGate(options.tapgate_url, options.token) as gate,
+    ):
+        server = _Proxy(upstream, gate, options).server()
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
