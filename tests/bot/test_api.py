@@ -26,10 +26,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from tapgate.bot.api.batch_models import BatchCallIn, BatchIn, BatchOut
+from tapgate.bot.api.events import EventOut
 from tapgate.bot.api.models import (
     CancelIn,
     ErrorOut,
-    EventOut,
     SandboxOut,
     ToolCallIn,
     ToolCallList,
@@ -116,6 +117,8 @@ class Api:
             ErrorOut.model_validate_json(text)
         elif "tool_calls" in data:
             ToolCallList.model_validate_json(text)
+        elif "calls" in data:
+            BatchOut.model_validate_json(text)
         elif "openapi" not in data:
             ToolCallOut.model_validate_json(text)
         return resp.status, data, resp
@@ -724,6 +727,9 @@ def test_openapi_examples_validate_against_the_models() -> None:
         "ErrorOut": ErrorOut,
         "EventOut": EventOut,
         "SandboxOut": SandboxOut,
+        "BatchCallIn": BatchCallIn,
+        "BatchIn": BatchIn,
+        "BatchOut": BatchOut,
     }
     document = openapi_document(MAX_WAIT)
     for name, model in models.items():

@@ -13,32 +13,36 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping
-from datetime import datetime, timedelta
+from collections.abc import Sequence
+from datetime import timedelta
 from functools import partial
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tapgate.core.clock import Clock, SystemClock
 from tapgate.core.directory import Directory
 from tapgate.core.events import EventBus
+from tapgate.core.housekeeping import StoreDoor
 from tapgate.core.models import (
     CONTACT_TOOL,
-    AuditEntry,
     DecidedAtOnce,
     Decision,
     EventKind,
     GateEvent,
     Grant,
     Request,
-    RequestStatus,
     Scope,
     Ticket,
     ToolCall,
 )
 from tapgate.core.policy import Policy
-from tapgate.core.records import grant_decision, grant_for, new_request, policy_decision
-from tapgate.core.store import GrantKey, Store, Transition
-from tapgate.core.store.leader import Leadership
+from tapgate.core.records import (
+    Asking,
+    grant_decision,
+    grant_for,
+    new_request,
+    policy_decision,
+)
+from tapgate.core.store import Created, GrantKey, Store, Transition
 from tapgate.core.store.notify import DecisionListener
 from tapgate.core.waiters import Waiters
 from tapgate.errors import (
@@ -48,6 +52,9 @@ from tapgate.errors import (
     RequestExpired,
     RequestNotFound,
 )
+
+if TYPE_CHECKING:
+    from tapgate.core.batching import BatchTicket
 
 __all__ = ["Gate"]
 
@@ -61,7 +68,7 @@ _EVENT_FOR: dict[str, EventKind] = {
 }
 
 
-class Gate:
+class Gate(StoreDoor):
     """Decides tool calls: policy first, then grants, then a durable request to humans.
 
     Use it as an async context manager (or call :meth:`start` / :meth:`close`)
@@ -124,7 +131,38 @@ class Gate:
         assert ticket.request is not None
         decision = await self.wait(ticket.request.id)
         assert decision is not None  # with no timeout, wait returns at the deadline at the latest
+        if decision.status == "approved":
+            await self.consume(ticket.request.id)  # this check runs the tool: the approval is used
         return decision
+
+    async def consume(self, request_id: str) -> bool:
+        """The agent was told of an approval: it authorises this one execution only.
+
+        True for the first call; an identical re-issue after it asks anew
+        (DESIGN.md decision 12). Reads by id keep answering "approved".
+        """
+        return await self.store.consume(request_id, self.clock.now())
+
+    async def decided_since(
+        self, agent: str, after: tuple[int, str] | None, limit: int = 100
+    ) -> list[Request]:
+        """``agent``'s requests decided after the cursor (decision number, id), in order."""
+        return await self.store.decided_since(agent, after, limit)
+
+    async def submit_many(self, calls: Sequence[ToolCall]) -> BatchTicket:
+        """Decide every call by policy and grants at once; the ones that ask become one batch.
+
+        See :mod:`tapgate.core.batching`.
+        """
+        from tapgate.core.batching import submit_batch  # batching builds on the gate
+
+        return await submit_batch(self, calls)
+
+    async def check_many(self, calls: Sequence[ToolCall]) -> list[Decision]:
+        """:meth:`check` for a batch: one decision per call, in order, once all are decided."""
+        from tapgate.core.batching import check_batch
+
+        return await check_batch(self, calls)
 
     async def submit(self, call: ToolCall, *, question: bool = False) -> Ticket:
         """Decide now if policy or a grant can; otherwise create (or reuse) a request.
@@ -140,9 +178,20 @@ class Gate:
                 if not question
                 else f"a question must use the tool {CONTACT_TOOL!r}, not {call.tool!r}"
             )
+        planned = self.plan(call, question=question)
+        if isinstance(planned, Decision):
+            return self.announce_at_once(call, planned)
+        now = self.clock.now()
+        created = await self.store.create_request(
+            planned.request, planned.deliveries, now, planned.key
+        )
+        return self.ticket_for(planned, created)
+
+    def plan(self, call: ToolCall, *, question: bool = False) -> Decision | Asking:
+        """Policy's answer: a decision now, or the request a human must decide (not stored)."""
         verdict = self.policy.evaluate(call)
         if verdict.action != "ask":
-            return self._at_once(call, policy_decision(verdict))
+            return policy_decision(verdict)
         if question:
             # An answer is for one question: a standing grant would answer every
             # later identical question with nobody asked ("contact_not_routed").
@@ -162,21 +211,34 @@ class Gate:
             now=self.clock.now(),
         )
         deliveries = self.directory.deliveries(request.approvers)
-        created = await self.store.create_request(request, deliveries, self.clock.now(), key)
+        return Asking(call=call, verdict=verdict, request=request, deliveries=deliveries, key=key)
+
+    def ticket_for(self, planned: Asking, created: Created) -> Ticket:
+        """What asking did (see :meth:`Store.create_request`), announced and as a ticket."""
+        call = planned.call
         if created.grant is not None:
-            return self._at_once(call, grant_decision(created.grant, verdict))
+            return self.announce_at_once(call, grant_decision(created.grant, planned.verdict.rule))
+        if created.earlier is not None:  # an identical call's approval (consumed) or denial
+            earlier = created.earlier
+            decision = earlier.decision()
+            assert decision is not None
+            consumed = earlier.id if earlier.status == "approved" else None
+            ticket = self.announce_at_once(call, decision)
+            return dataclasses.replace(ticket, consumed=consumed)
         assert created.request is not None
         for expired in created.expired:
             self._settle(expired, "expired")
         if created.created:
-            if not request.approvers:
+            if not created.request.approvers:
                 log.warning(
-                    "request %s for %s has no approvers; it can only expire", request.id, call.tool
+                    "request %s for %s has no approvers; it can only expire",
+                    created.request.id,
+                    call.tool,
                 )
             self._publish("requested", created.request)
         return Ticket(decision=None, request=created.request, reused=not created.created)
 
-    def _at_once(self, call: ToolCall, decision: Decision) -> Ticket:
+    def announce_at_once(self, call: ToolCall, decision: Decision) -> Ticket:
         """A decision made without a request (policy, grant): published, then returned."""
         self.bus.publish_at_once(DecidedAtOnce(call=call, decision=decision, at=self.clock.now()))
         return Ticket(decision=decision)
@@ -333,58 +395,6 @@ class Gate:
     async def revoke_grant(self, grant_id: str, *, by: str) -> bool:
         """Revoke a grant; future matching calls ask again."""
         return await self.store.revoke_grant(grant_id, by=by, now=self.clock.now())
-
-    async def list_requests(
-        self,
-        *,
-        status: RequestStatus | None = None,
-        agent: str | None = None,
-        tool: str | None = None,
-        id_prefix: str | None = None,
-        limit: int = 100,
-    ) -> list[Request]:
-        """Requests, newest first (``id_prefix`` is matched without ASCII case: check again)."""
-        return await self.store.list_requests(
-            status=status, agent=agent, tool=tool, id_prefix=id_prefix, limit=limit
-        )
-
-    async def audit_log(
-        self, *, since: datetime | None = None, request_id: str | None = None
-    ) -> list[AuditEntry]:
-        """Audit lines in the order they were written."""
-        return await self.store.audit_log(since=since, request_id=request_id)
-
-    async def record_refusal(
-        self, request_id: str, *, actor: str, detail: Mapping[str, Any]
-    ) -> None:
-        """Audit a refusal decided before any compare-and-set (see :mod:`tapgate.core.taps`)."""
-        await self.store.record(
-            "refused", request_id=request_id, actor=actor, now=self.clock.now(), detail=dict(detail)
-        )
-
-    async def remember_event(self, channel: str, event_id: str) -> bool:
-        """Remember a platform event id; False if it was seen before (a redelivery)."""
-        return await self.store.remember_event(channel, event_id, self.clock.now())
-
-    async def forget_events(self, before: datetime) -> int:
-        """Forget event ids remembered before ``before`` (redeliveries stop after a day)."""
-        return await self.store.forget_events(before)
-
-    def leadership(self) -> Leadership | None:
-        """The lock that elects one replica for timed duties (``None`` on SQLite: always)."""
-        return self.store.leadership()
-
-    async def remind(self, cutoff: datetime, limit: int = 100) -> list[Request]:
-        """Queue one reminder per approver of each request pending since before ``cutoff``.
-
-        Returns the requests reminded; each is reminded once (the store marks it).
-        """
-        reminded = []
-        for request in await self.store.due_reminders(cutoff, limit=limit):
-            deliveries = self.directory.deliveries(request.approvers)
-            if await self.store.queue_reminder(request.id, deliveries, self.clock.now()):
-                reminded.append(request)
-        return reminded
 
     async def expire_overdue(self) -> list[Request]:
         """Expire every overdue pending request (the heartbeat's job) and wake their waiters."""

@@ -155,6 +155,9 @@ class Request:
     resolution_reason: str | None = None
     scope: Scope | None = None
     grantable: bool = True
+    batch_id: str | None = None
+    consumed_at: datetime | None = None
+    decided_seq: int | None = None
 
     @property
     def is_pending(self) -> bool:
@@ -198,6 +201,8 @@ class Ticket:
     decision: Decision | None
     request: Request | None = None
     reused: bool = False
+    consumed: str | None = None
+    """The approved request an identical re-issue consumed (its decision is ``decision``)."""
 
     @property
     def request_id(self) -> str | None:

@@ -9,10 +9,13 @@ read, and tested, on their own.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from tapgate.core.models import (
     Decision,
+    Delivery,
     Grant,
     GrantScope,
     Request,
@@ -22,8 +25,9 @@ from tapgate.core.models import (
     args_digest,
 )
 from tapgate.core.policy import PolicyVerdict
+from tapgate.core.store.grants import GrantKey
 
-__all__ = ["grant_decision", "grant_for", "new_id", "new_request", "policy_decision"]
+__all__ = ["Asking", "grant_decision", "grant_for", "new_id", "new_request", "policy_decision"]
 
 
 def new_id() -> str:
@@ -35,6 +39,17 @@ def new_id() -> str:
         value = secrets.token_urlsafe(16)
         if not value.startswith("-"):
             return value
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Asking:
+    """A call policy sends to a human, planned but not stored: what ``Store`` needs to ask."""
+
+    call: ToolCall
+    verdict: PolicyVerdict
+    request: Request
+    deliveries: Sequence[Delivery]
+    key: GrantKey | None
 
 
 def new_request(
@@ -106,7 +121,7 @@ def policy_decision(verdict: PolicyVerdict) -> Decision:
     )
 
 
-def grant_decision(grant: Grant, verdict: PolicyVerdict) -> Decision:
+def grant_decision(grant: Grant, rule: str) -> Decision:
     """A standing grant turned an ask into an allow."""
     return Decision(
         verdict="allow",
@@ -114,5 +129,5 @@ def grant_decision(grant: Grant, verdict: PolicyVerdict) -> Decision:
         source="grant",
         decided_by=f"grant:{grant.id}",
         reason=f"allowed by a {grant.scope} grant from {grant.created_by}",
-        rule=verdict.rule,
+        rule=rule,
     )

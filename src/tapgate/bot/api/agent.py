@@ -23,6 +23,8 @@ from collections.abc import Awaitable
 
 from aiohttp import hdrs, web
 
+from tapgate.bot.api.batches import setup_batches
+from tapgate.bot.api.consumption import told
 from tapgate.bot.api.middleware import (
     AGENT,
     json_api_middleware,
@@ -70,6 +72,7 @@ def setup_api(app: web.Application) -> None:
     app.router.add_get("/v1/tool-calls", list_tool_calls)
     app.router.add_get("/v1/tool-calls/{id}", get_tool_call)
     app.router.add_post("/v1/tool-calls/{id}/cancel", cancel_tool_call)
+    setup_batches(app)
     # No HEAD: its answer would be an endless body after headers that promise none.
     app.router.add_get("/v1/events", stream_events, allow_head=False)
     # ``.+``: tool names may hold characters a plain segment stops at (the client quotes them).
@@ -126,11 +129,13 @@ async def submit_tool_call(request: web.Request) -> web.Response:
     )
     ticket = await app[GATE].submit(call)
     if ticket.decision is not None:  # counted by the metrics from the gate's at-once event
-        return model_response(tool_call_from_decision(ticket.decision, call))
+        out = tool_call_from_decision(ticket.decision, call, consumed=ticket.consumed)
+        return model_response(out)
     assert ticket.request is not None
     current = ticket.request
     if body.wait and current.is_pending:
         current = await _long_poll(app, current, body.wait)
+    await told(request, current)
     if ticket.reused:
         return model_response(tool_call_from_request(current, reused=True))
     location = f"{_PREFIX}/tool-calls/{current.id}"
@@ -144,6 +149,8 @@ async def get_tool_call(request: web.Request) -> web.Response:
     current = await _own(request, request.match_info["id"])
     if wait and current.is_pending:
         current = await _long_poll(request.app, current, wait)
+    if wait is not None:  # a long-poll is the agent waiting to run the call: it uses it
+        await told(request, current)
     return model_response(tool_call_from_request(current))
 
 
@@ -169,10 +176,35 @@ async def cancel_tool_call(request: web.Request) -> web.Response:
 async def list_tool_calls(request: web.Request) -> web.Response:
     """``GET /v1/tool-calls?status=&limit=``: the caller's requests only, newest first."""
     query = parse_query(ListQuery, request.query)
-    found = await request.app[GATE].list_requests(
-        status=query.status, agent=request[AGENT], limit=query.limit
-    )
+    gate = request.app[GATE]
+    if query.status == "decided":
+        return await _decided_since(request, query)
+    if query.after is not None:
+        raise ApiError(400, "invalid_query", "after needs status=decided", path="after")
+    found = await gate.list_requests(status=query.status, agent=request[AGENT], limit=query.limit)
     return model_response(ToolCallList(tool_calls=[tool_call_from_request(r) for r in found]))
+
+
+async def _decided_since(request: web.Request, query: ListQuery) -> web.Response:
+    """``status=decided&after=CURSOR``: what was decided since the cursor, in decision order.
+
+    The cursor is ``<decision number>.<request id>`` of the last request seen
+    (``next``); without one the list starts at the oldest decision kept.
+    Decision numbers follow commit order, so nothing is skipped or repeated.
+    """
+    after = None
+    if query.after is not None:
+        seq, _, ident = query.after.partition(".")
+        after = (int(seq), ident)
+    # A read, not a use: the non-blocking loop re-issues the call after reading
+    # this, and that re-issue is what consumes the approval.
+    found = await request.app[GATE].decided_since(request[AGENT], after, query.limit)
+    cursor = query.after
+    if found:
+        last = found[-1]
+        cursor = f"{last.decided_seq}.{last.id}"
+    out = ToolCallList(tool_calls=[tool_call_from_request(r) for r in found], next=cursor)
+    return model_response(out)
 
 
 async def get_openapi(request: web.Request) -> web.Response:

@@ -36,10 +36,7 @@ from tapgate.core.models import (
     CONTACT_TOOL,
     Decision,
     DecisionSource,
-    EventKind,
-    GateEvent,
     Request,
-    RequestStatus,
     Risk,
     ToolCall,
 )
@@ -50,14 +47,15 @@ __all__ = [
     "CancelIn",
     "ErrorDetail",
     "ErrorOut",
-    "EventOut",
     "ListQuery",
+    "Name",
     "SandboxOut",
     "ToolCallIn",
     "ToolCallList",
     "ToolCallOut",
+    "ToolName",
     "WaitQuery",
-    "event_out",
+    "WaitSeconds",
     "non_finite_path",
     "parse_body",
     "parse_query",
@@ -118,6 +116,8 @@ def _not_a_question(tool: str) -> str:
     return tool
 
 
+ToolName = Annotated[Name, AfterValidator(_not_a_question)]
+"""A tool's name as an agent may submit it: any name but the questions' reserved one."""
 WaitSeconds = Annotated[float, Field(ge=0, allow_inf_nan=False), AfterValidator(_at_most_max_wait)]
 """How long to hold the response open, 0 to ``server.max_wait`` seconds."""
 
@@ -125,7 +125,7 @@ WaitSeconds = Annotated[float, Field(ge=0, allow_inf_nan=False), AfterValidator(
 class ToolCallIn(Body):
     """``POST /v1/tool-calls``: the tool call the agent wants to make, and how long to wait."""
 
-    tool: Annotated[Name, AfterValidator(_not_a_question)]
+    tool: ToolName
     arguments: dict[str, JsonValue] = Field(default_factory=dict)
     session: Name | None = None
     risk: Risk | None = None
@@ -145,9 +145,18 @@ class WaitQuery(_Query):
 
 
 class ListQuery(_Query):
-    """``GET /v1/tool-calls?status=pending&limit=N``: the agent's own requests, newest first."""
+    """``GET /v1/tool-calls?status=pending&limit=N``: the agent's own requests, newest first.
 
-    status: RequestStatus | None = None
+    ``status=decided&after=CURSOR`` instead lists the requests decided since
+    the cursor, in decision order (see ``ToolCallList.next``).
+    """
+
+    status: Literal["pending", "approved", "denied", "expired", "cancelled", "decided"] | None = (
+        None
+    )
+    after: (
+        Annotated[str, StringConstraints(pattern=r"^[0-9]{1,18}\.[A-Za-z0-9_-]{1,32}$")] | None
+    ) = None
     limit: int = Field(default=100, ge=1, le=500)
 
 
@@ -170,14 +179,19 @@ class ToolCallOut(BaseModel):
     expires_at: datetime | None
     resolved_at: datetime | None
     approvers: list[str]
+    batch_id: str | None = None
+    consumed: str | None = None
+    """Set when this identical re-issue consumed an earlier approval: that request's id."""
 
 
 class ToolCallList(BaseModel):
-    """``GET /v1/tool-calls``: newest first."""
+    """``GET /v1/tool-calls``: newest first; with ``status=decided``, in decision order."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
     tool_calls: list[ToolCallOut]
+    next: str | None = None
+    """With ``status=decided``: the cursor to pass as ``after`` next time."""
 
 
 class ErrorDetail(BaseModel):
@@ -197,22 +211,6 @@ class ErrorOut(BaseModel):
 
     error: ErrorDetail
     tool_call: ToolCallOut | None = None
-
-
-class EventOut(BaseModel):
-    """The ``data`` of one server-sent event about one of the agent's requests."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    kind: EventKind
-    request_id: str
-    status: RequestStatus
-    decision: Literal["allow", "deny", "pending"]
-    tool: str
-    session: str | None
-    at: datetime
-    channel: str | None = None
-    approver: str | None = None
 
 
 class SandboxOut(BaseModel):
@@ -326,8 +324,10 @@ def non_finite_path(value: Any, loc: tuple[str | int, ...]) -> tuple[str | int, 
     return None
 
 
-def tool_call_from_decision(decision: Decision, call: ToolCall) -> ToolCallOut:
-    """A call decided at once by policy or a grant: there is no request to follow."""
+def tool_call_from_decision(
+    decision: Decision, call: ToolCall, *, consumed: str | None = None
+) -> ToolCallOut:
+    """A call decided at once (policy, a grant, an earlier identical decision): no request."""
     return ToolCallOut(
         id=None,
         decision=decision.verdict,
@@ -343,6 +343,7 @@ def tool_call_from_decision(decision: Decision, call: ToolCall) -> ToolCallOut:
         expires_at=None,
         resolved_at=None,
         approvers=[],
+        consumed=consumed,
     )
 
 
@@ -364,21 +365,5 @@ def tool_call_from_request(request: Request, *, reused: bool = False) -> ToolCal
         expires_at=request.expires_at,
         resolved_at=request.resolved_at,
         approvers=list(request.approvers),
-    )
-
-
-def event_out(event: GateEvent) -> EventOut:
-    """A gate event as the agent sees it: no arguments; ``notified`` names channel and approver."""
-    decision = event.request.decision()
-    channel, approver = event.detail.get("channel"), event.detail.get("approver")
-    return EventOut(
-        kind=event.kind,
-        request_id=event.request.id,
-        status=event.request.status,
-        decision=decision.verdict if decision is not None else "pending",
-        tool=event.request.tool,
-        session=event.request.session,
-        at=event.at,
-        channel=channel if isinstance(channel, str) else None,
-        approver=approver if isinstance(approver, str) else None,
+        batch_id=request.batch_id,
     )

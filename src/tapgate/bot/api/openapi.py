@@ -16,10 +16,11 @@ from typing import Any
 from pydantic.json_schema import models_json_schema
 
 from tapgate import __version__
+from tapgate.bot.api.batch_models import BatchCallIn, BatchIn, BatchOut
+from tapgate.bot.api.events import EventOut
 from tapgate.bot.api.models import (
     CancelIn,
     ErrorOut,
-    EventOut,
     ListQuery,
     SandboxOut,
     ToolCallIn,
@@ -69,8 +70,15 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "status": "approved",
         "decision": "allow",
         "tool": "deploy",
+        "arguments": {"service": "web", "env": "prod", "token": "********"},
+        "risk": "write",
+        "agent": "ci-bot",
         "session": "chat-42",
+        "batch_id": None,
         "at": "2026-01-01T12:00:21Z",
+        "outcome": "approved",
+        "decided_by": "alice",
+        "reason": "approved by alice",
         "channel": None,
         "approver": None,
     },
@@ -80,6 +88,54 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "writable": ["/srv/app/releases", "."],
         "hidden": ["/root/.ssh"],
         "source": "policy.tools.deploy.sandbox",
+    },
+    "BatchCallIn": {"tool": "read_file", "arguments": {"path": "README.md"}},
+    "BatchIn": {
+        "calls": [
+            {"tool": "read_file", "arguments": {"path": "README.md"}},
+            {"tool": "deploy", "arguments": {"service": "web", "env": "prod"}},
+        ],
+        "session": "chat-42",
+        "wait": 30,
+    },
+    "BatchOut": {
+        "id": "Zt8cM1qV0aY7dN3bK5wL2g",
+        "status": "pending",
+        "calls": [
+            {
+                "id": None,
+                "decision": "allow",
+                "status": "allowed",
+                "reason": "read_only tools are allowed",
+                "decided_by": "policy.tools.read_file",
+                "source": "policy",
+                "rule": "policy.tools.read_file",
+                "reused": False,
+                "tool": "read_file",
+                "session": "chat-42",
+                "created_at": None,
+                "expires_at": None,
+                "resolved_at": None,
+                "approvers": [],
+            },
+            {
+                "id": "kq3V2m9yJ0x8b7cP1sQ4Ag",
+                "decision": "pending",
+                "status": "pending",
+                "reason": "deploys need a human",
+                "decided_by": None,
+                "source": None,
+                "rule": "policy.rules[0]",
+                "reused": False,
+                "tool": "deploy",
+                "session": "chat-42",
+                "created_at": "2026-01-01T12:00:00Z",
+                "expires_at": "2026-01-01T12:10:00Z",
+                "resolved_at": None,
+                "approvers": ["alice", "bob"],
+                "batch_id": "Zt8cM1qV0aY7dN3bK5wL2g",
+            },
+        ],
     },
 }
 """One example per schema; the OpenAPI test validates each against its model."""
@@ -110,11 +166,15 @@ def _document(max_wait: float) -> dict[str, Any]:
             (ErrorOut, "serialization"),
             (EventOut, "serialization"),
             (SandboxOut, "serialization"),
+            (BatchCallIn, "validation"),
+            (BatchIn, "validation"),
+            (BatchOut, "serialization"),
         ],
         ref_template=_REF,
     )
     schemas: dict[str, Any] = top["$defs"]
     _cap_wait(schemas["ToolCallIn"]["properties"]["wait"], max_wait)
+    _cap_wait(schemas["BatchIn"]["properties"]["wait"], max_wait)
     for name, example in EXAMPLES.items():
         schemas[name]["examples"] = [example]
     for schema in schemas.values():
@@ -164,7 +224,8 @@ def _paths(max_wait: float) -> dict[str, Any]:
             ),
             "get": _operation(
                 "listToolCalls",
-                "The calling agent's requests, newest first.",
+                "The calling agent's requests, newest first; with `status=decided`, the "
+                "requests decided after the `after` cursor, in decision order, and `next`.",
                 parameters=_query_parameters(ListQuery),
                 ok={"200": ("ToolCallList", "The requests")},
                 errors=("400", "401"),
@@ -187,6 +248,36 @@ def _paths(max_wait: float) -> dict[str, Any]:
                 body=("CancelIn", False),
                 ok={"200": ("ToolCallOut", "The cancelled request")},
                 errors=("400", "401", "404", "409", "413"),
+            ),
+        },
+        "/v1/tool-call-batches": {
+            "post": _operation(
+                "submitToolCallBatch",
+                "Submit the tool calls of one model turn (1 to 50): each is decided at once "
+                "or becomes a request; the requests form one batch, shown to approvers as one "
+                "card. With `wait`, hold the response until every call is decided.",
+                body=("BatchIn", True),
+                ok={"201": ("BatchOut", "The batch (see `Location`)")},
+                errors=("400", "401", "413"),
+            ),
+        },
+        "/v1/tool-call-batches/{id}": {
+            "get": _operation(
+                "getToolCallBatch",
+                "A batch's calls in order; with `wait`, long-poll until every call is decided.",
+                parameters=[call_id, *wait],
+                ok={"200": ("BatchOut", "The batch")},
+                errors=("400", "401", "404"),
+            ),
+        },
+        "/v1/tool-call-batches/{id}/cancel": {
+            "post": _operation(
+                "cancelToolCallBatch",
+                "Withdraw every still-pending call of the batch; decided calls stay decided.",
+                parameters=[call_id],
+                body=("CancelIn", False),
+                ok={"200": ("BatchOut", "The batch after cancelling")},
+                errors=("400", "401", "404", "413"),
             ),
         },
         "/v1/events": {"get": _events()},

@@ -17,8 +17,8 @@ from typing import Any
 
 from aiohttp import hdrs, web
 
+from tapgate.bot.api.events import event_out
 from tapgate.bot.api.middleware import AGENT
-from tapgate.bot.api.models import event_out
 from tapgate.bot.keys import CLOCK, CONFIG, GATE
 from tapgate.core.events import Subscription
 from tapgate.core.models import GateEvent

@@ -91,9 +91,15 @@ def _mcp_proxy(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from tapgate.bot.cli import ops
+    from tapgate.bot.cli import audit
 
-    return ops.audit(args, load(args.config))
+    return audit.audit(args, load(args.config))
+
+
+def _audit_verify(args: argparse.Namespace) -> int:
+    from tapgate.bot.cli import audit
+
+    return audit.verify(args, None if args.file is not None else load(args.config))
 
 
 COMMANDS: Final[Mapping[str, Command]] = {
@@ -106,6 +112,7 @@ COMMANDS: Final[Mapping[str, Command]] = {
     "grants list": _grants_list,
     "grants revoke": _grants_revoke,
     "audit": _audit,
+    "audit verify": _audit_verify,
     "hook claude-code": agent.hook_claude_code,
     "run": agent.run,
     "mcp-proxy": _mcp_proxy,

@@ -1,4 +1,4 @@
-"""Operator commands of the ``tapgate`` CLI: serve, db upgrade, pending, resolve, grants, audit.
+"""Operator commands of the ``tapgate`` CLI: serve, db upgrade, pending, resolve, grants.
 
 They open the same store the server uses (SQLite file or PostgreSQL), so an
 operator can act while the server runs; a decision made here reaches a
@@ -6,9 +6,9 @@ waiting agent through the server's reconciliation sweep (or NOTIFY on
 PostgreSQL). ``resolve`` is the break-glass path: it skips the per-request
 approver check, and the audit line says so.
 
-pending, resolve, grants and audit never create or migrate a database
-(:mod:`tapgate.bot.cli.database` opens it as it is); ``tapgate db upgrade``
-does both.
+pending, resolve, grants and audit (:mod:`~tapgate.bot.cli.audit`) never
+create or migrate a database (:mod:`tapgate.bot.cli.database` opens it as it
+is); ``tapgate db upgrade`` does both.
 """
 
 from __future__ import annotations
@@ -23,13 +23,12 @@ from typing import Any, Literal
 from tapgate.bot.cli.database import store_errors, with_gate
 from tapgate.bot.config import Config
 from tapgate.core.gate import Gate
-from tapgate.core.models import AuditEntry, Grant, Request
+from tapgate.core.models import Grant, Request
 from tapgate.core.store import Store
 from tapgate.core.store.engine import current_revision
 from tapgate.errors import ConfigError
 
 __all__ = [
-    "audit",
     "db_upgrade",
     "grants_list",
     "grants_revoke",
@@ -143,29 +142,6 @@ def grants_revoke(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
-def audit(args: argparse.Namespace, config: Config) -> int:
-    """Print the audit log, oldest first."""
-    since = _parse_since(args.since) if args.since else None
-    entries = with_gate(config, lambda g: g.audit_log(since=since, request_id=args.request))
-    for entry in entries:
-        if args.format == "jsonl":
-            print(json.dumps(_audit_json(entry)))
-        else:
-            print(
-                f"{entry.at:%Y-%m-%d %H:%M:%S}  {entry.event:<9} {entry.actor:<16} "
-                f"{entry.request_id or '-'}  {json.dumps(dict(entry.detail), sort_keys=True)}"
-            )
-    return 0
-
-
-def _parse_since(text: str) -> datetime:
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        raise ConfigError("--since", f"expected an ISO 8601 time, got {text!r}") from None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
 def _request_json(r: Request) -> dict[str, Any]:
     return {
         "id": r.id,
@@ -192,15 +168,4 @@ def _grant_json(g: Grant) -> dict[str, Any]:
         "created_at": g.created_at.isoformat(),
         "expires_at": g.expires_at.isoformat() if g.expires_at else None,
         "revoked_at": g.revoked_at.isoformat() if g.revoked_at else None,
-    }
-
-
-def _audit_json(e: AuditEntry) -> dict[str, Any]:
-    return {
-        "id": e.id,
-        "at": e.at.isoformat(),
-        "event": e.event,
-        "request_id": e.request_id,
-        "actor": e.actor,
-        "detail": dict(e.detail),
     }

@@ -115,12 +115,33 @@ def _grants(sub: Any) -> None:
 
 
 def _audit(sub: Any) -> None:
-    audit = sub.add_parser("audit", help="print the audit log")
+    audit = sub.add_parser("audit", help="print, export or verify the audit log")
     _config_option(audit)
     audit.add_argument("--since", help="ISO 8601 time, e.g. 2026-11-21T09:00")
     audit.add_argument("--request", help="only this request id")
-    audit.add_argument("--format", choices=("text", "jsonl"), default="text")
+    audit.add_argument(
+        "--format",
+        choices=("text", "jsonl"),
+        default="text",
+        help="jsonl: one row per line with its hashes, verifiable offline",
+    )
     audit.set_defaults(func=COMMANDS["audit"])
+    audit_sub = audit.add_subparsers(dest="audit_command")
+    verify = audit_sub.add_parser(
+        "verify", help="check the hash chain; exit 1 and name the first broken link"
+    )
+    # Placed before or after `verify`: a default here would replace the one `audit` parsed.
+    verify.add_argument("--config", default=argparse.SUPPRESS, help="YAML config file")
+    verify.add_argument(
+        "--file", help="check an exported `tapgate audit --format jsonl` copy ('-': stdin)"
+    )
+    verify.add_argument(
+        "--anchor",
+        action="append",
+        metavar="ROW_ID:HASH",
+        help="a head printed by an earlier check, which must still hold (repeatable)",
+    )
+    verify.set_defaults(func=COMMANDS["audit verify"])
 
 
 def _agent(sub: Any) -> None:

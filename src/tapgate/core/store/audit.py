@@ -14,13 +14,14 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, Select, insert, select
 
+from tapgate.core.audit_chain import ChainRow, canonical_time
 from tapgate.core.models import AuditEntry
 from tapgate.core.store.rows import audit_from_row
 from tapgate.core.store.schema import audit
 
-__all__ = ["read", "write"]
+__all__ = ["read", "read_chain", "write"]
 
 _INSERT = insert(audit)
 
@@ -54,6 +55,36 @@ def read(
     limit: int | None,
 ) -> list[AuditEntry]:
     """Lines in the order they were written, optionally from ``since`` or of one request."""
+    query = _select(since=since, request_id=request_id, limit=limit)
+    return [audit_from_row(r) for r in conn.execute(query).mappings()]
+
+
+def read_chain(
+    conn: Connection,
+    *,
+    after: int,
+    limit: int,
+    since: datetime | None = None,
+    request_id: str | None = None,
+) -> list[ChainRow]:
+    """Up to ``limit`` lines with ids above ``after``, as hashed: one page of the chain."""
+    query = _select(since=since, request_id=request_id, limit=limit).where(audit.c.id > after)
+    return [
+        ChainRow(
+            id=r["id"],
+            at=canonical_time(r["at"]),
+            event=r["event"],
+            request_id=r["request_id"],
+            actor=r["actor"],
+            detail=r["detail"],
+            prev_hash=r["prev_hash"],
+            hash=r["hash"],
+        )
+        for r in conn.execute(query).mappings()
+    ]
+
+
+def _select(*, since: datetime | None, request_id: str | None, limit: int | None) -> Select[Any]:
     query = select(audit).order_by(audit.c.id)
     if since is not None:
         query = query.where(audit.c.at >= since)
@@ -61,4 +92,4 @@ def read(
         query = query.where(audit.c.request_id == request_id)
     if limit is not None:
         query = query.limit(limit)
-    return [audit_from_row(r) for r in conn.execute(query).mappings()]
+    return query

@@ -19,13 +19,14 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from tapgate.core.models import Decision, DecisionSource, DecisionStatus, Verdict
+from tapgate.core.models import Decision
 from tapgate.core.store import engine as _engine
+from tapgate.core.store.rows import decision_from_json, decision_to_json
 from tapgate.core.store.schema import client_calls
 
 __all__ = ["ClientCall", "ClientCalls"]
@@ -94,20 +95,7 @@ def _get(conn: Connection, agent: str, call_id: str) -> ClientCall | None:
 
 
 def _to_row(call: ClientCall) -> dict[str, Any]:
-    decision = None
-    if call.decision is not None:
-        d = call.decision
-        decision = json.dumps(
-            {
-                "verdict": d.verdict,
-                "status": d.status,
-                "source": d.source,
-                "decided_by": d.decided_by,
-                "reason": d.reason,
-                "rule": d.rule,
-            },
-            sort_keys=True,
-        )
+    decision = json.dumps(decision_to_json(call.decision)) if call.decision is not None else None
     return {
         "agent": call.agent,
         "call_id": call.call_id,
@@ -120,17 +108,8 @@ def _to_row(call: ClientCall) -> dict[str, Any]:
 
 
 def _from_row(row: Mapping[Any, Any]) -> ClientCall:
-    decision = None
-    if row["decision"] is not None:
-        saved = json.loads(row["decision"])
-        decision = Decision(
-            verdict=cast(Verdict, saved["verdict"]),
-            status=cast(DecisionStatus, saved["status"]),
-            source=cast(DecisionSource, saved["source"]),
-            decided_by=saved["decided_by"],
-            reason=saved["reason"],
-            rule=saved["rule"],
-        )
+    saved = row["decision"]
+    decision = decision_from_json(json.loads(saved)) if saved is not None else None
     return ClientCall(
         agent=row["agent"],
         call_id=row["call_id"],

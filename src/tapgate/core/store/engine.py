@@ -28,6 +28,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -39,6 +40,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from tapgate.core.audit_chain import canonical_time, link
 from tapgate.errors import StoreError
 
 __all__ = [
@@ -264,10 +266,26 @@ def _sqlite_hooks(engine: Engine) -> None:
         ):
             cursor.execute(pragma)
         cursor.close()
+        # SQLite has no SHA-256: the audit chain's trigger calls this one (see
+        # migration 0003). A connection without it (the sqlite3 shell) cannot
+        # write audit lines, nor change a request's status, which writes one.
+        dbapi_connection.create_function(
+            "tapgate_audit_link", 7, _sqlite_audit_link, deterministic=True
+        )
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN" if conn.info.get("read_only") else "BEGIN IMMEDIATE")
+
+
+def _sqlite_audit_link(prev_hash: str | None, row_id: int, at: str, *rest: Any) -> str:
+    """:func:`~tapgate.core.audit_chain.link` over SQLite's stored text of a UTC time.
+
+    ``rest`` is event, request_id, actor and detail, as the trigger passes them.
+    """
+    when = datetime.fromisoformat(at)
+    when = when.replace(tzinfo=UTC) if when.tzinfo is None else when
+    return link(prev_hash, row_id, canonical_time(when), *rest)
 
 
 def _alembic_config(connection: Connection | None = None) -> AlembicConfig:

@@ -11,7 +11,18 @@ request is decided: the dispatcher sends only rows whose request is still
 pending (one UPDATE less on the hot path).
 
 Creation lives here too, because asking can end an old life: an identical
-pending request is reused, and an overdue one is expired on the way.
+pending request is reused, and an overdue one is expired on the way. An
+identical call asked again after a decision finds that decision (DESIGN.md
+decision 12): an approval of scope once not yet consumed is consumed by it
+(one execution per approval), and a denial still within its request's life
+answers it again, so re-issuing a denied call pings nobody.
+
+Every decision is numbered (``decided_seq``) for the agents' decided-since
+cursor. The number comes from the one-row ``decision_seq`` table, bumped in
+the deciding transaction: on PostgreSQL the bump holds the row's lock until
+commit, so numbers are handed out in commit order and a reader that saw
+number n can never later find a smaller one appear. All requests expired by
+one statement share one number (the cursor orders by number, then id).
 """
 
 from __future__ import annotations
@@ -43,7 +54,7 @@ from tapgate.core.store import requests as _requests
 from tapgate.core.store.grants import GrantKey
 from tapgate.core.store.prepared import Prepared
 from tapgate.core.store.rows import request_from_row, request_to_row
-from tapgate.core.store.schema import UTCDateTime, requests
+from tapgate.core.store.schema import UTCDateTime, decision_seq, requests
 from tapgate.errors import StoreError
 
 __all__ = [
@@ -52,6 +63,7 @@ __all__ = [
     "Outcome",
     "TargetStatus",
     "Transition",
+    "consume",
     "create",
     "expire",
     "expire_one",
@@ -75,6 +87,9 @@ class Created:
     created: bool
     grant: Grant | None = None
     expired: tuple[Request, ...] = ()
+    earlier: Request | None = None
+    """An identical call's earlier decision that answers this ask: an approval it
+    just consumed, or a denial still within its request's life."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -114,6 +129,39 @@ _SELECT_PENDING_SAME = select(requests).where(
     requests.c.args_digest == bindparam("b_digest"),
     requests.c.status == "pending",
 )
+_SELECT_DECIDED_SAME = (
+    select(requests)
+    .where(
+        requests.c.agent == bindparam("b_agent"),
+        requests.c.tool == bindparam("b_tool"),
+        requests.c.args_digest == bindparam("b_digest"),
+        requests.c.session == bindparam("b_session"),
+        (
+            (requests.c.status == "approved")
+            & (requests.c.scope == "once")
+            & requests.c.consumed_at.is_(None)
+        )
+        | ((requests.c.status == "denied") & (requests.c.expires_at > bindparam("b_now"))),
+    )
+    .order_by(requests.c.resolved_at.desc())
+    .limit(1)
+)
+_CONSUME = (
+    update(requests)
+    .where(
+        requests.c.id == bindparam("b_id"),
+        requests.c.status == "approved",
+        requests.c.scope == "once",
+        requests.c.consumed_at.is_(None),
+    )
+    .values(consumed_at=bindparam("b_now", type_=UTCDateTime))
+)
+# Numbering decisions: bump the one counter row (its lock orders commits), then
+# read it back in the statement that decides.
+_BUMP_PREPARED = Prepared(
+    update(decision_seq).where(decision_seq.c.id == 1).values(n=decision_seq.c.n + 1)
+)
+_SEQ = select(decision_seq.c.n).where(decision_seq.c.id == 1).scalar_subquery()
 _DECIDE = (
     update(requests)
     .where(
@@ -128,6 +176,7 @@ _DECIDE = (
         resolution_reason=bindparam("b_reason"),
         resolution_detail=bindparam("b_detail"),
         scope=bindparam("b_scope"),
+        decided_seq=_SEQ,
     )
     .returning(*requests.c)
 )
@@ -167,6 +216,9 @@ def create(
         grant = grants.find(conn, grant_key, now)
         if grant is not None:
             return Created(request=None, created=False, grant=grant)
+    earlier = _decided_like(conn, request, now)
+    if earlier is not None:
+        return Created(request=None, created=False, earlier=earlier)
     row = request_to_row(request)
     insert_request = _INSERT_REQUEST[conn.dialect.name]
     expired: tuple[Request, ...] = ()
@@ -181,6 +233,29 @@ def create(
     # the "requested" audit line is written by a trigger
     outbox.queue(conn, request.id, deliveries, now, kind="request")
     return Created(request=request, created=True, expired=expired)
+
+
+def _decided_like(conn: Connection, request: Request, now: datetime) -> Request | None:
+    """An identical call's approval (consumed here, now) or live denial, if there is one."""
+    params = {
+        "b_agent": request.agent,
+        "b_session": request.session or "",
+        "b_tool": request.tool,
+        "b_digest": request.args_digest,
+        "b_now": now,
+    }
+    row = conn.execute(_SELECT_DECIDED_SAME, params).mappings().first()
+    if row is None:
+        return None
+    found = request_from_row(row)
+    if found.status == "approved" and not consume(conn, found.id, now):
+        return None  # consumed a moment ago by another reader: ask anew
+    return found
+
+
+def consume(conn: Connection, request_id: str, now: datetime) -> bool:
+    """Mark a once-approval used; True for the one caller that consumed it."""
+    return conn.execute(_CONSUME, {"b_id": request_id, "b_now": now}).rowcount == 1
 
 
 def _pending_like(conn: Connection, request: Request) -> Request | None:
@@ -221,6 +296,7 @@ class Change:
             "b_scope": self.scope,
             "b_detail": json.dumps(self.detail, sort_keys=True) if self.detail else None,
         }
+        _BUMP_PREPARED.rowcount(conn, {})
         statement = _DECIDE_PREPARED
         if self.approver_check:
             statement = _DECIDE_AS_APPROVER_PREPARED[conn.dialect.name]
@@ -258,6 +334,7 @@ class Change:
 
 def expire(conn: Connection, ids: list[str], now: datetime) -> list[Request]:
     """Expire those of ``ids`` still pending and overdue; the requests this expired."""
+    _BUMP_PREPARED.rowcount(conn, {})
     result = conn.execute(
         update(requests)
         .where(requests.c.id.in_(ids), requests.c.status == "pending", requests.c.expires_at <= now)
@@ -266,6 +343,7 @@ def expire(conn: Connection, ids: list[str], now: datetime) -> list[Request]:
             resolved_at=now,
             resolved_by="timeout",
             resolution_detail=_ON_TIMEOUT_DETAIL,
+            decided_seq=_SEQ,
         )
         .returning(*requests.c)
     )  # the "expired" audit line is written by a trigger

@@ -13,7 +13,7 @@ from tapgate.core.models import Request, RequestStatus
 from tapgate.core.store.rows import request_from_row
 from tapgate.core.store.schema import requests
 
-__all__ = ["count", "get", "get_many", "newest_first"]
+__all__ = ["count", "decided_since", "get", "get_many", "newest_first"]
 
 _SELECT_ONE = select(requests).where(requests.c.id == bindparam("b_id"))
 
@@ -56,3 +56,20 @@ def count(conn: Connection, status: RequestStatus) -> int:
     """How many requests have ``status`` (an indexed count)."""
     query = select(func.count()).select_from(requests).where(requests.c.status == status)
     return int(conn.execute(query).scalar_one())
+
+
+def decided_since(
+    conn: Connection, agent: str, after: tuple[int, str] | None, limit: int
+) -> list[Request]:
+    """``agent``'s requests decided after the cursor ``after`` = (decided_seq, id), in order.
+
+    Decision numbers are handed out in commit order (see
+    :mod:`~tapgate.core.store.lifecycle`), so a reader that resumes from the
+    last (number, id) it saw can neither skip nor repeat a decision.
+    """
+    seq, ident = requests.c.decided_seq, requests.c.id
+    query = select(requests).where(requests.c.agent == agent, seq.is_not(None))
+    if after is not None:
+        query = query.where((seq > after[0]) | ((seq == after[0]) & (ident > after[1])))
+    query = query.order_by(seq, ident).limit(limit)
+    return [request_from_row(r) for r in conn.execute(query).mappings()]

@@ -8,6 +8,9 @@ from typing import Any, cast
 
 from tapgate.core.models import (
     AuditEntry,
+    Decision,
+    DecisionSource,
+    DecisionStatus,
     Grant,
     GrantScope,
     Request,
@@ -18,7 +21,15 @@ from tapgate.core.models import (
     canonical_json,
 )
 
-__all__ = ["audit_from_row", "grant_from_row", "grant_to_row", "request_from_row", "request_to_row"]
+__all__ = [
+    "audit_from_row",
+    "decision_from_json",
+    "decision_to_json",
+    "grant_from_row",
+    "grant_to_row",
+    "request_from_row",
+    "request_to_row",
+]
 
 
 def request_to_row(request: Request) -> dict[str, Any]:
@@ -46,6 +57,9 @@ def request_to_row(request: Request) -> dict[str, Any]:
         "resolution_detail": None,
         "scope": request.scope,
         "reminded_at": None,
+        "batch_id": request.batch_id,
+        "consumed_at": request.consumed_at,
+        "decided_seq": request.decided_seq,
     }
 
 
@@ -72,6 +86,9 @@ def request_from_row(row: Mapping[Any, Any]) -> Request:
         resolved_by=row["resolved_by"],
         resolution_reason=row["resolution_reason"],
         scope=cast("Scope | None", row["scope"]),
+        batch_id=row["batch_id"],
+        consumed_at=row["consumed_at"],
+        decided_seq=row["decided_seq"],
     )
 
 
@@ -120,4 +137,29 @@ def audit_from_row(row: Mapping[Any, Any]) -> AuditEntry:
         request_id=row["request_id"],
         actor=row["actor"],
         detail=json.loads(row["detail"]),
+    )
+
+
+def decision_to_json(decision: Decision) -> dict[str, Any]:
+    """A decision made at once, as stored (its request id, if any, is kept apart)."""
+    return {
+        "verdict": decision.verdict,
+        "status": decision.status,
+        "source": decision.source,
+        "decided_by": decision.decided_by,
+        "reason": decision.reason,
+        "rule": decision.rule,
+    }
+
+
+def decision_from_json(saved: Mapping[str, Any]) -> Decision:
+    """The inverse of :func:`decision_to_json`."""
+    return Decision(
+        verdict=cast(Verdict, saved["verdict"]),
+        status=cast(DecisionStatus, saved["status"]),
+        source=cast(DecisionSource, saved["source"]),
+        decided_by=saved["decided_by"],
+        reason=saved["reason"],
+        rule=saved["rule"],
+        request_id=saved.get("request_id"),
     )

@@ -32,7 +32,9 @@ from sqlalchemy.types import TypeDecorator
 __all__ = [
     "UTCDateTime",
     "audit",
+    "batches",
     "client_calls",
+    "decision_seq",
     "grants",
     "metadata",
     "outbox",
@@ -104,8 +106,16 @@ requests = Table(
     Column("resolution_detail", Text),
     Column("scope", String(16)),
     Column("reminded_at", UTCDateTime),
+    # Migration 0004: batches, approvals consumed once, the decided-since cursor.
+    Column("batch_id", String(32)),
+    Column("consumed_at", UTCDateTime),
+    Column("decided_seq", Integer),
     CheckConstraint(f"status IN {REQUEST_STATUSES}", name="status"),
     Index("ix_requests_status_expires_at", "status", "expires_at"),
+    Index("ix_requests_batch_id", "batch_id"),
+    Index("ix_requests_agent_decided_seq", "agent", "decided_seq"),
+    # A re-issued call finds its earlier request (approved and unconsumed, or denied).
+    Index("ix_requests_call", "agent", "tool", "args_digest"),
     # At most one pending request per identical call: the database, not a race
     # between two coroutines, decides whether an ask reuses a request.
     Index(
@@ -184,8 +194,33 @@ audit = Table(
     Column("request_id", String(32)),
     Column("actor", String(200), nullable=False),
     Column("detail", Text, nullable=False),
+    # The hash chain (migration 0003, core/audit_chain.py): set by the database.
+    Column("prev_hash", String(64)),
+    Column("hash", String(64)),
     Index("ix_audit_request_id", "request_id"),
     Index("ix_audit_at", "at"),
+)
+
+# A batch of calls an agent submitted together (migration 0004): ``items`` is the
+# JSON list, in the agent's order, of {"request_id": ...} for a call that asks
+# and {"tool": ..., "decision": {...}} for one decided at once.
+batches = Table(
+    "batches",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("agent", String(200), nullable=False),
+    Column("session", String(200), nullable=False, server_default=""),
+    Column("items", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+# One row: the last decision sequence number. A decision takes the row's lock
+# until it commits, so sequence order is commit order (see lifecycle).
+decision_seq = Table(
+    "decision_seq",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("n", Integer, nullable=False),
 )
 
 # Platform event ids already handled (LINE's webhookEventId is stable across

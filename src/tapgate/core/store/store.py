@@ -10,7 +10,8 @@ each operation as one transaction on its runner (see
 - :mod:`~tapgate.core.store.requests`: reading requests;
 - :mod:`~tapgate.core.store.grants`, :mod:`~tapgate.core.store.reminders`,
   :mod:`~tapgate.core.store.events` (webhook event ids),
-  :mod:`~tapgate.core.store.audit`;
+  :mod:`~tapgate.core.store.audit` (and its hash chain, checked by
+  :meth:`Store.verify_audit`);
 - ``store.outbox`` (:mod:`~tapgate.core.store.outbox`) and ``store.calls``
   (:mod:`~tapgate.core.store.calls`), reached as attributes.
 
@@ -20,17 +21,20 @@ modules stay free of runners and of ``async``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
+from tapgate.core.audit_chain import ChainRow, Verdict, Verifier
 from tapgate.core.models import AuditEntry, Delivery, Grant, Request, RequestStatus, Scope
-from tapgate.core.store import audit, events, grants, lifecycle, reminders
+from tapgate.core.store import audit, batches, events, grants, lifecycle, reminders
 from tapgate.core.store import engine as _engine
 from tapgate.core.store import requests as _requests
+from tapgate.core.store.batches import Ask, Batch, ItemFor
 from tapgate.core.store.calls import ClientCalls
 from tapgate.core.store.grants import GrantKey
 from tapgate.core.store.leader import Leadership
@@ -128,6 +132,33 @@ class Store:
             except IntegrityError:
                 continue  # a concurrent identical ask won the insert; reuse it
         raise StoreError("could not create or reuse a pending request")
+
+    async def create_batch(
+        self, batch: Batch, asks: Sequence[Ask], now: datetime, item_for: ItemFor
+    ) -> tuple[Batch, list[Created]]:
+        """Create a batch's requests and the batch itself in one transaction (see ``batches``)."""
+        for _ in range(3):
+            try:
+                return await self.runner.run(
+                    lambda c: batches.create(c, batch, asks, now, item_for)
+                )
+            except IntegrityError:
+                continue  # a concurrent identical ask won an insert; run it again to reuse it
+        raise StoreError("could not create a batch")
+
+    async def get_batch(self, batch_id: str) -> Batch | None:
+        """The batch with this id, or ``None``."""
+        return await self.runner.read(lambda c: batches.get(c, batch_id))
+
+    async def consume(self, request_id: str, now: datetime) -> bool:
+        """Mark a once-approval used (the agent was told); True for the first caller only."""
+        return await self.runner.run(lambda c: lifecycle.consume(c, request_id, now))
+
+    async def decided_since(
+        self, agent: str, after: tuple[int, str] | None, limit: int = 100
+    ) -> list[Request]:
+        """``agent``'s requests decided after the cursor, in decision order."""
+        return await self.runner.read(lambda c: _requests.decided_since(c, agent, after, limit))
 
     async def get_request(self, request_id: str) -> Request:
         """The request with this id; :class:`RequestNotFound` otherwise."""
@@ -279,3 +310,35 @@ class Store:
         return await self.runner.read(
             lambda c: audit.read(c, since=since, request_id=request_id, limit=limit)
         )
+
+    async def audit_chain(
+        self,
+        *,
+        since: datetime | None = None,
+        request_id: str | None = None,
+        page: int = 1000,
+    ) -> AsyncIterator[ChainRow]:
+        """Audit lines as hashed, in id order, a page per read so a long log never piles up.
+
+        Ids are handed out in commit order (see migration 0003), so a page
+        read while others append misses nothing that a later page could hold.
+        """
+        after = 0
+        while True:
+            read_page = functools.partial(
+                audit.read_chain, after=after, limit=page, since=since, request_id=request_id
+            )
+            rows = await self.runner.read(read_page)
+            for row in rows:
+                yield row
+            if len(rows) < page:
+                return
+            after = rows[-1].id
+
+    async def verify_audit(self, *, anchors: Mapping[int, str] | None = None) -> Verdict:
+        """Check the whole chain from its genesis; the verdict names the first broken link."""
+        verifier = Verifier(require_genesis=True, anchors=anchors or {})
+        async for row in self.audit_chain():
+            if not verifier.feed(row):
+                break
+        return verifier.verdict()

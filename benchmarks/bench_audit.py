@@ -1,0 +1,44 @@
+"""The cost of one audit row's append, chain included, without the commit.
+
+Run: ``python benchmarks/bench_audit.py``. Appends 2,000 rows inside one
+transaction on a SQLite file, five rounds, and prints the median per row in
+µs. The hash chain (migration 0003) adds a trigger ``UPDATE`` and a SHA-256
+in Python per row; to see what it costs, alternate this script with an
+older build (``PYTHONPATH=<older checkout>/src``), as docs/benchmarks.md does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime
+
+from sqlalchemy import Connection
+
+from tapgate.core.store import Store, audit
+
+ROWS = 2000
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        async with await Store.open(f"sqlite:///{tmp}/bench.db") as store:
+            now = datetime.now(UTC)
+
+            def append(conn: Connection) -> None:
+                for i in range(ROWS):
+                    detail = {"reason": "ok", "scope": None, "i": i}
+                    audit.write(conn, now, "note", "r" * 22, "alice", detail)
+
+            rounds = []
+            for _ in range(5):
+                start = time.perf_counter()
+                await store.run(append)
+                rounds.append((time.perf_counter() - start) / ROWS * 1e6)
+            print(f"audit append, per row in one transaction: {statistics.median(rounds):.1f} us")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,22 @@
+"""Approvals consumed once: the agent API marks an approval used when it tells the agent.
+
+DESIGN.md decision 12: an approval of scope once authorises one execution.
+It is consumed when the agent is first told of it: the answer of a submit
+that waited, of a long-poll or read by id, or of a batch. After that an
+identical re-issue asks anew, while reads by id keep answering "approved".
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from tapgate.bot.keys import GATE
+from tapgate.core.models import Request
+
+__all__ = ["told"]
+
+
+async def told(request: web.Request, current: Request) -> None:
+    """``current`` is about to be shown to its agent: consume it if it is a fresh approval."""
+    if current.status == "approved" and current.scope == "once" and current.consumed_at is None:
+        await request.app[GATE].consume(current.id)

@@ -1,0 +1,93 @@
+"""The gate's door to the store for the layers above core.
+
+Webhooks, the heartbeat and the CLI need a few things only the store knows
+(the audit log, webhook event ids, reminders, the leader's lock). They ask the
+gate, never ``gate.store`` (``tests/test_conventions.py`` enforces it), so a
+store change is a change in core only. The methods live here, mixed into
+:class:`~tapgate.core.gate.Gate`, to keep the gate's own module about deciding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from datetime import datetime
+from typing import Any
+
+from tapgate.core.audit_chain import ChainRow, Verdict
+from tapgate.core.clock import Clock
+from tapgate.core.directory import Directory
+from tapgate.core.models import AuditEntry, Request, RequestStatus
+from tapgate.core.store import Store
+from tapgate.core.store.leader import Leadership
+
+__all__ = ["StoreDoor"]
+
+
+class StoreDoor:
+    """Store reads and writes for callers above core; needs ``store``, ``clock``, ``directory``."""
+
+    store: Store
+    clock: Clock
+    directory: Directory
+
+    async def list_requests(
+        self,
+        *,
+        status: RequestStatus | None = None,
+        agent: str | None = None,
+        tool: str | None = None,
+        id_prefix: str | None = None,
+        limit: int = 100,
+    ) -> list[Request]:
+        """Requests, newest first (``id_prefix`` is matched without ASCII case: check again)."""
+        return await self.store.list_requests(
+            status=status, agent=agent, tool=tool, id_prefix=id_prefix, limit=limit
+        )
+
+    async def audit_log(
+        self, *, since: datetime | None = None, request_id: str | None = None
+    ) -> list[AuditEntry]:
+        """Audit lines in the order they were written."""
+        return await self.store.audit_log(since=since, request_id=request_id)
+
+    def audit_chain(
+        self, *, since: datetime | None = None, request_id: str | None = None
+    ) -> AsyncIterator[ChainRow]:
+        """Audit lines with their hashes, in chain order (the jsonl export)."""
+        return self.store.audit_chain(since=since, request_id=request_id)
+
+    async def verify_audit(self, *, anchors: Mapping[int, str] | None = None) -> Verdict:
+        """Check the audit chain from its genesis; the verdict names the first broken link."""
+        return await self.store.verify_audit(anchors=anchors)
+
+    async def record_refusal(
+        self, request_id: str, *, actor: str, detail: Mapping[str, Any]
+    ) -> None:
+        """Audit a refusal decided before any compare-and-set (see :mod:`tapgate.core.taps`)."""
+        await self.store.record(
+            "refused", request_id=request_id, actor=actor, now=self.clock.now(), detail=dict(detail)
+        )
+
+    async def remember_event(self, channel: str, event_id: str) -> bool:
+        """Remember a platform event id; False if it was seen before (a redelivery)."""
+        return await self.store.remember_event(channel, event_id, self.clock.now())
+
+    async def forget_events(self, before: datetime) -> int:
+        """Forget event ids remembered before ``before`` (redeliveries stop after a day)."""
+        return await self.store.forget_events(before)
+
+    def leadership(self) -> Leadership | None:
+        """The lock that elects one replica for timed duties (``None`` on SQLite: always)."""
+        return self.store.leadership()
+
+    async def remind(self, cutoff: datetime, limit: int = 100) -> list[Request]:
+        """Queue one reminder per approver of each request pending since before ``cutoff``.
+
+        Returns the requests reminded; each is reminded once (the store marks it).
+        """
+        reminded = []
+        for request in await self.store.due_reminders(cutoff, limit=limit):
+            deliveries = self.directory.deliveries(request.approvers)
+            if await self.store.queue_reminder(request.id, deliveries, self.clock.now()):
+                reminded.append(request)
+        return reminded

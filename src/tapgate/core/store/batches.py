@@ -1,0 +1,147 @@
+"""Batches: the calls an agent submitted together, in its order.
+
+A batch is a set of requests, not a new kind of request (DESIGN.md decision
+11): each call that asks is its own request (own digest, own exactly-once
+decision, own audit) carrying the batch's id in ``requests.batch_id``; the
+``batches`` row keeps the agent's calls in order, with the decision of each
+call that policy, a grant or an earlier identical decision answered at once,
+so the batch reads the same after a restart or on another replica.
+
+The requests and the batch row are written in one transaction
+(:func:`create`): a batch is never half there.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, insert, select
+
+from tapgate.core.models import Decision, Delivery, Request
+from tapgate.core.store import lifecycle
+from tapgate.core.store.grants import GrantKey
+from tapgate.core.store.rows import decision_from_json, decision_to_json
+from tapgate.core.store.schema import batches
+
+__all__ = ["Ask", "Batch", "BatchItem", "create", "get"]
+
+_INSERT = insert(batches)
+_SELECT = select(batches).where(batches.c.id == bindparam("b_id"))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BatchItem:
+    """One call of a batch: the request that follows it, or the decision made at once."""
+
+    tool: str
+    request_id: str | None = None
+    decision: Decision | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Batch:
+    """A batch as stored: whose, and its calls in the agent's order."""
+
+    id: str
+    agent: str
+    session: str | None
+    created_at: datetime
+    items: tuple[BatchItem, ...]
+
+    @property
+    def request_ids(self) -> list[str]:
+        """The requests of the batch, in order (calls decided at once have none)."""
+        return [item.request_id for item in self.items if item.request_id is not None]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Ask:
+    """A call of the batch that policy sends to a human: the request to create."""
+
+    index: int
+    request: Request
+    deliveries: Sequence[Delivery]
+    grant_key: GrantKey | None
+
+
+ItemFor = Callable[[Ask, lifecycle.Created], BatchItem]
+
+
+def create(
+    conn: Connection,
+    batch: Batch,
+    asks: Sequence[Ask],
+    now: datetime,
+    item_for: ItemFor,
+) -> tuple[Batch, list[lifecycle.Created]]:
+    """Create (or reuse, or answer at once) each ask and store the batch, in one transaction.
+
+    ``batch.items`` holds the calls decided by policy; ``item_for`` turns what
+    asking did (a grant, an earlier decision, a request) into the item at the
+    ask's index. Raises ``IntegrityError`` like :func:`lifecycle.create` (the
+    caller runs the whole batch again).
+    """
+    items = list(batch.items)
+    results = []
+    for ask in asks:
+        created = lifecycle.create(conn, ask.request, ask.deliveries, now, ask.grant_key)
+        items[ask.index] = item_for(ask, created)
+        results.append(created)
+    stored = Batch(
+        id=batch.id,
+        agent=batch.agent,
+        session=batch.session,
+        created_at=batch.created_at,
+        items=tuple(items),
+    )
+    conn.execute(_INSERT, _to_row(stored))
+    return stored, results
+
+
+def get(conn: Connection, batch_id: str) -> Batch | None:
+    """The batch with this id, if there is one."""
+    row = conn.execute(_SELECT, {"b_id": batch_id}).mappings().first()
+    return _from_row(row) if row is not None else None
+
+
+def _to_row(batch: Batch) -> dict[str, Any]:
+    items = [_item_to_json(item) for item in batch.items]
+    return {
+        "id": batch.id,
+        "agent": batch.agent,
+        "session": batch.session or "",
+        "items": json.dumps(items, sort_keys=True),
+        "created_at": batch.created_at,
+    }
+
+
+def _item_to_json(item: BatchItem) -> dict[str, Any]:
+    saved: dict[str, Any] = {"tool": item.tool}
+    if item.request_id is not None:
+        saved["request_id"] = item.request_id
+    if item.decision is not None:
+        saved["decision"] = decision_to_json(item.decision)
+        saved["decision"]["request_id"] = item.decision.request_id
+    return saved
+
+
+def _from_row(row: Mapping[Any, Any]) -> Batch:
+    items = tuple(
+        BatchItem(
+            tool=saved["tool"],
+            request_id=saved.get("request_id"),
+            decision=decision_from_json(saved["decision"]) if "decision" in saved else None,
+        )
+        for saved in json.loads(row["items"])
+    )
+    return Batch(
+        id=row["id"],
+        agent=row["agent"],
+        session=row["session"] or None,
+        created_at=row["created_at"],
+        items=items,
+    )
