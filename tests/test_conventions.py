@@ -142,6 +142,10 @@ EXPORTS: dict[str, set[str]] = {
     "tapgate.webhooks": set(),
     "tapgate.client": {
         "ArgumentsChanged",
+        "AsyncBatchChecker",
+        "SyncBatchChecker",
+        "run_batch",
+        "run_batch_sync",
         "AsyncChecker",
         "ClientError",
         "DEFAULT_HOOK_TIMEOUT",

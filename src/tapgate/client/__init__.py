@@ -23,6 +23,12 @@ from typing import TYPE_CHECKING
 from tapgate._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from tapgate.client._batch import (
+        AsyncBatchChecker,
+        SyncBatchChecker,
+        run_batch,
+        run_batch_sync,
+    )
     from tapgate.client._errors import (
         ArgumentsChanged,
         ClientError,
@@ -48,12 +54,14 @@ __all__ = [
     "EXIT_CONFIG",
     "LONG_POLL",
     "ArgumentsChanged",
+    "AsyncBatchChecker",
     "AsyncChecker",
     "ClientError",
     "Denied",
     "GuardError",
     "McpProxyOptions",
     "RemoteGate",
+    "SyncBatchChecker",
     "SyncChecker",
     "SyncRemoteGate",
     "ToolDenied",
@@ -63,6 +71,8 @@ __all__ = [
     "hook_fallback",
     "hook_refusal",
     "run_approved",
+    "run_batch",
+    "run_batch_sync",
     "serve_mcp_proxy",
 ]
 
@@ -78,6 +88,10 @@ _LAZY = {
     ),
     **dict.fromkeys(("LONG_POLL", "RemoteGate", "SyncRemoteGate"), "tapgate.client._remote"),
     **dict.fromkeys(("EXIT_CONFIG", "run_approved"), "tapgate.client._run"),
+    **dict.fromkeys(
+        ("AsyncBatchChecker", "SyncBatchChecker", "run_batch", "run_batch_sync"),
+        "tapgate.client._batch",
+    ),
     # needs the mcp extra: loaded on first use, like the rest
     **dict.fromkeys(("McpProxyOptions", "serve_mcp_proxy"), "tapgate.client._mcp_proxy"),
 }

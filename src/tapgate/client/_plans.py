@@ -29,7 +29,7 @@ treat as "not allowed"; a cancel sent twice answers 409.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
@@ -172,6 +172,12 @@ class SyncCalls:
         """The server's sandbox for ``tool`` (what ``tapgate run --sandbox`` applies)."""
         return self._run(self._planner.sandbox(tool))
 
+    def check_many(self, calls: Sequence[ToolCall]) -> list[Decision]:
+        """Decide a turn's calls as one batch; one decision per call, in order."""
+        from tapgate.client._batch import batch_plan
+
+        return self._run(batch_plan(self._planner, calls))
+
     def __enter__(self) -> Self:
         return self
 
@@ -207,7 +213,7 @@ class Planner:
             read_timeout=self._read_timeout(wait),
             idempotent=False,  # see the module docstring: never resent once it may have acted
         )
-        response = yield from self._exchange(send)
+        response = yield from self.exchange(send)
         return ticket_from(read_json(response), call)
 
     def wait(self, request_id: str, timeout: float | None) -> Plan[Decision | None]:
@@ -224,7 +230,7 @@ class Planner:
                 timeout=self.timeout,
                 read_timeout=self._read_timeout(wait),
             )
-            response = yield from self._exchange(send)
+            response = yield from self.exchange(send)
             decision = decision_from(read_json(response, request_id))
             if decision is not None:
                 return decision
@@ -255,7 +261,7 @@ class Planner:
             read_timeout=self._read_timeout(None),
             idempotent=False,
         )
-        response = yield from self._exchange(send)
+        response = yield from self.exchange(send)
         decision = decision_from(read_json(response, request_id))
         if decision is None:
             raise ClientError(
@@ -271,10 +277,11 @@ class Planner:
             timeout=self.timeout,
             read_timeout=self._read_timeout(None),
         )
-        response = yield from self._exchange(send)
+        response = yield from self.exchange(send)
         return spec_from(read_json(response))
 
-    def _exchange(self, send: Send) -> Generator[Step, Reply | None, Reply]:
+    def exchange(self, send: Send) -> Generator[Step, Reply | None, Reply]:
+        """One request with this server's retries (see the module docstring)."""
         attempt = 0
         while True:
             try:

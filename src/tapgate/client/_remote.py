@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 
 import httpx
@@ -112,6 +112,12 @@ class RemoteGate:
     async def sandbox(self, tool: str) -> SandboxSpec:
         """The server's sandbox for ``tool`` (what ``tapgate run --sandbox`` applies)."""
         return await self._run(self._planner.sandbox(tool))
+
+    async def check_many(self, calls: Sequence[ToolCall]) -> list[Decision]:
+        """Decide a turn's calls as one batch (one card); one decision per call, in order."""
+        from tapgate.client._batch import batch_plan
+
+        return await self._run(batch_plan(self._planner, calls))
 
     async def __aenter__(self) -> RemoteGate:
         if self._pool is None:
