@@ -53,7 +53,7 @@ def config_text(db: Path, line_url: str, port: int) -> str:
     return textwrap.dedent(f"""
         server: {{host: 127.0.0.1, port: {port}, heartbeat_interval: 5}}
         store: {{url: "sqlite:///{db}"}}
-        agents: [{{name: bench, token: "{AGENT_TOKEN}"}}]
+        agents: [{{name: bench, token: "{AGENT_TOKEN}", max_pending: 0, asks_per_minute: 0}}]
         approvers: [{{name: alice, line: "{APPROVER}"}}]
         channels:
           line: {{channel_access_token: "{LINE_TOKEN}", channel_secret: "{SECRET}",

@@ -66,7 +66,7 @@ async def start_replica(
     config.write_text(
         f"server: {{host: 127.0.0.1, port: {port}{', ' + server if server else ''}}}\n"
         f"store: {{url: '{db_url}'}}\n"
-        f"agents: [{{name: ci, token: '{TOKEN}'}}]\n"
+        f"agents: [{{name: ci, token: '{TOKEN}', max_pending: 0, asks_per_minute: 0}}]\n"
         f"approvers: [{{name: alice, line: '{APPROVER}'}}]\n"
         f"channels: {{line: {{channel_access_token: '{LINE_TOKEN}', "
         f"channel_secret: '{SECRET}', api_base_url: '{line_url}'"

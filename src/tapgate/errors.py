@@ -8,6 +8,8 @@ caller can catch the whole family at once. The tree is deliberately small::
     ├── PolicyError            a rule or tool spec that cannot be compiled
     ├── StoreError             the database refused or is not migrated
     │   └── RequestNotFound    no request with that id (carries request_id)
+    ├── TooManyAsks            an agent over its max_pending or asks-per-minute limit
+    │                          (carries agent, limit, retry_after)
     ├── ResolveError           a resolve / cancel that did not take effect
     │   ├── AlreadyResolved    the request is terminal already (carries status, resolved_by,
     │   │                      and the request as the refusal saw it)
@@ -36,6 +38,7 @@ __all__ = [
     "ResolveError",
     "StoreError",
     "TapgateError",
+    "TooManyAsks",
 ]
 
 
@@ -159,3 +162,19 @@ class PermanentDeliveryError(DeliveryError):
     """A delivery failure that no retry can fix (4xx, LINE monthly quota)."""
 
     retryable = False
+
+
+class TooManyAsks(TapgateError):
+    """An agent asked more than its limits allow; nothing was created and nobody pinged.
+
+    ``limit`` is ``max_pending`` or ``asks_per_minute``; ``retry_after`` is
+    when asking again can succeed (seconds, at least 1).
+    """
+
+    def __init__(self, agent: str, limit: str, allowed: int, retry_after: float) -> None:
+        self.agent = agent
+        self.limit = limit
+        self.allowed = allowed
+        self.retry_after = max(1.0, retry_after)
+        what = "pending requests" if limit == "max_pending" else "asks a minute"
+        super().__init__(f"agent {agent!r} is over its limit of {allowed} {what}")

@@ -98,6 +98,7 @@ def _core(
             directory=config.directory(),
             clock=clock,
             reconcile_interval=config.server.reconcile_interval,
+            limits={agent.name: agent.limits() for agent in config.agents},
         )
         app[METRICS].watch(gate.bus)
         app[METRICS].waiters.set_function(lambda: gate.waiting)

@@ -70,6 +70,12 @@ class Metrics:
             "Agents waiting for a decision in this process",
             registry=self.registry,
         )
+        self.asks_refused = Counter(
+            "tapgate_asks_refused",
+            "Asks refused because an agent was over a limit, by agent and limit",
+            ["agent", "limit"],
+            registry=self.registry,
+        )
         self.webhook_rejections = Counter(
             "tapgate_webhook_rejections",
             "Webhook calls refused, by platform and reason",

@@ -96,7 +96,9 @@ async def submit_batch(gate: Gate, calls: Sequence[ToolCall]) -> BatchTicket:
         created_at=gate.clock.now(),
         items=items,
     )
-    stored, created = await gate.store.create_batch(batch, asks, gate.clock.now(), _item_for)
+    limits = gate.limits_for(batch.agent)
+    now = gate.clock.now()
+    stored, created = await gate.store.create_batch(batch, asks, now, _item_for, limits=limits)
     results = dict(zip((ask.index for ask in asks), created, strict=True))
     tickets = []
     for index, (call, plan) in enumerate(zip(calls, planned, strict=True)):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
@@ -22,6 +22,7 @@ from tapgate.core.clock import Clock, SystemClock
 from tapgate.core.directory import Directory
 from tapgate.core.events import EventBus
 from tapgate.core.housekeeping import StoreDoor
+from tapgate.core.limits import NO_LIMITS, AgentLimits
 from tapgate.core.models import (
     CONTACT_TOOL,
     DecidedAtOnce,
@@ -35,14 +36,8 @@ from tapgate.core.models import (
     ToolCall,
 )
 from tapgate.core.policy import Policy
-from tapgate.core.records import (
-    Asking,
-    grant_decision,
-    grant_for,
-    new_request,
-    policy_decision,
-)
-from tapgate.core.store import Created, GrantKey, Store, Transition
+from tapgate.core.records import Asking, grant_decision, grant_for, plan_call
+from tapgate.core.store import Created, Store, Transition
 from tapgate.core.store.notify import DecisionListener
 from tapgate.core.waiters import Waiters
 from tapgate.errors import (
@@ -85,8 +80,11 @@ class Gate(StoreDoor):
         clock: Clock | None = None,
         bus: EventBus | None = None,
         reconcile_interval: float = 5.0,
+        limits: Mapping[str, AgentLimits] | None = None,
     ) -> None:
         self.store = store
+        self.limits = dict(limits or {})
+        """Each agent's limits on asking (see :mod:`tapgate.core.limits`); others have none."""
         self.policy = policy
         self.directory = directory or Directory()
         self.clock: Clock = clock or SystemClock()
@@ -94,6 +92,10 @@ class Gate(StoreDoor):
         self.reconcile_interval = reconcile_interval
         self._waiters = Waiters(self.clock, self.store.get_request, self.store.get_requests)
         self._listener: DecisionListener | None = None
+
+    def limits_for(self, agent: str) -> AgentLimits:
+        """``agent``'s limits on asking, or none."""
+        return self.limits.get(agent, NO_LIMITS)
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -183,35 +185,17 @@ class Gate(StoreDoor):
             return self.announce_at_once(call, planned)
         now = self.clock.now()
         created = await self.store.create_request(
-            planned.request, planned.deliveries, now, planned.key
+            planned.request,
+            planned.deliveries,
+            now,
+            planned.key,
+            limits=self.limits_for(call.agent),
         )
         return self.ticket_for(planned, created)
 
     def plan(self, call: ToolCall, *, question: bool = False) -> Decision | Asking:
         """Policy's answer: a decision now, or the request a human must decide (not stored)."""
-        verdict = self.policy.evaluate(call)
-        if verdict.action != "ask":
-            return policy_decision(verdict)
-        if question:
-            # An answer is for one question: a standing grant would answer every
-            # later identical question with nobody asked ("contact_not_routed").
-            verdict = dataclasses.replace(verdict, grantable=False)
-        fingerprint = self.policy.fingerprint(call)
-        key = None
-        if verdict.grantable:
-            key = GrantKey(
-                agent=call.agent, session=call.session, tool=call.tool, fingerprint=fingerprint
-            )
-        request = new_request(
-            call,
-            verdict,
-            fingerprint=fingerprint,
-            approvers=self.directory.expand(verdict.approvers),
-            on_timeout=self.policy.spec.on_timeout,
-            now=self.clock.now(),
-        )
-        deliveries = self.directory.deliveries(request.approvers)
-        return Asking(call=call, verdict=verdict, request=request, deliveries=deliveries, key=key)
+        return plan_call(call, self.policy, self.directory, now=self.clock.now(), question=question)
 
     def ticket_for(self, planned: Asking, created: Created) -> Ticket:
         """What asking did (see :meth:`Store.create_request`), announced and as a ticket."""

@@ -8,11 +8,13 @@ read, and tested, on their own.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from tapgate.core.directory import Directory
 from tapgate.core.models import (
     Decision,
     Delivery,
@@ -24,7 +26,7 @@ from tapgate.core.models import (
     Verdict,
     args_digest,
 )
-from tapgate.core.policy import PolicyVerdict
+from tapgate.core.policy import Policy, PolicyVerdict
 from tapgate.core.store.grants import GrantKey
 
 __all__ = ["Asking", "grant_decision", "grant_for", "new_id", "new_request", "policy_decision"]
@@ -50,6 +52,43 @@ class Asking:
     request: Request
     deliveries: Sequence[Delivery]
     key: GrantKey | None
+
+
+def plan_call(
+    call: ToolCall,
+    policy: Policy,
+    directory: Directory,
+    *,
+    now: datetime,
+    question: bool = False,
+) -> Decision | Asking:
+    """Policy's answer for ``call``: a decision now, or the request a human must decide.
+
+    Nothing is stored: the gate (or a batch) asks the store with the result.
+    """
+    verdict = policy.evaluate(call)
+    if verdict.action != "ask":
+        return policy_decision(verdict)
+    if question:
+        # An answer is for one question: a standing grant would answer every
+        # later identical question with nobody asked ("contact_not_routed").
+        verdict = dataclasses.replace(verdict, grantable=False)
+    fingerprint = policy.fingerprint(call)
+    key = None
+    if verdict.grantable:
+        key = GrantKey(
+            agent=call.agent, session=call.session, tool=call.tool, fingerprint=fingerprint
+        )
+    request = new_request(
+        call,
+        verdict,
+        fingerprint=fingerprint,
+        approvers=directory.expand(verdict.approvers),
+        on_timeout=policy.spec.on_timeout,
+        now=now,
+    )
+    deliveries = directory.deliveries(request.approvers)
+    return Asking(call=call, verdict=verdict, request=request, deliveries=deliveries, key=key)
 
 
 def new_request(

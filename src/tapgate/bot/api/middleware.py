@@ -13,6 +13,7 @@ here). The error body itself is :class:`~tapgate.bot.api.models.ApiError`.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable
 
 import sqlalchemy.exc
@@ -21,7 +22,8 @@ from aiohttp.typedefs import Middleware
 from pydantic import BaseModel
 
 from tapgate.bot.api.models import ApiError
-from tapgate.bot.keys import CONFIG
+from tapgate.bot.keys import CONFIG, METRICS
+from tapgate.errors import TooManyAsks
 
 __all__ = [
     "AGENT",
@@ -68,6 +70,8 @@ def json_api_middleware(
             return await handler(request)
         except ApiError as exc:
             return _error_response(exc)
+        except TooManyAsks as exc:
+            return _too_many(request, exc)
         except web.HTTPException as exc:
             if exc.status < 400:
                 raise
@@ -89,6 +93,14 @@ def json_api_middleware(
                 return _error_response(unavailable)
             log.exception("%s: unexpected error on %s %s", name, request.method, request.path)
             return _error_response(ApiError(500, "internal", "internal error; see the server log"))
+
+    def _too_many(request: web.Request, exc: TooManyAsks) -> web.Response:
+        """A 429 with ``Retry-After``, counted; one log line (an agent looping is news)."""
+        log.warning("%s: %s on %s %s", name, exc, request.method, request.path)
+        request.app[METRICS].asks_refused.labels(agent=exc.agent, limit=exc.limit).inc()
+        retry = str(math.ceil(exc.retry_after))
+        too_many = ApiError(429, "too_many_asks", str(exc), headers={hdrs.RETRY_AFTER: retry})
+        return _error_response(too_many)
 
     @web.middleware  # marks it new-style; it need not be a coroutine function itself
     def middleware(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:

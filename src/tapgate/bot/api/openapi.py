@@ -147,6 +147,8 @@ _ERRORS = {
     "404": "No such tool call, or it belongs to another agent (the two are not told apart).",
     "409": "The tool call is already decided; `tool_call` holds its current state.",
     "413": "The body is larger than the server accepts (1 MB).",
+    "429": "The agent is over `max_pending` or `asks_per_minute` (see `agents[]` in the "
+    "configuration): nothing was created and nobody was asked; retry after `Retry-After`.",
 }
 
 
@@ -220,7 +222,7 @@ def _paths(max_wait: float) -> dict[str, Any]:
                     "200": ("ToolCallOut", "Decided at once, or an identical request reused"),
                     "201": ("ToolCallOut", "A new request was created (see `Location`)"),
                 },
-                errors=("400", "401", "413"),
+                errors=("400", "401", "413", "429"),
             ),
             "get": _operation(
                 "listToolCalls",
@@ -258,7 +260,7 @@ def _paths(max_wait: float) -> dict[str, Any]:
                 "card. With `wait`, hold the response until every call is decided.",
                 body=("BatchIn", True),
                 ok={"201": ("BatchOut", "The batch (see `Location`)")},
-                errors=("400", "401", "413"),
+                errors=("400", "401", "413", "429"),
             ),
         },
         "/v1/tool-call-batches/{id}": {

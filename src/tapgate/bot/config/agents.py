@@ -8,18 +8,41 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pydantic import NonNegativeInt
+
 from tapgate.bot.config.errors import format_path
 from tapgate.bot.config.fields import NonEmptyStr, Section, Token
+from tapgate.core.limits import AgentLimits
 from tapgate.errors import ConfigError
 
-__all__ = ["AgentConfig", "check_agents"]
+__all__ = ["DEFAULT_ASKS_PER_MINUTE", "DEFAULT_MAX_PENDING", "AgentConfig", "check_agents"]
+
+
+DEFAULT_MAX_PENDING = 50
+"""Requests one agent may have waiting for a human at once: far above a working agent's
+few, low enough that a runaway loop cannot bury its approvers."""
+DEFAULT_ASKS_PER_MINUTE = 60
+"""New requests one agent may create in any 60 seconds: a human cannot read more."""
 
 
 class AgentConfig(Section):
-    """An agent allowed to use the HTTP API, identified by its own bearer token."""
+    """An agent allowed to use the HTTP API, identified by its own bearer token.
+
+    ``max_pending`` and ``asks_per_minute`` bound how much it may ask (see
+    :mod:`tapgate.core.limits`); ``0`` lifts a limit (``null`` in this config
+    means "the default", as everywhere).
+    """
 
     name: NonEmptyStr
     token: Token
+    max_pending: NonNegativeInt = DEFAULT_MAX_PENDING
+    asks_per_minute: NonNegativeInt = DEFAULT_ASKS_PER_MINUTE
+
+    def limits(self) -> AgentLimits:
+        """The limits the gate enforces for this agent (0: none)."""
+        return AgentLimits(
+            max_pending=self.max_pending or None, asks_per_minute=self.asks_per_minute or None
+        )
 
 
 def check_agents(agents: Sequence[AgentConfig]) -> None:

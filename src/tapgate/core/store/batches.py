@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, insert, select
 
+from tapgate.core.limits import NO_LIMITS, AgentLimits
 from tapgate.core.models import Decision, Delivery, Request
 from tapgate.core.store import lifecycle
 from tapgate.core.store.grants import GrantKey
@@ -77,6 +78,8 @@ def create(
     asks: Sequence[Ask],
     now: datetime,
     item_for: ItemFor,
+    *,
+    limits: AgentLimits = NO_LIMITS,
 ) -> tuple[Batch, list[lifecycle.Created]]:
     """Create (or reuse, or answer at once) each ask and store the batch, in one transaction.
 
@@ -88,7 +91,9 @@ def create(
     items = list(batch.items)
     results = []
     for ask in asks:
-        created = lifecycle.create(conn, ask.request, ask.deliveries, now, ask.grant_key)
+        created = lifecycle.create(
+            conn, ask.request, ask.deliveries, now, ask.grant_key, limits=limits
+        )
         items[ask.index] = item_for(ask, created)
         results.append(created)
     stored = Batch(

@@ -48,6 +48,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
 
+from tapgate.core.limits import NO_LIMITS, AgentLimits
 from tapgate.core.models import Delivery, Grant, Request, Scope
 from tapgate.core.store import audit, events, grants, outbox
 from tapgate.core.store import requests as _requests
@@ -206,11 +207,15 @@ def create(
     deliveries: Sequence[Delivery],
     now: datetime,
     grant_key: GrantKey | None,
+    *,
+    limits: AgentLimits = NO_LIMITS,
 ) -> Created:
     """A covering grant, the identical pending request, or ``request`` inserted with its outbox.
 
     Raises :class:`~sqlalchemy.exc.IntegrityError` when a concurrent identical
-    ask wins the insert (the caller runs it again, and reuses that one).
+    ask wins the insert (the caller runs it again, and reuses that one), and
+    :class:`~tapgate.errors.TooManyAsks` when a new request would put the
+    agent over ``limits`` (the transaction rolls back: nobody is pinged).
     """
     if grant_key is not None:
         grant = grants.find(conn, grant_key, now)
@@ -230,6 +235,8 @@ def create(
             expired = tuple(expire(conn, [existing.id], now))
         if conn.execute(insert_request, row).rowcount != 1:
             raise StoreError("could not create or reuse a pending request")
+    # Counted after the insert, inside the transaction: raising rolls it back.
+    _requests.check_limits(conn, request.agent, limits, now)
     # the "requested" audit line is written by a trigger
     outbox.queue(conn, request.id, deliveries, now, kind="request")
     return Created(request=request, created=True, expired=expired)

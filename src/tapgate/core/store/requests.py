@@ -7,13 +7,17 @@ compare-and-set that matched nothing.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from sqlalchemy import Connection, bindparam, func, select
 
+from tapgate.core.limits import AgentLimits
 from tapgate.core.models import Request, RequestStatus
 from tapgate.core.store.rows import request_from_row
 from tapgate.core.store.schema import requests
+from tapgate.errors import TooManyAsks
 
-__all__ = ["count", "decided_since", "get", "get_many", "newest_first"]
+__all__ = ["check_limits", "count", "decided_since", "get", "get_many", "newest_first"]
 
 _SELECT_ONE = select(requests).where(requests.c.id == bindparam("b_id"))
 
@@ -73,3 +77,24 @@ def decided_since(
         query = query.where((seq > after[0]) | ((seq == after[0]) & (ident > after[1])))
     query = query.order_by(seq, ident).limit(limit)
     return [request_from_row(r) for r in conn.execute(query).mappings()]
+
+
+_MINUTE = timedelta(minutes=1)
+
+
+def check_limits(conn: Connection, agent: str, limits: AgentLimits, now: datetime) -> None:
+    """Raise :class:`TooManyAsks` if ``agent`` is over a limit, counting a request just added."""
+    if limits.max_pending is not None:
+        pending = (requests.c.agent == agent) & (requests.c.status == "pending")
+        query = select(func.count(), func.min(requests.c.expires_at)).where(pending)
+        waiting, soonest = conn.execute(query).one()
+        if waiting > limits.max_pending:
+            retry = (soonest - now).total_seconds() if soonest is not None else 60.0
+            raise TooManyAsks(agent, "max_pending", limits.max_pending, retry)
+    if limits.asks_per_minute is not None:
+        recent = (requests.c.agent == agent) & (requests.c.created_at > now - _MINUTE)
+        query = select(func.count(), func.min(requests.c.created_at)).where(recent)
+        asked, oldest = conn.execute(query).one()
+        if asked > limits.asks_per_minute:
+            retry = (oldest + _MINUTE - now).total_seconds() if oldest is not None else 60.0
+            raise TooManyAsks(agent, "asks_per_minute", limits.asks_per_minute, retry)

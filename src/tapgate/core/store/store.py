@@ -30,6 +30,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
 from tapgate.core.audit_chain import ChainRow, Verdict, Verifier
+from tapgate.core.limits import NO_LIMITS, AgentLimits
 from tapgate.core.models import AuditEntry, Delivery, Grant, Request, RequestStatus, Scope
 from tapgate.core.store import audit, batches, events, grants, lifecycle, reminders
 from tapgate.core.store import engine as _engine
@@ -116,6 +117,8 @@ class Store:
         deliveries: Sequence[Delivery],
         now: datetime,
         grant_key: GrantKey | None = None,
+        *,
+        limits: AgentLimits = NO_LIMITS,
     ) -> Created:
         """Insert a pending request with its outbox rows, or return the identical pending one.
 
@@ -127,20 +130,28 @@ class Store:
         for _ in range(3):
             try:
                 return await self.runner.run(
-                    lambda c: lifecycle.create(c, request, deliveries, now, grant_key)
+                    lambda c: lifecycle.create(
+                        c, request, deliveries, now, grant_key, limits=limits
+                    )
                 )
             except IntegrityError:
                 continue  # a concurrent identical ask won the insert; reuse it
         raise StoreError("could not create or reuse a pending request")
 
     async def create_batch(
-        self, batch: Batch, asks: Sequence[Ask], now: datetime, item_for: ItemFor
+        self,
+        batch: Batch,
+        asks: Sequence[Ask],
+        now: datetime,
+        item_for: ItemFor,
+        *,
+        limits: AgentLimits = NO_LIMITS,
     ) -> tuple[Batch, list[Created]]:
         """Create a batch's requests and the batch itself in one transaction (see ``batches``)."""
         for _ in range(3):
             try:
                 return await self.runner.run(
-                    lambda c: batches.create(c, batch, asks, now, item_for)
+                    lambda c: batches.create(c, batch, asks, now, item_for, limits=limits)
                 )
             except IntegrityError:
                 continue  # a concurrent identical ask won an insert; run it again to reuse it
