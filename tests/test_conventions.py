@@ -112,6 +112,7 @@ EXPORTS: dict[str, set[str]] = {
         "LineConfig",
         "PolicyConfig",
         "RuleConfig",
+        "SandboxConfig",
         "ServerConfig",
         "SlackConfig",
         "StoreConfig",

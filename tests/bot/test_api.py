@@ -31,6 +31,7 @@ from tapgate.bot.api.events import EventOut
 from tapgate.bot.api.models import (
     CancelIn,
     ErrorOut,
+    SandboxOut,
     ToolCallIn,
     ToolCallList,
     ToolCallOut,
@@ -725,6 +726,7 @@ def test_openapi_examples_validate_against_the_models() -> None:
         "ToolCallOut": ToolCallOut,
         "ErrorOut": ErrorOut,
         "EventOut": EventOut,
+        "SandboxOut": SandboxOut,
         "BatchCallIn": BatchCallIn,
         "BatchIn": BatchIn,
         "BatchOut": BatchOut,

@@ -6,7 +6,8 @@ The tree they add to tapgate's one exception tree::
     ├── ClientError          the server answered with an error, or could not be reached
     │   └── Unauthorized     401: the token is missing, unknown or mistyped
     ├── ToolDenied           a guarded tool was denied (carries the Decision)
-    └── GuardError           a guard cannot run the check the way it was called
+    ├── GuardError           a guard cannot run the check the way it was called
+    └── SandboxUnavailable   ``tapgate run --sandbox`` cannot confine the command here
 
 A 404 for a request id becomes :class:`~tapgate.errors.RequestNotFound` and a
 409 on cancel becomes :class:`~tapgate.errors.AlreadyResolved`, the same errors
@@ -18,7 +19,14 @@ from __future__ import annotations
 from tapgate.core.models import Decision
 from tapgate.errors import TapgateError
 
-__all__ = ["ArgumentsChanged", "ClientError", "GuardError", "ToolDenied", "Unauthorized"]
+__all__ = [
+    "ArgumentsChanged",
+    "ClientError",
+    "GuardError",
+    "SandboxUnavailable",
+    "ToolDenied",
+    "Unauthorized",
+]
 
 
 class ClientError(TapgateError):
@@ -62,3 +70,16 @@ class GuardError(TapgateError):
 
 class ArgumentsChanged(GuardError):
     """A guarded tool's arguments changed between the check and the call: it did not run."""
+
+
+class SandboxUnavailable(TapgateError):
+    """The sandbox cannot be applied: no bwrap, bwrap cannot create it, or the server has none.
+
+    ``reason`` is a sentence an operator can act on (install bubblewrap, allow
+    user namespaces, upgrade the server); ``tapgate run`` prints it and exits
+    71, or runs unsandboxed with it as a warning under ``--sandbox=best-effort``.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)

@@ -37,6 +37,7 @@ from typing import Any, Generic, Self, TypeVar
 from urllib.parse import quote
 
 from tapgate.client._errors import ClientError
+from tapgate.client._sandbox import SandboxSpec, spec_from
 from tapgate.client._wire import Reply, decision_from, read_json, submit_body, ticket_from
 from tapgate.core.models import Decision, Ticket, ToolCall
 
@@ -167,6 +168,10 @@ class SyncCalls:
         """Withdraw a pending request; it counts as a denial."""
         return self._run(self._planner.cancel(request_id, reason))
 
+    def sandbox(self, tool: str) -> SandboxSpec:
+        """The server's sandbox for ``tool`` (what ``tapgate run --sandbox`` applies)."""
+        return self._run(self._planner.sandbox(tool))
+
     def check_many(self, calls: Sequence[ToolCall]) -> list[Decision]:
         """Decide a turn's calls as one batch; one decision per call, in order."""
         from tapgate.client._batch import batch_plan
@@ -263,6 +268,17 @@ class Planner:
                 "the cancelled request is still pending", status=None, code="bad_response"
             )
         return decision
+
+    def sandbox(self, tool: str) -> Plan[SandboxSpec]:
+        """``GET /v1/tools/{tool}/sandbox``: how ``tapgate run --sandbox`` confines the tool."""
+        send = Send(
+            method="GET",
+            path="/v1/tools/" + quote(tool, safe="") + "/sandbox",
+            timeout=self.timeout,
+            read_timeout=self._read_timeout(None),
+        )
+        response = yield from self.exchange(send)
+        return spec_from(read_json(response))
 
     def exchange(self, send: Send) -> Generator[Step, Reply | None, Reply]:
         """One request with this server's retries (see the module docstring)."""

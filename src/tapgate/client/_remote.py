@@ -28,6 +28,7 @@ from tapgate.client._plans import (
     drive,
     resume,
 )
+from tapgate.client._sandbox import SandboxSpec
 from tapgate.client._wire import without_credentials
 from tapgate.core.models import Decision, Ticket, ToolCall
 
@@ -107,6 +108,10 @@ class RemoteGate:
     async def cancel(self, request_id: str, *, reason: str | None = None) -> Decision:
         """Withdraw a pending request the agent no longer needs; it counts as a denial."""
         return await self._run(self._planner.cancel(request_id, reason))
+
+    async def sandbox(self, tool: str) -> SandboxSpec:
+        """The server's sandbox for ``tool`` (what ``tapgate run --sandbox`` applies)."""
+        return await self._run(self._planner.sandbox(tool))
 
     async def check_many(self, calls: Sequence[ToolCall]) -> list[Decision]:
         """Decide a turn's calls as one batch (one card); one decision per call, in order."""

@@ -14,6 +14,7 @@ stay clear of the 1, 2, 126, 127 and 128+ that commands and shells use:
 69   the tapgate server is unreachable or failed (``EX_UNAVAILABLE``)
 75   nobody decided in time: the request expired (``EX_TEMPFAIL``)
 77   denied, by policy or by an approver (``EX_NOPERM``)
+71   ``--sandbox``: the command cannot be confined here (``EX_OSERR``)
 78   no agent token, or the server refused it (``EX_CONFIG``)
 126  approved, but the command could not be executed
 127  approved, but the command was not found
@@ -31,15 +32,15 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
 from types import FrameType
 from typing import TextIO
 
 from tapgate.client._ask import decide, describe, failure, withdraw
-from tapgate.client._errors import Unauthorized
+from tapgate.client._errors import SandboxUnavailable, Unauthorized
 from tapgate.client._lean import connect
+from tapgate.client._sandbox import EXIT_NO_SANDBOX, Sandbox, SandboxMode, confine
+from tapgate.client._waiting import Waiting, countdown_line
 from tapgate.core.models import Decision, Request, ToolCall
 from tapgate.errors import TapgateError
 
@@ -50,6 +51,7 @@ __all__ = [
     "EXIT_EXPIRED",
     "EXIT_INTERRUPTED",
     "EXIT_NOT_FOUND",
+    "EXIT_NO_SANDBOX",
     "EXIT_UNAVAILABLE",
     "countdown_line",
     "run_approved",
@@ -63,8 +65,6 @@ EXIT_CANNOT_EXECUTE = 126
 EXIT_NOT_FOUND = 127
 EXIT_INTERRUPTED = 130
 
-_SHOWN = 60  # characters of a command shown on the countdown line
-
 
 def run_approved(
     argv: Sequence[str],
@@ -75,12 +75,16 @@ def run_approved(
     session: str | None = None,
     timeout: float | None = None,
     stderr: TextIO | None = None,
+    sandbox: SandboxMode | None = None,
+    bwrap: str = "bwrap",
 ) -> int:
     """Ask tapgate about ``argv`` as tool ``tool``, run it if allowed; the exit status.
 
     ``timeout`` bounds the wait (the request is then withdrawn, status 75);
     without it the server's request timeout decides. tapgate's own messages
     go to ``stderr``; while waiting on a terminal a countdown is drawn there.
+    ``sandbox`` runs the command under ``bwrap`` as the tool's server-side
+    config says (:mod:`tapgate.client._sandbox`), checked before anyone is asked.
     """
     err = stderr if stderr is not None else sys.stderr
     if not argv:
@@ -91,27 +95,42 @@ def run_approved(
         # shlex.join leaves "A=1" unquoted: the policy would judge "A=1 cmd" as
         # an assignment and `cmd`, while the program run is one named "A=1".
         return _fail(err, f"refusing to run a program named like an assignment: {argv[0]}", 2)
+    box: Sandbox | None = None
+    if sandbox is not None:
+        box_or_status = _confine(err, url, token, tool=tool, mode=sandbox, bwrap=bwrap)
+        if isinstance(box_or_status, int):
+            return box_or_status
+        box = box_or_status
     command = shlex.join(argv)
     call = ToolCall(tool=tool, arguments={"command": command}, session=session)
     refusal = _ask(err, url, token, call, timeout)
     if refusal is not None:
         return refusal
-    return _execute(argv, err)
+    return _execute(argv, err, box)
 
 
-def countdown_line(command: str, request_id: str, seconds_left: float) -> str:
-    """The line redrawn every second while a terminal user waits for a tap."""
-    shown = command if len(command) <= _SHOWN else command[: _SHOWN - 1] + "…"
-    left = max(int(seconds_left), 0)
-    hours, rest = divmod(left, 3600)
-    minutes, seconds = divmod(rest, 60)
-    clock = f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
-    return f"tapgate: waiting for approval of `{shown}` (request {request_id[:4]}…): {clock} left"
+def _confine(
+    err: TextIO, url: str, token: str, *, tool: str, mode: SandboxMode, bwrap: str
+) -> Sandbox | int | None:
+    """The sandbox for ``tool`` (``None``: best-effort without one), or tapgate's exit status."""
+    try:
+        with connect(url, token) as gate:
+            return confine(mode, lambda: gate.sandbox(tool), bwrap=bwrap, err=err)
+    except SandboxUnavailable as exc:
+        return _fail(
+            err, f"cannot sandbox the command, not running it: {exc.reason}", EXIT_NO_SANDBOX
+        )
+    except Unauthorized as exc:
+        return _fail(err, failure(url, exc), EXIT_CONFIG)
+    except TapgateError as exc:
+        return _fail(err, failure(url, exc), EXIT_UNAVAILABLE)
+    except KeyboardInterrupt:
+        return _fail(err, "interrupted (Ctrl-C) before asking", EXIT_INTERRUPTED)
 
 
 def _ask(err: TextIO, url: str, token: str, call: ToolCall, timeout: float | None) -> int | None:
     """Wait for the decision on ``call``: ``None`` to run it, else tapgate's exit status."""
-    waiting = _Waiting(err, str(call.arguments["command"]), timeout)
+    waiting = Waiting(err, str(call.arguments["command"]), timeout)
     signals = _Signals(err)
 
     def pending(request: Request) -> None:
@@ -291,8 +310,8 @@ def _how(stop: BaseException) -> tuple[str, int]:
     return "interrupted (Ctrl-C)", EXIT_INTERRUPTED
 
 
-def _execute(argv: Sequence[str], err: TextIO) -> int:
-    """Run ``argv`` with tapgate's stdio and pass its status on, shell-style.
+def _execute(argv: Sequence[str], err: TextIO, box: Sandbox | None = None) -> int:
+    """Run ``argv`` (inside ``box``, if any) with tapgate's stdio; its status, shell-style.
 
     SIGTERM and SIGHUP are forwarded from *before* the child is spawned: one
     arriving in between is handed on once it exists, so stopping tapgate never
@@ -309,7 +328,8 @@ def _execute(argv: Sequence[str], err: TextIO) -> int:
 
     with _forwarding(forward):
         try:
-            child = subprocess.Popen(list(argv))  # noqa: S603 - argv is what was approved
+            wrapped = list(argv) if box is None else box.command(argv)
+            child = subprocess.Popen(wrapped)  # noqa: S603 - argv is what was approved
         except FileNotFoundError:
             return _fail(err, f"command not found: {argv[0]}", EXIT_NOT_FOUND)
         except OSError as exc:
@@ -349,54 +369,3 @@ def _fail(err: TextIO, message: str, status: int) -> int:
     err.write(f"tapgate: {message}\n")
     err.flush()
     return status
-
-
-class _Waiting:
-    """What the user sees while a request waits: one line, then a countdown on a terminal."""
-
-    def __init__(self, err: TextIO, command: str, timeout: float | None) -> None:
-        self.err = err
-        self.command = command
-        self.request: Request | None = None
-        self._deadline = None if timeout is None else time.monotonic() + timeout
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self, request: Request) -> None:
-        self.request = request
-        asked = ", ".join(request.approvers) or "the approvers"
-        self.err.write(
-            f"tapgate: asked {asked} to approve `{self.command}` (request {request.id})\n"
-        )
-        self.err.flush()
-        if _is_terminal(self.err):
-            thread = threading.Thread(target=self._draw, daemon=True)
-            thread.start()
-            self._thread = thread  # only a started thread is ever joined
-
-    def stop(self) -> None:
-        self._stop.set()
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join()
-            self.err.write("\r\x1b[K")
-            self.err.flush()
-
-    def _draw(self) -> None:
-        assert self.request is not None
-        expires = self.request.expires_at
-        while not self._stop.is_set():
-            left = (expires - datetime.now(UTC)).total_seconds()
-            if self._deadline is not None:
-                left = min(left, self._deadline - time.monotonic())
-            line = countdown_line(self.command, self.request.id, left)
-            self.err.write(f"\r\x1b[K{line}")
-            self.err.flush()
-            self._stop.wait(1.0)
-
-
-def _is_terminal(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False

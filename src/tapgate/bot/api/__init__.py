@@ -3,6 +3,8 @@
 - :mod:`~tapgate.bot.api.agent`: the agent API's routes under ``/v1`` (submit,
   long-poll, cancel, list)
 - :mod:`~tapgate.bot.api.stream`: its server-sent event stream, ``GET /v1/events``
+- :mod:`~tapgate.bot.api.sandbox`: ``GET /v1/tools/{tool}/sandbox``, the limits
+  ``tapgate run --sandbox`` applies
 - :mod:`~tapgate.bot.api.models` and :mod:`~tapgate.bot.api.openapi`: its wire
   format and the OpenAPI document generated from it
 - :mod:`~tapgate.bot.api.humanlayer` and :mod:`~tapgate.bot.api.humanlayer_models`:

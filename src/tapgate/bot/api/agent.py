@@ -1,4 +1,4 @@
-"""The agent HTTP API under ``/v1``: submit, long-poll, cancel, list, events, OpenAPI.
+"""The agent HTTP API under ``/v1``: submit, long-poll, cancel, list, events, sandbox, OpenAPI.
 
 Every route but the OpenAPI document needs ``Authorization: Bearer <token>``;
 the token names the agent (``Config.agent_for_token``), and an agent sees and
@@ -13,7 +13,7 @@ shuts down, so a rolling restart never waits out a five-minute poll.
 Errors under ``/v1`` (aiohttp's own 404 / 405 / 413 included) are JSON, from
 the middleware both APIs share (:mod:`tapgate.bot.api.middleware`); the wire
 format lives in :mod:`tapgate.bot.api.models`, the event stream in
-:mod:`tapgate.bot.api.stream`.
+:mod:`tapgate.bot.api.stream`, a tool's sandbox in :mod:`tapgate.bot.api.sandbox`.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from tapgate.bot.api.models import (
     tool_call_from_request,
 )
 from tapgate.bot.api.openapi import openapi_document
+from tapgate.bot.api.sandbox import get_tool_sandbox
 from tapgate.bot.api.stream import SHUTDOWN, stream_events
 from tapgate.bot.keys import CONFIG, GATE
 from tapgate.core.models import Request, ToolCall
@@ -74,6 +75,8 @@ def setup_api(app: web.Application) -> None:
     setup_batches(app)
     # No HEAD: its answer would be an endless body after headers that promise none.
     app.router.add_get("/v1/events", stream_events, allow_head=False)
+    # ``.+``: tool names may hold characters a plain segment stops at (the client quotes them).
+    app.router.add_get("/v1/tools/{tool:.+}/sandbox", get_tool_sandbox)
     app.router.add_get("/v1/openapi.json", get_openapi)
 
 

@@ -49,6 +49,7 @@ __all__ = [
     "ErrorOut",
     "ListQuery",
     "Name",
+    "SandboxOut",
     "ToolCallIn",
     "ToolCallList",
     "ToolCallOut",
@@ -210,6 +211,24 @@ class ErrorOut(BaseModel):
 
     error: ErrorDetail
     tool_call: ToolCallOut | None = None
+
+
+class SandboxOut(BaseModel):
+    """``GET /v1/tools/{tool}/sandbox``: what ``tapgate run --sandbox`` lets the tool's commands do.
+
+    The tool's ``sandbox`` section as the operator wrote it (``writable`` may
+    hold ``"."``, the directory the command starts in); ``source`` is its YAML
+    path, or null when the config says nothing and the defaults apply: no
+    network, nothing writable but a private ``/tmp``, nothing hidden.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    tool: str
+    network: bool
+    writable: list[str]
+    hidden: list[str]
+    source: str | None
 
 
 class ApiError(Exception):

@@ -22,6 +22,7 @@ from tapgate.bot.api.models import (
     CancelIn,
     ErrorOut,
     ListQuery,
+    SandboxOut,
     ToolCallIn,
     ToolCallList,
     ToolCallOut,
@@ -80,6 +81,13 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "reason": "approved by alice",
         "channel": None,
         "approver": None,
+    },
+    "SandboxOut": {
+        "tool": "deploy",
+        "network": False,
+        "writable": ["/srv/app/releases", "."],
+        "hidden": ["/root/.ssh"],
+        "source": "policy.tools.deploy.sandbox",
     },
     "BatchCallIn": {"tool": "read_file", "arguments": {"path": "README.md"}},
     "BatchIn": {
@@ -159,6 +167,7 @@ def _document(max_wait: float) -> dict[str, Any]:
             (ToolCallList, "serialization"),
             (ErrorOut, "serialization"),
             (EventOut, "serialization"),
+            (SandboxOut, "serialization"),
             (BatchCallIn, "validation"),
             (BatchIn, "validation"),
             (BatchOut, "serialization"),
@@ -274,6 +283,18 @@ def _paths(max_wait: float) -> dict[str, Any]:
             ),
         },
         "/v1/events": {"get": _events()},
+        "/v1/tools/{tool}/sandbox": {
+            "get": _operation(
+                "getToolSandbox",
+                "What `tapgate run --sandbox` lets the tool's commands do: network, writable "
+                "and hidden paths, from the tool's config (defaults when it has none).",
+                parameters=[
+                    {"name": "tool", "in": "path", "required": True, "schema": {"type": "string"}}
+                ],
+                ok={"200": ("SandboxOut", "The tool's sandbox")},
+                errors=("401",),
+            ),
+        },
         "/v1/openapi.json": {
             "get": {
                 "operationId": "getOpenApi",

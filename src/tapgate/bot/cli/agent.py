@@ -102,6 +102,15 @@ def add_agent_commands(sub: Any, *, hook: Command, run: Command) -> None:
     run_parser.add_argument(
         "--timeout", type=_seconds, help="seconds to wait (default: the request's own timeout)"
     )
+    run_parser.add_argument(
+        "--sandbox",
+        nargs="?",
+        const="strict",
+        choices=("strict", "best-effort"),
+        help="run the command under bubblewrap as the tool's config on the server says; "
+        "refuse to run (status 71) where that is impossible, or with =best-effort warn and "
+        "run unsandboxed",
+    )
     run_parser.add_argument("argv", nargs=argparse.REMAINDER, help="-- COMMAND [ARG ...]")
     run_parser.set_defaults(func=run)
 
@@ -214,6 +223,7 @@ def run(args: argparse.Namespace) -> int:
         tool=args.tool,
         session=args.session,
         timeout=args.timeout,
+        sandbox=args.sandbox,
     )
 
 

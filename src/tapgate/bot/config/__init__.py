@@ -22,7 +22,13 @@ from tapgate.bot.config.errors import format_path
 from tapgate.bot.config.fields import display_url, parse_duration
 from tapgate.bot.config.loading import load_config, parse_config
 from tapgate.bot.config.model import Config
-from tapgate.bot.config.policy import AgentPolicyConfig, PolicyConfig, RuleConfig, ToolConfig
+from tapgate.bot.config.policy import (
+    AgentPolicyConfig,
+    PolicyConfig,
+    RuleConfig,
+    SandboxConfig,
+    ToolConfig,
+)
 from tapgate.bot.config.server import ServerConfig, StoreConfig
 
 __all__ = [
@@ -35,6 +41,7 @@ __all__ = [
     "LineConfig",
     "PolicyConfig",
     "RuleConfig",
+    "SandboxConfig",
     "ServerConfig",
     "SlackConfig",
     "StoreConfig",

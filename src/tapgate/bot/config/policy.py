@@ -10,8 +10,10 @@ can say which rule decided.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Annotated
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
+from pydantic_core import PydanticCustomError
 
 from tapgate.bot.config.agents import AgentConfig
 from tapgate.bot.config.approvers import ApproverConfig
@@ -25,10 +27,52 @@ __all__ = [
     "AgentPolicyConfig",
     "PolicyConfig",
     "RuleConfig",
+    "SandboxConfig",
     "ToolConfig",
     "check_policy",
     "policy_spec",
 ]
+
+
+def _path_error(message: str) -> PydanticCustomError:
+    # Through the context, like every config error: braces in a path are not placeholders.
+    return PydanticCustomError("path", "{message}", {"message": message})
+
+
+def _absolute_path(value: str) -> str:
+    if not value.startswith("/"):
+        raise _path_error("expected an absolute path")
+    if any(part in (".", "..") for part in value.split("/")) or "//" in value.rstrip("/"):
+        # The sandbox binds what the operator wrote: no spelling that means another place.
+        raise _path_error("expected a normalised path (no '.', '..' or '//')")
+    if not value.strip("/"):
+        raise _path_error("'/' is the whole filesystem: name the directories instead")
+    return value
+
+
+def _writable_path(value: str) -> str:
+    if value == ".":
+        return value
+    if not value.startswith("/"):
+        where = 'an absolute path or "." (the directory tapgate run starts in)'
+        raise _path_error(f"expected {where}")
+    return _absolute_path(value)
+
+
+WritablePath = Annotated[str, AfterValidator(_writable_path)]
+HiddenPath = Annotated[str, AfterValidator(_absolute_path)]
+
+
+class SandboxConfig(Section):
+    """What ``tapgate run --sandbox`` lets this tool's commands do beyond reading files.
+
+    Everything is off unless named: no network, nothing writable but a private
+    ``/tmp``. The server hands this to the client, so an agent cannot widen it.
+    """
+
+    network: bool = False
+    writable: tuple[WritablePath, ...] = ()
+    hidden: tuple[HiddenPath, ...] = ()
 
 
 class ToolConfig(Section):
@@ -39,6 +83,7 @@ class ToolConfig(Section):
     fingerprint: tuple[NonEmptyStr, ...] = ()
     prefix_words: PositiveInt = 2
     paths: tuple[NonEmptyStr, ...] | None = None
+    sandbox: SandboxConfig | None = None
 
 
 class RuleConfig(Section):
