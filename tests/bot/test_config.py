@@ -798,6 +798,17 @@ def test_max_wait_leaves_room_for_the_clients_long_polls() -> None:
     assert "at least 60s" in error.message
 
 
+@pytest.mark.parametrize("value", ["0s", 0])
+def test_a_body_timeout_must_leave_time_for_a_body(value: object) -> None:
+    error = config_error({"server": {"body_timeout": value}})
+    assert error.path == "server.body_timeout"
+    assert "greater than 0" in error.message
+
+
+def test_the_body_timeout_defaults_to_ten_seconds() -> None:
+    assert parse_config({}, env={}).server.body_timeout == 10.0
+
+
 def test_the_max_wait_floor_is_the_clients_slice() -> None:
     from tapgate.bot.config.server import _CLIENT_SLICE
     from tapgate.client import LONG_POLL

@@ -314,12 +314,13 @@ async def test_a_bad_signature_is_401_and_changes_nothing(
     assert request.id not in caplog.text  # the fact is logged, never the body
 
 
-async def test_a_body_that_cannot_be_decoded_is_400(served: Served) -> None:
-    """A body claiming gzip that is not: a 400 before any check, never a 500."""
+async def test_a_compressed_body_is_415(served: Served) -> None:
+    """A body claiming gzip: refused before any check (the server decodes no coding)."""
     request = await served.ask()
     body = payload(tap_event("approve", request))
     headers = {"Content-Encoding": "gzip", "X-Line-Signature": sign(body)}
-    assert await served.post(body, headers) == (400, {"error": "unreadable body"})
+    expected = {"error": "send the body without a Content-Encoding"}
+    assert await served.post(body, headers) == (415, expected)
     await assert_untouched(served, request)
     assert served.metric("tapgate_webhook_rejections_total", platform="line", reason="payload")
 

@@ -643,12 +643,12 @@ async def test_an_unsigned_request_is_401_and_changes_nothing(
     assert served.metric("tapgate_webhook_rejections_total", platform="slack", reason="signature")
 
 
-async def test_a_body_that_cannot_be_decoded_is_400(served: Served) -> None:
-    """A body claiming gzip that is not: a 400 before any check, never a 500."""
+async def test_a_compressed_body_is_415(served: Served) -> None:
+    """A body claiming gzip: refused before any check (the server decodes no coding)."""
     request = await served.ask()
     body = form(click(served, "approve", request, user=ALICE))
     headers = {**served.headers(body), "Content-Encoding": "gzip"}
-    assert (await served.post(body, headers))[0] == 400
+    assert (await served.post(body, headers))[0] == 415
     await assert_untouched(served, request)
     assert served.metric("tapgate_webhook_rejections_total", platform="slack", reason="payload")
 

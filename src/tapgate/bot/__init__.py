@@ -7,8 +7,9 @@ sub-package per concept, with the app's own modules beside them:
 - ``bot.api``: the HTTP APIs agents call (``/v1`` with its SSE stream and OpenAPI,
   the HumanLayer-compatible API, their shared auth and JSON errors)
 - ``bot.cli``: the ``tapgate`` command line and its typed command table
-- beside them: app assembly (``app``, ``routes``, ``keys``), ``health``,
-  ``metrics``, ``heartbeat``, ``access_log``
+- beside them: app assembly (``app``, ``routes``, ``keys``), ``bodies`` (every
+  route's body, read bounded in time and size), ``health``, ``metrics``,
+  ``heartbeat``, ``access_log``
 
 Its names load on first use (PEP 562), so the console script's agent-side
 commands start without pydantic models and YAML.

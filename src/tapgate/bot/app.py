@@ -14,6 +14,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from aiohttp import web
 
 from tapgate.bot.api import setup_api, setup_humanlayer
+from tapgate.bot.api.agent import PREFIX as AGENT_API
+from tapgate.bot.api.humanlayer import PREFIX as HUMANLAYER_API
+from tapgate.bot.bodies import HANDLER_ARGS, body_middleware
 from tapgate.bot.config import Config
 from tapgate.bot.health import setup_health
 from tapgate.bot.heartbeat import Heartbeat
@@ -39,7 +42,7 @@ def build_app(
     notifiers: Sequence[Notifier] | None = None,
 ) -> web.Application:
     """The server for ``config``; ``notifiers`` replaces the configured ones (tests)."""
-    app = web.Application(client_max_size=_MAX_BODY)
+    app = web.Application(client_max_size=_MAX_BODY, handler_args=HANDLER_ARGS)
     app[CONFIG] = config
     app[CLOCK] = clock or SystemClock()
     app[METRICS] = Metrics()
@@ -47,8 +50,28 @@ def build_app(
     setup_health(app)
     setup_api(app)
     setup_humanlayer(app)
+    # After the APIs' auth middlewares: an agent's body is read once its token is known.
+    app.middlewares.append(
+        body_middleware(
+            timeout=config.server.body_timeout,
+            max_size=_MAX_BODY,
+            json_api_prefixes=(AGENT_API, HUMANLAYER_API),
+            on_refuse=_webhook_refusals(app[METRICS]),
+        )
+    )
     setup_webhooks(app)
     return app
+
+
+def _webhook_refusals(metrics: Metrics) -> Callable[[str], None]:
+    """Count a refused webhook body as the webhooks count an unreadable one (``payload``)."""
+
+    def count(path: str) -> None:
+        platform = path.removeprefix("/webhooks/")
+        if platform in ("line", "slack"):
+            metrics.webhook_rejections.labels(platform, "payload").inc()
+
+    return count
 
 
 def notifiers_for(config: Config) -> list[Notifier]:

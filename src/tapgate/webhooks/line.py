@@ -129,7 +129,7 @@ class LineWebhook:
         """The aiohttp handler: the raw bytes in, :meth:`handle`'s answer out."""
         try:
             body = await request.read()
-        except web.RequestPayloadError:  # e.g. a body that claims gzip and is not
+        except web.RequestPayloadError:  # in tapgate's app, bot/bodies.py has read it already
             _log.warning("LINE webhook refused: unreadable body")
             result = self._reject("payload", 400, "unreadable body")
         else:

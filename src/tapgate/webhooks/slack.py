@@ -168,7 +168,7 @@ class SlackWebhook:
         """``POST /webhooks/slack``: 401 unless signed and fresh, 400 unless well-formed."""
         try:
             body = await request.read()
-        except web.RequestPayloadError:  # e.g. a body that claims gzip and is not
+        except web.RequestPayloadError:  # in tapgate's app, bot/bodies.py has read it already
             _log.warning("Slack webhook refused: unreadable body")
             return self._refuse("payload", 400, "unreadable body")
         check = check_signature(

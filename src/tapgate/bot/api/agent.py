@@ -51,6 +51,7 @@ from tapgate.core.models import Request, ToolCall
 from tapgate.errors import RequestNotFound, ResolveError
 
 __all__ = [
+    "PREFIX",
     "cancel_tool_call",
     "get_openapi",
     "get_tool_call",
@@ -59,7 +60,7 @@ __all__ = [
     "submit_tool_call",
 ]
 
-_PREFIX = "/v1"
+PREFIX = "/v1"
 _PUBLIC = frozenset({"/v1/openapi.json"})
 
 
@@ -67,7 +68,7 @@ def setup_api(app: web.Application) -> None:
     """Register the agent API routes, its error middleware and its shutdown signal."""
     app[SHUTDOWN] = asyncio.Event()
     app.on_shutdown.append(_shutting_down)
-    app.middlewares.append(json_api_middleware(_PREFIX, public=_PUBLIC))
+    app.middlewares.append(json_api_middleware(PREFIX, public=_PUBLIC))
     app.router.add_post("/v1/tool-calls", submit_tool_call)
     app.router.add_get("/v1/tool-calls", list_tool_calls)
     app.router.add_get("/v1/tool-calls/{id}", get_tool_call)
@@ -138,7 +139,7 @@ async def submit_tool_call(request: web.Request) -> web.Response:
     await told(request, current)
     if ticket.reused:
         return model_response(tool_call_from_request(current, reused=True))
-    location = f"{_PREFIX}/tool-calls/{current.id}"
+    location = f"{PREFIX}/tool-calls/{current.id}"
     return model_response(tool_call_from_request(current), 201, {hdrs.LOCATION: location})
 
 

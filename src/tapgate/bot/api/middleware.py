@@ -5,7 +5,8 @@ very same bearer-token check (constant-time, via ``Config.agent_for_token``)
 and answer every failure in the same JSON shape: their own ``ApiError``\ s,
 aiohttp's 404 / 405 / 413, a database outage (a 503 that clients retry) and a
 bug (a logged 500). It also holds the small helpers both APIs' handlers use:
-reading a body, answering with a pydantic model, and counting a decision made
+the body (read beforehand by :mod:`tapgate.bot.bodies`), answering with a
+pydantic model, and counting a decision made
 at once (such decisions publish no gate event, so the metrics hear of them
 here). The error body itself is :class:`~tapgate.bot.api.models.ApiError`.
 """
@@ -181,8 +182,9 @@ def model_response(
 
 
 async def read_body(request: web.Request) -> bytes:
-    """The raw body; one that cannot be decoded (a bad gzip stream) is the client's 400."""
-    try:
-        return await request.read()
-    except web.RequestPayloadError:
-        raise ApiError(400, "unreadable_body", "the body could not be read or decoded") from None
+    """The raw body, already read (bounded in time and size) by :mod:`tapgate.bot.bodies`.
+
+    aiohttp keeps what it read, so this returns at once; a body that could
+    not be read never reaches a handler.
+    """
+    return await request.read()

@@ -43,6 +43,7 @@ class ServerConfig(Section):
     delivery_lease: Duration = 60.0
     stream_write_timeout: Duration = 30.0
     reconcile_interval: Duration = 1.0
+    body_timeout: Duration = 10.0
 
 
 class StoreConfig(Section):
