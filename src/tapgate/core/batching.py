@@ -16,13 +16,13 @@ import asyncio
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from tapgate.core.models import Decision, Request, Ticket, ToolCall
-from tapgate.core.records import Asking, grant_decision, new_id
-from tapgate.core.store import Created
+from tapgate.core.models import Decision, Request, Scope, Ticket, ToolCall
+from tapgate.core.records import Asking, grant_decision, grant_maker, new_id
+from tapgate.core.store import Created, Transition
 from tapgate.core.store.batches import Ask, Batch, BatchItem
-from tapgate.errors import AlreadyResolved, RequestExpired, RequestNotFound
+from tapgate.errors import AlreadyResolved, DuplicateEvent, RequestExpired, RequestNotFound
 
 if TYPE_CHECKING:
     from tapgate.core.gate import Gate
@@ -34,6 +34,7 @@ __all__ = [
     "cancel_batch",
     "check_batch",
     "read_batch",
+    "resolve_batch",
     "submit_batch",
     "wait_batch",
 ]
@@ -172,3 +173,45 @@ async def cancel_batch(
             if isinstance(refused.request, Request):
                 current[request.id] = refused.request
     return BatchState(batch=state.batch, requests=current)
+
+
+async def resolve_batch(
+    gate: Gate,
+    batch_id: str,
+    verdict: Literal["approve", "deny"],
+    *,
+    by: str,
+    scope: Scope = "once",
+    reason: str | None = None,
+    detail: dict[str, Any] | None = None,
+    event: tuple[str, str] | None = None,
+) -> list[Transition]:
+    """ "Approve all" / "Deny all": each still-pending call decided by ``by``, in one transaction.
+
+    Only what :mod:`tapgate.core.taps` calls (it owns who may tap). Each
+    member is its own compare-and-set with its own approver check and audit
+    (DESIGN.md decision 11); "session" grants each call its own fingerprint.
+    Returns one transition per member, in the agent's order (``final`` for
+    one decided before). Raises :class:`RequestNotFound` for an unknown
+    batch and :class:`DuplicateEvent` for a redelivered ``event``.
+    """
+    make_grant = grant_maker(verdict, by=by, scope=scope, now=gate.clock.now())
+    transitions = await gate.store.resolve_batch(
+        batch_id,
+        to="approved" if verdict == "approve" else "denied",
+        by=by,
+        now=gate.clock.now(),
+        reason=reason,
+        scope=scope if verdict == "approve" else "once",
+        grant=make_grant,
+        detail={**(detail or {}), "batch": batch_id},
+        event=event,
+    )
+    if transitions is None:
+        raise DuplicateEvent(batch_id, event[1] if event else "?")
+    if not transitions:
+        raise RequestNotFound(batch_id)
+    for transition in transitions:
+        if transition.outcome in ("applied", "expired") and transition.request is not None:
+            gate.announce_decided(transition.request)
+    return transitions

@@ -11,6 +11,11 @@ other, so it lives here.
   and ``dismiss`` joined ``v=1`` later: the older actions parse exactly as
   before, so the version did not change.
 - Slack ``action_id``: one per action, the button ``value`` being the id.
+- A batch's card adds three actions on the whole batch (:data:`BatchAction`):
+  LINE ``v=1&a=approve_all&b=<batch id>`` (``b``, not ``r``: a batch id can
+  never be read as a request id, so an old parser refuses it; at most 101
+  characters), Slack ``tapgate_approve_all`` etc. with the batch id as the
+  ``value``. Its per-call buttons are the single request's own.
 - A typed answer to a question (LINE has no dialogs): a text message
   ``answer <reference>: <the answer>``. The Reply button pre-fills
   ``answer <short id>: `` in the approver's keyboard; the reference is a
@@ -22,17 +27,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Literal
+from typing import Literal, TypeVar
 
 __all__ = [
+    "BATCH_ACTIONS",
     "QUESTION_ACTIONS",
     "REFERENCE_MIN",
     "SHORT_ID_LENGTH",
     "SLACK_ACTIONS",
     "SLACK_ACTION_IDS",
+    "SLACK_BATCH_ACTIONS",
+    "SLACK_BATCH_ACTION_IDS",
+    "BatchAction",
     "TapAction",
     "answer_prefill",
+    "batch_postback_data",
     "parse_answer",
+    "parse_batch_postback_data",
     "parse_postback_data",
     "postback_data",
     "valid_request_id",
@@ -45,6 +56,13 @@ TapAction = Literal["approve", "deny", "approve_session", "reply", "dismiss"]
 denies (nobody will answer).
 """
 
+BatchAction = Literal["approve_all", "deny_all", "approve_all_session"]
+"""What a batch card's own buttons ask for: every still-pending call of the batch at once."""
+
+BATCH_ACTIONS: frozenset[BatchAction] = frozenset(
+    {"approve_all", "deny_all", "approve_all_session"}
+)
+
 QUESTION_ACTIONS: frozenset[TapAction] = frozenset({"reply", "dismiss"})
 """The actions that make sense for a question only, never for a tool call."""
 
@@ -53,6 +71,7 @@ SHORT_ID_LENGTH = 8
 REFERENCE_MIN = 6
 """The shortest id prefix a typed answer may use: ~36 random bits, one person's questions."""
 
+_A = TypeVar("_A")
 POSTBACK_VERSION = "1"
 POSTBACK_DATA_MAX = 300
 _ACTIONS: Mapping[str, TapAction] = {
@@ -79,6 +98,12 @@ SLACK_ACTION_IDS: Mapping[TapAction, str] = {
     "dismiss": "tapgate_dismiss",
 }
 SLACK_ACTIONS: Mapping[str, TapAction] = {v: k for k, v in SLACK_ACTION_IDS.items()}
+SLACK_BATCH_ACTION_IDS: Mapping[BatchAction, str] = {
+    "approve_all": "tapgate_approve_all",
+    "deny_all": "tapgate_deny_all",
+    "approve_all_session": "tapgate_approve_all_session",
+}
+SLACK_BATCH_ACTIONS: Mapping[str, BatchAction] = {v: k for k, v in SLACK_BATCH_ACTION_IDS.items()}
 
 
 def valid_request_id(value: object) -> bool:
@@ -102,6 +127,44 @@ def parse_postback_data(data: object) -> tuple[TapAction, str] | None:
     The data arrives from the network, so anything but an exact current-version
     triple is refused rather than guessed at. Never raises.
     """
+    return _parse(data, "r", _ACTIONS)
+
+
+def batch_postback_data(action: BatchAction, batch_id: str) -> str:
+    """The ``data`` of a batch card's postback button: ``v=1&a=approve_all&b=<batch id>``.
+
+    Raises ``ValueError`` for an unknown action or a malformed id.
+    """
+    if action not in BATCH_ACTIONS or not valid_request_id(batch_id):
+        raise ValueError(f"cannot build batch postback data for {action!r}, {batch_id!r}")
+    return f"v={POSTBACK_VERSION}&a={action}&b={batch_id}"
+
+
+def parse_batch_postback_data(data: object) -> tuple[BatchAction, str] | None:
+    """``(action, batch_id)`` from a batch postback's ``data``, or ``None``; never raises."""
+    return _parse(data, "b", _BATCH_ACTION_NAMES)
+
+
+_BATCH_ACTION_NAMES: Mapping[str, BatchAction] = {a: a for a in BATCH_ACTIONS}
+
+
+def _parse(data: object, target: str, names: Mapping[str, _A]) -> tuple[_A, str] | None:
+    """``(action, id)`` from ``v=1&a=<action>&<target>=<id>`` with an action in ``names``.
+
+    The data arrives from the network, so anything but an exact current-version
+    triple is refused rather than guessed at.
+    """
+    fields = _fields(data)
+    if fields is None or fields.keys() != {"v", "a", target} or fields["v"] != POSTBACK_VERSION:
+        return None
+    action, ident = names.get(fields["a"]), fields[target]
+    if action is None or not valid_request_id(ident):
+        return None
+    return action, ident
+
+
+def _fields(data: object) -> dict[str, str] | None:
+    """``key=value&…`` as a dict; ``None`` for anything else, repeated keys included."""
     if not isinstance(data, str) or len(data) > POSTBACK_DATA_MAX:
         return None
     fields: dict[str, str] = {}
@@ -110,12 +173,7 @@ def parse_postback_data(data: object) -> tuple[TapAction, str] | None:
         if not sep or key in fields:
             return None
         fields[key] = value
-    if fields.keys() != {"v", "a", "r"} or fields["v"] != POSTBACK_VERSION:
-        return None
-    action, request_id = _ACTIONS.get(fields["a"]), fields["r"]
-    if action is None or not valid_request_id(request_id):
-        return None
-    return action, request_id
+    return fields
 
 
 def answer_prefill(request_id: str) -> str:

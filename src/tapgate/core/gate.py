@@ -15,7 +15,6 @@ import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from tapgate.core.clock import Clock, SystemClock
@@ -36,7 +35,7 @@ from tapgate.core.models import (
     ToolCall,
 )
 from tapgate.core.policy import Policy
-from tapgate.core.records import Asking, grant_decision, grant_for, plan_call
+from tapgate.core.records import Asking, grant_decision, grant_maker, plan_call
 from tapgate.core.store import Created, Store, Transition
 from tapgate.core.store.notify import DecisionListener
 from tapgate.core.waiters import Waiters
@@ -333,11 +332,7 @@ class Gate(StoreDoor):
         in the same transaction, a second delivery raises
         :class:`~tapgate.errors.DuplicateEvent` and changes nothing.
         """
-        make_grant = (
-            partial(grant_for, by=by, scope=scope, ttl=grant_ttl, now=self.clock.now())
-            if verdict == "approve" and scope != "once"
-            else None
-        )
+        make_grant = grant_maker(verdict, by=by, scope=scope, ttl=grant_ttl, now=self.clock.now())
         transition = await self.store.transition(
             request_id,
             to="approved" if verdict == "approve" else "denied",
@@ -353,6 +348,10 @@ class Gate(StoreDoor):
         if transition.outcome == "duplicate":
             raise DuplicateEvent(request_id, event[1] if event else "?")
         return self._apply(request_id, transition, by)
+
+    def announce_decided(self, request: Request) -> None:
+        """Wake and tell about a request decided outside :meth:`resolve` (a batch's answer)."""
+        self._settle(request, _EVENT_FOR[request.status])
 
     def _apply(self, request_id: str, transition: Transition, by: str) -> Request:
         request = transition.request

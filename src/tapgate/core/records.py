@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 
 from tapgate.core.directory import Directory
 from tapgate.core.models import (
@@ -29,7 +30,15 @@ from tapgate.core.models import (
 from tapgate.core.policy import Policy, PolicyVerdict
 from tapgate.core.store.grants import GrantKey
 
-__all__ = ["Asking", "grant_decision", "grant_for", "new_id", "new_request", "policy_decision"]
+__all__ = [
+    "Asking",
+    "grant_decision",
+    "grant_for",
+    "grant_maker",
+    "new_id",
+    "new_request",
+    "policy_decision",
+]
 
 
 def new_id() -> str:
@@ -119,6 +128,19 @@ def new_request(
         on_timeout=on_timeout,
         grantable=verdict.grantable,
     )
+
+
+def grant_maker(
+    verdict: str, *, by: str, scope: Scope, now: datetime, ttl: float | None = None
+) -> Callable[[Request], Grant | None] | None:
+    """What builds the grant an approval makes from the decided request (``None``: no grant).
+
+    Shared by a single tap and "Allow all for session", so each call of a
+    batch is granted its own fingerprint exactly as a single tap grants it.
+    """
+    if verdict != "approve" or scope == "once":
+        return None
+    return partial(grant_for, by=by, scope=scope, ttl=ttl, now=now)
 
 
 def grant_for(

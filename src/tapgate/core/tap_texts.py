@@ -13,6 +13,8 @@ control characters are dropped and credentials are masked by the one mask
 from __future__ import annotations
 
 import unicodedata
+from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime
 
 from tapgate.core.buttons import SHORT_ID_LENGTH
@@ -20,11 +22,14 @@ from tapgate.core.masking import mask_text
 from tapgate.core.models import CONTACT_TOOL, Request
 
 __all__ = [
+    "BATCH_NOT_FOUND",
     "NOT_APPROVER",
+    "NOT_APPROVER_BATCH",
     "NOT_FOUND",
     "NOT_QUESTION",
     "already_message",
     "applied_message",
+    "batch_message",
     "clock_time",
     "is_question",
     "no_question_matches",
@@ -36,6 +41,8 @@ __all__ = [
 NOT_APPROVER = "You are not an approver for this request."
 NOT_FOUND = "This request does not exist (any more)."
 NOT_QUESTION = "This request is not a question; use its Approve / Deny buttons."
+NOT_APPROVER_BATCH = "You are not an approver for any open call of this batch."
+BATCH_NOT_FOUND = "This batch does not exist (any more)."
 
 _PAST = {"approved": "approved", "denied": "denied", "cancelled": "cancelled", "expired": "expired"}
 _QUESTION_PAST = {**_PAST, "approved": "answered", "denied": "dismissed"}
@@ -101,3 +108,35 @@ def too_many_questions(reference: str) -> str:
 def no_question_matches(reference: str) -> str:
     """A typed reference that names none of this person's questions."""
     return f"No question for you matches {reference}; tap Reply on the question to answer it."
+
+
+def batch_message(
+    batch_id: str,
+    *,
+    verb: str,
+    applied: Sequence[Request],
+    late: Sequence[Request],
+    not_yours: int = 0,
+) -> str:
+    """What a batch tap did: "Batch 3fA9xK2b: 2 approved, 1 was already denied by bob."
+
+    ``verb`` is the decision's past tense ("approved", "approved for this
+    session", "denied"); ``late`` are the calls decided (or expired) before
+    this tap, told as a late single tap is; ``not_yours`` counts open calls
+    the tapper is not an approver of (refused and audited, one by one).
+    """
+    parts = [f"{len(applied)} {verb}"] if applied else []
+    # A call still "pending" here is past its deadline (the sweep has not run yet).
+    statuses = [(r.status if r.status != "pending" else "expired", r.resolved_by) for r in late]
+    told = Counter((status, by if status != "expired" else None) for status, by in statuses)
+    for (status, by), n in sorted(told.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        past = _PAST.get(status, status)
+        if status == "expired":
+            parts.append(f"{n} {'has' if n == 1 else 'have'} expired")
+            continue
+        was = "was" if n == 1 else "were"
+        parts.append(f"{n} {was} already {past}" + (f" by {by}" if by else ""))
+    if not_yours:
+        parts.append(f"{not_yours} {'is' if not_yours == 1 else 'are'} not yours to decide")
+    lead = "" if applied else "nothing decided; "
+    return f"Batch {batch_id[:SHORT_ID_LENGTH]}: {lead}{', '.join(parts) or 'no calls'}."

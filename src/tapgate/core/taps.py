@@ -15,6 +15,13 @@ signature and parse the payload; everything after that is decided here, once:
   the words of :mod:`tapgate.core.tap_texts`; a refused tap carries the
   request as the refusing transaction saw it, never a second read.
 
+A batch card's own buttons ("Approve all", "Deny all", "Allow all for
+session") are a :class:`BatchTap`: :func:`tap_batch` decides every
+still-pending call of the batch in one transaction, each call authorised
+against *its own* approvers and refused (and audited) on its own, so an
+"Approve all" can never decide a call its tapper could not have tapped;
+:func:`check_batch_tap` is its :func:`check` before the deny-reason dialog.
+
 Questions (``CONTACT_TOOL`` requests) are answered, not approved: ``reply``
 approves with the answer as the reason, ``dismiss`` denies, and both are
 refused for anything but a question, so a typed text can never approve a
@@ -27,15 +34,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from tapgate.core.buttons import QUESTION_ACTIONS, TapAction
+from tapgate.core.batching import read_batch, resolve_batch
+from tapgate.core.buttons import QUESTION_ACTIONS, BatchAction, TapAction
 from tapgate.core.gate import Gate
-from tapgate.core.models import Request
+from tapgate.core.models import Request, Scope
+from tapgate.core.store import Transition
 from tapgate.core.tap_texts import (
+    BATCH_NOT_FOUND,
     NOT_APPROVER,
+    NOT_APPROVER_BATCH,
     NOT_FOUND,
     NOT_QUESTION,
     already_message,
     applied_message,
+    batch_message,
     is_question,
 )
 from tapgate.errors import (
@@ -46,7 +58,18 @@ from tapgate.errors import (
     RequestNotFound,
 )
 
-__all__ = ["ANSWER_MAX", "Tap", "TapKind", "TapOutcome", "check", "refuse", "tap"]
+__all__ = [
+    "ANSWER_MAX",
+    "BatchTap",
+    "Tap",
+    "TapKind",
+    "TapOutcome",
+    "check",
+    "check_batch_tap",
+    "refuse",
+    "tap",
+    "tap_batch",
+]
 
 TapKind = Literal[
     "applied",
@@ -76,6 +99,8 @@ class TapOutcome:
     message: str
     approver: str | None = None
     request: Request | None = None
+    requests: tuple[Request, ...] = ()
+    """A batch tap's calls as it left them (``ready``: the open ones the tapper decides)."""
 
     @property
     def applied(self) -> bool:
@@ -100,11 +125,26 @@ class Tap:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class BatchTap:
+    """One tap on a batch card's own buttons: who (platform ids), what, on which batch.
+
+    Untrusted like :class:`Tap`: the ids are matched against the directory,
+    and the tapper against each call's approvers, inside the decision.
+    """
+
+    channel: str
+    user_id: str
+    action: BatchAction
+    batch_id: str
+    team: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class _Tapper:
-    """A :class:`Tap` with the approver its ids name, if any."""
+    """A :class:`Tap` (or :class:`BatchTap`) with the approver its ids name, if any."""
 
     gate: Gate
-    tap: Tap
+    tap: Tap | BatchTap
     approver: str | None
 
     @property
@@ -113,7 +153,7 @@ class _Tapper:
         return self.approver or f"{self.tap.channel}:{self.tap.user_id}"
 
 
-def _identify(gate: Gate, tap: Tap) -> _Tapper:
+def _identify(gate: Gate, tap: Tap | BatchTap) -> _Tapper:
     approver = gate.directory.identify(tap.channel, tap.user_id, tap.team)
     return _Tapper(gate=gate, tap=tap, approver=approver)
 
@@ -153,6 +193,85 @@ async def tap(
     )
 
 
+async def tap_batch(
+    gate: Gate, answer: BatchTap, *, reason: str | None = None, event: str | None = None
+) -> TapOutcome:
+    """Decide every still-pending call of the batch as the approver behind ``answer`` asks.
+
+    One transaction, one compare-and-set per pending call (DESIGN.md
+    decision 11); each checks the tapper against that call's approvers, so
+    a stranger's "Approve all" changes nothing and is audited per call.
+    Calls decided meanwhile stay decided and the sentence says so.
+    """
+    tapper = _identify(gate, answer)
+    scope: Scope = "session" if answer.action == "approve_all_session" else "once"
+    try:
+        transitions = await resolve_batch(
+            gate,
+            answer.batch_id,
+            "deny" if answer.action == "deny_all" else "approve",
+            by=tapper.actor,
+            scope=scope,
+            reason=reason,
+            detail=_detail(tapper),
+            event=(answer.channel, event) if event is not None else None,
+        )
+    except DuplicateEvent:
+        return TapOutcome(kind="duplicate", approver=tapper.approver, message="")
+    except RequestNotFound:
+        return TapOutcome(kind="not_found", approver=tapper.approver, message=BATCH_NOT_FOUND)
+    return _batch_outcome(tapper.approver, answer, transitions)
+
+
+def _batch_outcome(
+    approver: str | None, answer: BatchTap, transitions: list[Transition]
+) -> TapOutcome:
+    """Sum up a batch tap: ``applied`` if it decided anything, else why not, in one sentence."""
+    current = tuple(t.request for t in transitions if t.request is not None)
+    applied = [t.request for t in transitions if t.outcome == "applied" and t.request]
+    late = [t.request for t in transitions if t.outcome in ("final", "expired") and t.request]
+    not_yours = sum(t.outcome == "unauthorized" for t in transitions)
+    if not applied and not late:
+        message = NOT_APPROVER_BATCH if not_yours else BATCH_NOT_FOUND
+        kind: TapKind = "not_approver" if not_yours else "not_found"
+        return TapOutcome(kind=kind, approver=approver, message=message, requests=current)
+    verb = {"approve_all": "approved", "deny_all": "denied"}.get(
+        answer.action, "approved for this session"
+    )
+    message = batch_message(
+        answer.batch_id, verb=verb, applied=applied, late=late, not_yours=not_yours
+    )
+    kind = "applied" if applied else "already"
+    return TapOutcome(kind=kind, approver=approver, message=message, requests=current)
+
+
+async def check_batch_tap(gate: Gate, answer: BatchTap) -> TapOutcome:
+    """May ``answer``'s tapper decide any open call of the batch now? ``ready`` or why not.
+
+    :func:`check` for a batch, run before the "Deny all" reason dialog opens;
+    ``requests`` of a ``ready`` outcome are the open calls this tapper
+    decides. A tapper who is an approver of none is audited once per open call.
+    """
+    tapper = _identify(gate, answer)
+    try:
+        state = await read_batch(gate, answer.batch_id)
+    except RequestNotFound:
+        return TapOutcome(kind="not_found", approver=tapper.approver, message=BATCH_NOT_FOUND)
+    members = [r for r in state.requests.values() if r.batch_id == answer.batch_id]
+    now = gate.clock.now()
+    still_open = [r for r in members if r.is_pending and r.expires_at > now]
+    if not still_open:
+        verb = "denied" if answer.action == "deny_all" else "approved"
+        message = batch_message(answer.batch_id, verb=verb, applied=[], late=members)
+        return TapOutcome(kind="already", approver=tapper.approver, message=message)
+    mine = tuple(r for r in still_open if tapper.approver in r.approvers)
+    if not mine:
+        for request in still_open:
+            await _audit_refused(tapper, why="not an approver", request_id=request.id)
+        return TapOutcome(kind="not_approver", approver=tapper.approver, message=NOT_APPROVER_BATCH)
+    return TapOutcome(kind="ready", approver=tapper.approver, message="", requests=mine)
+
+
 async def check(gate: Gate, answer: Tap) -> TapOutcome:
     """May ``answer``'s tapper take its action on its request now? ``ready`` or why not.
 
@@ -181,7 +300,7 @@ async def check(gate: Gate, answer: Tap) -> TapOutcome:
     return TapOutcome(kind="ready", approver=approver, request=request, message="")
 
 
-async def refuse(gate: Gate, answer: Tap, *, why: str) -> TapOutcome:
+async def refuse(gate: Gate, answer: Tap | BatchTap, *, why: str) -> TapOutcome:
     """Refuse a tap for a reason only the surface can see (another Slack workspace).
 
     Audited with ``why``; the tapper is told they are not an approver, which
@@ -220,6 +339,7 @@ async def _not_a_question(tapper: _Tapper, *, event: str | None) -> TapOutcome |
     so reading it before the compare-and-set is race-free.
     """
     gate = tapper.gate
+    assert isinstance(tapper.tap, Tap)
     try:
         request = await gate.get_request(tapper.tap.request_id)
     except RequestNotFound:
@@ -240,11 +360,19 @@ def _detail(tapper: _Tapper) -> dict[str, str]:
     return detail
 
 
-async def _audit_refused(tapper: _Tapper, *, why: str) -> None:
-    """Audit a refusal decided here, as the store audits the ones it decides."""
-    wanted = "denied" if tapper.tap.action in ("deny", "dismiss") else "approved"
+async def _audit_refused(tapper: _Tapper, *, why: str, request_id: str | None = None) -> None:
+    """Audit a refusal decided here, as the store audits the ones it decides.
+
+    A batch tap names the call it was refused on (``request_id``) and its batch.
+    """
+    answer = tapper.tap
+    wanted = "denied" if answer.action in ("deny", "dismiss", "deny_all") else "approved"
+    if isinstance(answer, BatchTap):
+        target, extra = request_id or answer.batch_id, {"batch": answer.batch_id}
+    else:
+        target, extra = answer.request_id, {}
     await tapper.gate.record_refusal(
-        tapper.tap.request_id,
+        target,
         actor=tapper.actor,
-        detail={**_detail(tapper), "wanted": wanted, "why": why},
+        detail={**_detail(tapper), **extra, "wanted": wanted, "why": why},
     )

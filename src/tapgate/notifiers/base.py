@@ -13,17 +13,21 @@ one retry policy of its platform (:mod:`tapgate.notifiers.retry`).
 ``edits_messages`` is part of the protocol: a notifier whose platform cannot
 edit sent messages sets it to ``False`` and the dispatcher then never asks it
 to update them (no claim, no read: a decision costs LINE nothing).
+
+A batch of calls is one card per approver (:class:`BatchNotifier`): every
+built-in notifier sends it as one message; the dispatcher hands it the
+batch's calls that approver decides, in the agent's order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from tapgate.core.models import Delivery, Request
 
-__all__ = ["Notifier", "Receipt"]
+__all__ = ["BatchNotifier", "Notifier", "Receipt"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -69,4 +73,25 @@ class Notifier(Protocol):
 
     async def close(self) -> None:
         """Release clients and sessions."""
+        ...
+
+
+@runtime_checkable
+class BatchNotifier(Notifier, Protocol):
+    """A :class:`Notifier` that can show a batch of calls as one card.
+
+    ``requests`` are the batch's calls the approver decides, as they are now
+    (some may be decided already: the card shows them as decided). A
+    notifier without these methods cannot carry batch cards; the dispatcher
+    then gives up on such a row for good rather than flood one message per call.
+    """
+
+    async def send_batch(
+        self, requests: Sequence[Request], delivery: Delivery, *, key: str, retried: bool = False
+    ) -> Receipt:
+        """Post one card listing ``requests`` to ``delivery.address`` (``key`` as for send)."""
+        ...
+
+    async def update_batch(self, requests: Sequence[Request], receipt: Receipt) -> None:
+        """Show ``requests`` as they are now on the posted card (a no-op where it cannot edit)."""
         ...

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import TextIO
 
 from tapgate.core.masking import clean
 from tapgate.core.models import CONTACT_TOOL, Delivery, Request
 from tapgate.notifiers.base import Receipt
+from tapgate.notifiers.batch_view import BatchView, present_batch
 from tapgate.notifiers.presentation import (
     ApprovalView,
     clip,
@@ -31,7 +33,7 @@ from tapgate.notifiers.presentation import (
     truncate_lines,
 )
 
-__all__ = ["ConsoleNotifier", "render_console"]
+__all__ = ["ConsoleNotifier", "render_console", "render_console_batch"]
 
 _BODY_MAX_CHARS = 8000
 _BODY_MAX_LINES = 120
@@ -77,6 +79,21 @@ class ConsoleNotifier:
             line += f": {reason}" if question and status == "approved" else f" ({reason})"
         self._write(f"[tapgate] request {request.id}: {line}\n")
 
+    async def send_batch(
+        self, requests: Sequence[Request], delivery: Delivery, *, key: str, retried: bool = False
+    ) -> Receipt:
+        """Print a batch's calls as one block, each with the commands that decide it."""
+        batch = present_batch(requests, tool_shell_args=self._tool_shell_args)
+        self._write(render_console_batch(batch, approver=delivery.approver))
+        return Receipt(channel=self.channel, address=delivery.address, ref={})
+
+    async def update_batch(self, requests: Sequence[Request], receipt: Receipt) -> None:
+        """Print one line with where the batch stands: ``2 approved, 1 denied, 1 pending``."""
+        counts = Counter(r.status for r in requests)
+        batch_id = requests[0].batch_id if requests else "?"
+        told = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+        self._write(f"[tapgate] batch {batch_id}: {told}\n")
+
     async def close(self) -> None:
         """Nothing to release; the stream belongs to the caller."""
 
@@ -110,6 +127,27 @@ def render_console(view: ApprovalView, *, approver: str) -> str:
     ]
     if view.can_allow_session:
         lines.append(f"  session:   tapgate resolve {rid} approve --as {who} --scope session")
+    return "\n".join(lines) + "\n"
+
+
+def render_console_batch(batch: BatchView, *, approver: str) -> str:
+    """A batch as one block: its facts, then each call as :func:`render_console` shows it.
+
+    There is no "approve all" command: each call is its own request, decided
+    by its own ``tapgate resolve`` line (the chat cards have the batch buttons).
+    """
+    lines = [
+        f"[tapgate] Approval needed: {len(batch.calls)} calls (batch {batch.batch_id})",
+        f"  agent:     {batch.agent}" + (f"  session: {batch.session}" if batch.session else ""),
+        f"  expires:   {batch.expires_text}" + (f" ({batch.time_left})" if batch.time_left else ""),
+    ]
+    for number, call in enumerate(batch.calls, start=1):
+        lines.append(f"  -- call {number} of {len(batch.calls)} --")
+        if call.outcome is not None:
+            lines.append(f"  {call.view.tool} (request {call.view.request_id}): {call.outcome}")
+            continue
+        single = render_console(call.view, approver=approver).removesuffix("\n").split("\n")
+        lines += [f"  {line}" for line in single]
     return "\n".join(lines) + "\n"
 
 

@@ -14,6 +14,11 @@ asks only for the update pass, and only when some notifier can edit a sent
 message: with LINE alone a decision gives the dispatcher nothing to do, and a
 burst of taps must not cost a claim transaction and two reads each
 (docs/benchmarks.md).
+
+A batch's card (an outbox item with ``members``) goes through the
+notifier's :class:`~tapgate.notifiers.base.BatchNotifier` methods: one
+message per approver × channel, paced like any other, and after each wave
+of its calls' decisions one update showing the batch as it then is.
 """
 
 from __future__ import annotations
@@ -30,8 +35,8 @@ from tapgate.core.clock import Clock, SystemClock
 from tapgate.core.events import EventBus
 from tapgate.core.models import GateEvent
 from tapgate.core.store import OutboxItem, Store
-from tapgate.errors import DeliveryError
-from tapgate.notifiers.base import Notifier, Receipt
+from tapgate.errors import DeliveryError, PermanentDeliveryError
+from tapgate.notifiers.base import BatchNotifier, Notifier, Receipt
 from tapgate.notifiers.retry import outbox_backoff
 
 __all__ = ["Dispatcher"]
@@ -246,11 +251,7 @@ class Dispatcher:
     async def _send(self, notifier: Notifier, item: OutboxItem) -> None:
         try:
             async with self._slots:
-                # The claim counted this attempt: more than one means an earlier
-                # one failed, died or was stopped, and may have been delivered.
-                receipt = await notifier.send(
-                    item.request, item.delivery, key=item.retry_key, retried=item.attempts > 1
-                )
+                receipt = await _send_item(notifier, item)
         except DeliveryError as exc:
             await self._failed(item, exc)
             return
@@ -266,6 +267,7 @@ class Dispatcher:
                 receipt=stored,
                 now=self.clock.now(),
                 editable=notifier.edits_messages,
+                shown_version=item.version if item.batch_id is not None else None,
             )
             and self.bus is not None
         ):
@@ -317,7 +319,10 @@ class Dispatcher:
         )
         try:
             async with self._slots:
-                await notifier.update(item.request, receipt)
+                if item.batch_id is not None:
+                    await _batch_notifier(notifier).update_batch(item.members, receipt)
+                else:
+                    await notifier.update(item.request, receipt)
         except DeliveryError as exc:
             log.warning(
                 "could not update %s message of request %s: %s",
@@ -332,7 +337,13 @@ class Dispatcher:
             await self._update_failed(item, DeliveryError(f"{type(exc).__name__}: {exc}"))
             return False
         now = self.clock.now()
-        await self.store.outbox.mark_updated(item.id, status=item.request.status, now=now)
+        if item.batch_id is not None:
+            done = not any(r.is_pending for r in item.members)
+            await self.store.outbox.mark_card_shown(
+                item.id, version=item.version, done=done, now=now
+            )
+        else:
+            await self.store.outbox.mark_updated(item.id, status=item.request.status, now=now)
         return True
 
     async def _update_failed(self, item: OutboxItem, exc: DeliveryError) -> None:
@@ -344,3 +355,22 @@ class Dispatcher:
             now=now,
             retry_at=now + timedelta(seconds=delay),
         )
+
+
+async def _send_item(notifier: Notifier, item: OutboxItem) -> Receipt:
+    """One attempt at an item: a request's message, or a batch's card."""
+    # The claim counted this attempt: more than one means an earlier
+    # one failed, died or was stopped, and may have been delivered.
+    retried = item.attempts > 1
+    if item.batch_id is None:
+        return await notifier.send(item.request, item.delivery, key=item.retry_key, retried=retried)
+    return await _batch_notifier(notifier).send_batch(
+        item.members, item.delivery, key=item.retry_key, retried=retried
+    )
+
+
+def _batch_notifier(notifier: Notifier) -> BatchNotifier:
+    """``notifier`` as one that can show a batch card; a permanent failure if it cannot."""
+    if not isinstance(notifier, BatchNotifier):
+        raise PermanentDeliveryError(f"the {notifier.channel} notifier cannot send batch cards")
+    return notifier

@@ -17,7 +17,7 @@ import asyncio
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from linebot.v3.messaging import (
@@ -31,6 +31,8 @@ from linebot.v3.messaging.exceptions import ApiException
 from tapgate.core.models import Delivery, Request
 from tapgate.errors import DeliveryError, PermanentDeliveryError
 from tapgate.notifiers.base import Receipt
+from tapgate.notifiers.batch_flex import render_line_batch
+from tapgate.notifiers.batch_view import present_batch
 from tapgate.notifiers.line_flex import render_line
 from tapgate.notifiers.presentation import present
 from tapgate.notifiers.retry import (
@@ -97,13 +99,30 @@ class LineNotifier:
         :class:`DeliveryError` when transient failures outlast the retry policy.
         """
         view = present(request, tool_shell_arg=self._tool_shell_args.get(request.tool))
-        body = _push_request(delivery.address, render_line(view))
+        return await self._deliver([render_line(view)], delivery, key, f"request {request.id}")
+
+    async def send_batch(
+        self, requests: Sequence[Request], delivery: Delivery, *, key: str, retried: bool = False
+    ) -> Receipt:
+        """Push one Flex card (a bubble, or a carousel) for a batch's calls; see ``batch_flex``."""
+        batch = present_batch(requests, tool_shell_args=self._tool_shell_args)
+        try:
+            messages = render_line_batch(batch)
+        except ValueError as error:  # cannot happen within MAX_CALLS; never retry it
+            raise PermanentDeliveryError(str(error)) from error
+        return await self._deliver(messages, delivery, key, f"batch {batch.batch_id}")
+
+    async def _deliver(
+        self, messages: list[dict[str, Any]], delivery: Delivery, key: str, subject: str
+    ) -> Receipt:
+        """One push of ``messages`` (one retry key for all: LINE accepts them together)."""
+        body = _push_request(delivery.address, messages)
         retrying = build_retrying(
             self._retry,
             retryable=is_retryable_delivery,
             retry_after=delivery_retry_after,
             sleep=self._sleep,
-            label=f"LINE push of request {request.id} to {delivery.address}",
+            label=f"LINE push of {subject} to {delivery.address}",
         )
         message_id: str | None = await retrying(self._push, body, _retry_key(key))
         ref = {"message_id": message_id} if message_id else {}
@@ -111,6 +130,9 @@ class LineNotifier:
 
     async def update(self, request: Request, receipt: Receipt) -> None:
         """Nothing to do: LINE cannot edit a sent message."""
+
+    async def update_batch(self, requests: Sequence[Request], receipt: Receipt) -> None:
+        """Nothing to do: LINE cannot edit a sent message (taps are answered by reply)."""
 
     async def close(self) -> None:
         """Close the SDK client's HTTP session; a later send opens a new one."""
@@ -162,9 +184,9 @@ class LineNotifier:
             )
 
 
-def _push_request(address: str, message: dict[str, Any]) -> PushMessageRequest:
+def _push_request(address: str, messages: list[dict[str, Any]]) -> PushMessageRequest:
     try:
-        return PushMessageRequest.from_dict({"to": address, "messages": [message]})
+        return PushMessageRequest.from_dict({"to": address, "messages": messages})
     except ValueError as error:  # pydantic v1's ValidationError is a ValueError
         raise PermanentDeliveryError(f"LINE message could not be built: {error}") from error
 

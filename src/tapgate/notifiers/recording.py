@@ -10,8 +10,9 @@ tests use, in the spirit of ``structlog.testing``. It can be scripted to fail
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tapgate.core.models import Delivery, Request
@@ -41,6 +42,8 @@ class RecordedSend:
     delivery: Delivery
     key: str
     receipt: Receipt
+    members: tuple[Request, ...] = ()
+    """A batch card's calls (``request`` is the first); empty for a single request."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -49,6 +52,7 @@ class RecordedUpdate:
 
     request: Request
     receipt: Receipt
+    members: tuple[Request, ...] = ()
 
 
 class RecordingNotifier:
@@ -107,6 +111,23 @@ class RecordingNotifier:
         sent = RecordedSend(request=request, delivery=delivery, key=key, receipt=receipt)
         await self._record(lambda: self.sends.append(sent))
         return receipt
+
+    async def send_batch(
+        self, requests: Sequence[Request], delivery: Delivery, *, key: str, retried: bool = False
+    ) -> Receipt:
+        """Record a batch card like a send of its first call, with every call in ``members``."""
+        receipt = await self.send(requests[0], delivery, key=key, retried=retried)
+        async with self._changed:
+            n = next(i for i, sent in enumerate(self.sends) if sent.receipt is receipt)
+            self.sends[n] = dataclasses.replace(self.sends[n], members=tuple(requests))
+        return receipt
+
+    async def update_batch(self, requests: Sequence[Request], receipt: Receipt) -> None:
+        """Record a batch card's update (``members``: every call as it now is)."""
+        await self.update(requests[0], receipt)
+        async with self._changed:
+            n = max(i for i, done in enumerate(self.updates) if done.receipt is receipt)
+            self.updates[n] = dataclasses.replace(self.updates[n], members=tuple(requests))
 
     async def update(self, request: Request, receipt: Receipt) -> None:
         """Record the update, or raise the next scripted update error."""

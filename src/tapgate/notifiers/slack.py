@@ -19,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -31,6 +32,8 @@ from tenacity import AsyncRetrying
 from tapgate.core.models import Delivery, Request
 from tapgate.errors import DeliveryError, PermanentDeliveryError
 from tapgate.notifiers.base import Receipt
+from tapgate.notifiers.batch_blocks import render_slack_batch
+from tapgate.notifiers.batch_view import present_batch
 from tapgate.notifiers.presentation import ApprovalView, present
 from tapgate.notifiers.retry import (
     TRANSPORT_ERRORS,
@@ -125,15 +128,58 @@ class SlackNotifier:
         or one that died, may have posted it.
         """
         payload = render_slack(self._view(request))
+        return await self._post(
+            payload,
+            delivery,
+            key=key,
+            kind="request",
+            ident=request.id,
+            since=request.created_at,
+            retried=retried,
+        )
+
+    async def send_batch(
+        self, requests: Sequence[Request], delivery: Delivery, *, key: str, retried: bool = False
+    ) -> Receipt:
+        """Post one card for a batch's calls (see ``batch_blocks``); as :meth:`send` otherwise."""
+        batch = present_batch(requests, tool_shell_args=self._tool_shell_args)
+        since = min(r.created_at for r in requests)
+        return await self._post(
+            render_slack_batch(batch),
+            delivery,
+            key=key,
+            kind="batch",
+            ident=batch.batch_id,
+            since=since,
+            retried=retried,
+        )
+
+    async def update_batch(self, requests: Sequence[Request], receipt: Receipt) -> None:
+        """Rewrite the card with the batch's calls as they are now (decided ones show who)."""
+        batch = present_batch(requests, tool_shell_args=self._tool_shell_args)
+        await self._update(render_slack_batch(batch), receipt, subject=f"batch {batch.batch_id}")
+
+    async def _post(
+        self,
+        payload: dict[str, Any],
+        delivery: Delivery,
+        *,
+        key: str,
+        kind: str,
+        ident: str,
+        since: datetime,
+        retried: bool,
+    ) -> Receipt:
+        """Post once, or find the earlier attempt's post (``ident``: request or batch id)."""
         post = _Post(
             key=key,
-            request_id=request.id,
+            request_id=ident,
             text=payload["text"],
             blocks=payload["blocks"],
-            oldest=min(time.time(), request.created_at.timestamp()) - _CLOCK_SKEW,
+            oldest=min(time.time(), since.timestamp()) - _CLOCK_SKEW,
             maybe_posted=retried,
         )
-        label = f"Slack post of request {request.id} to {delivery.address}"
+        label = f"Slack post of {kind} {ident} to {delivery.address}"
         ref: dict[str, str] = await self._retrying(label)(self._post_once, post, delivery.address)
         return Receipt(channel=self.channel, address=delivery.address, ref=ref)
 
@@ -145,9 +191,6 @@ class SlackNotifier:
         status = request.status
         if status == "pending":
             return
-        channel, ts = receipt.ref.get("channel"), receipt.ref.get("ts")
-        if not channel or not ts:
-            raise PermanentDeliveryError(f"Slack receipt without channel and ts: {receipt.ref}")
         payload = render_slack_resolved(
             self._view(request),
             status=status,
@@ -156,7 +199,13 @@ class SlackNotifier:
             reason=request.resolution_reason,
             scope=request.scope,
         )
-        label = f"Slack update of request {request.id} in {channel}"
+        await self._update(payload, receipt, subject=f"request {request.id}")
+
+    async def _update(self, payload: dict[str, Any], receipt: Receipt, *, subject: str) -> None:
+        channel, ts = receipt.ref.get("channel"), receipt.ref.get("ts")
+        if not channel or not ts:
+            raise PermanentDeliveryError(f"Slack receipt without channel and ts: {receipt.ref}")
+        label = f"Slack update of {subject} in {channel}"
         await self._retrying(label)(self._update_once, channel, ts, payload)
 
     async def close(self) -> None:

@@ -21,6 +21,7 @@ from tapgate.core.taps import ANSWER_MAX
 from tapgate.webhooks._slack_payloads import (
     ANSWER_ACTION,
     ANSWER_BLOCK,
+    DENY_ALL_CALLBACK_ID,
     DENY_CALLBACK_ID,
     METADATA_MAX,
     REASON_ACTION,
@@ -29,8 +30,10 @@ from tapgate.webhooks._slack_payloads import (
     REPLY_CALLBACK_ID,
 )
 
-__all__ = ["deny_modal", "reply_modal"]
+__all__ = ["deny_all_modal", "deny_modal", "reply_modal"]
 
+_REASON: dict[str, Any] = {"field": (REASON_BLOCK, REASON_ACTION, REASON_MAX), "optional": True}
+"""A deny's reason input, single or batch: optional, as long as ``REASON_MAX``."""
 _PLAIN_MAX = 500  # ×5 at worst once escaped (``&`` → ``&amp;``): inside a section's 3000
 
 
@@ -42,9 +45,25 @@ def deny_modal(request: Request, channel: str | None) -> dict[str, Any]:
         callback_id=DENY_CALLBACK_ID,
         titles=("Deny request", "Deny"),
         intro=f"Deny {request.tool} ({short(request.id)}) from {request.agent}?",
-        field=(REASON_BLOCK, REASON_ACTION, REASON_MAX),
         label="Reason (sent back to the agent)",
-        optional=True,
+        **_REASON,
+    )
+
+
+def deny_all_modal(batch_id: str, calls: int, channel: str | None) -> dict[str, Any]:
+    """The ``views.open`` view that asks for one optional reason before denying a batch.
+
+    ``calls``: how many open calls the tapper would deny (the intro says so).
+    The reason goes to every call it denies.
+    """
+    metadata = json.dumps({"b": batch_id, "c": channel}, separators=(",", ":"))
+    return _modal_view(
+        metadata,
+        callback_id=DENY_ALL_CALLBACK_ID,
+        titles=("Deny all", "Deny all"),
+        intro=f"Deny the {calls} open calls of batch {batch_id[:8]}?",
+        label="Reason (sent back to the agent with each call)",
+        **_REASON,
     )
 
 
@@ -71,9 +90,14 @@ def reply_modal(request: Request, channel: str | None) -> dict[str, Any]:
     )
 
 
-def _modal(
-    request: Request,
-    channel: str | None,
+def _modal(request: Request, channel: str | None, **view: Any) -> dict[str, Any]:
+    """A single request's modal: its id and the tapped conversation in the metadata."""
+    metadata = json.dumps({"r": request.id, "c": channel}, separators=(",", ":"))
+    return _modal_view(metadata, **view)
+
+
+def _modal_view(
+    metadata: str,
     *,
     callback_id: str,
     titles: tuple[str, str],
@@ -83,7 +107,6 @@ def _modal(
     optional: bool,
 ) -> dict[str, Any]:
     """One text input under a one-line introduction; ``titles`` is (title, submit button)."""
-    metadata = json.dumps({"r": request.id, "c": channel}, separators=(",", ":"))
     block_id, action_id, max_length = field
     element = {
         "type": "plain_text_input",

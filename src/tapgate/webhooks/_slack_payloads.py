@@ -14,20 +14,30 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from tapgate.core.buttons import SLACK_ACTIONS, TapAction, valid_request_id
-from tapgate.core.taps import ANSWER_MAX, Tap
+from tapgate.core.buttons import (
+    SLACK_ACTIONS,
+    SLACK_BATCH_ACTIONS,
+    BatchAction,
+    TapAction,
+    valid_request_id,
+)
+from tapgate.core.taps import ANSWER_MAX, BatchTap, Tap
 
 __all__ = [
     "ANSWER_ACTION",
     "ANSWER_BLOCK",
+    "DENY_ALL_CALLBACK_ID",
     "DENY_CALLBACK_ID",
     "METADATA_MAX",
     "REASON_ACTION",
     "REASON_BLOCK",
     "REASON_MAX",
     "REPLY_CALLBACK_ID",
+    "BatchInteraction",
     "Interaction",
     "parse_action",
+    "parse_batch_action",
+    "parse_deny_all_submission",
     "parse_deny_submission",
     "parse_reply_submission",
 ]
@@ -36,6 +46,8 @@ DENY_CALLBACK_ID = "tapgate_deny"
 """``callback_id`` of the deny-reason modal (a namespace apart from ``action_id``)."""
 REASON_MAX = 2000
 """Longest reason accepted: plenty for a sentence to the agent, small for the audit log."""
+DENY_ALL_CALLBACK_ID = "tapgate_deny_all"
+"""``callback_id`` of a batch's "Deny all" reason modal; its metadata names the batch (``b``)."""
 REPLY_CALLBACK_ID = "tapgate_reply"
 """``callback_id`` of a question's answer modal."""
 ANSWER_BLOCK = "answer"
@@ -48,7 +60,19 @@ METADATA_MAX = 3000
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Interaction:
+class _From:
+    """Who tapped, in which workspace, and where to answer them (see :class:`Interaction`)."""
+
+    user_id: str
+    team: str | None
+    channel: str | None = None
+    trigger_id: str | None = None
+    response_url: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Interaction(_From):
     """One tap or one modal submission (a deny's reason, a question's answer in ``reason``).
 
     ``team`` is the tapper's workspace: ``user.team_id``, their home
@@ -62,12 +86,6 @@ class Interaction:
 
     action: TapAction
     request_id: str
-    user_id: str
-    team: str | None
-    channel: str | None = None
-    trigger_id: str | None = None
-    response_url: str | None = None
-    reason: str | None = None
 
     @property
     def tap(self) -> Tap:
@@ -81,26 +99,108 @@ class Interaction:
         )
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BatchInteraction(_From):
+    """A tap on a batch card's own buttons, or the "Deny all" modal's submission.
+
+    The same fields as :class:`Interaction` (where to answer, who, which
+    workspace), naming a batch instead of a request.
+    """
+
+    action: BatchAction
+    batch_id: str
+
+    @property
+    def request_id(self) -> str:
+        """What logs name: the batch (a batch card's taps have no single request)."""
+        return self.batch_id
+
+    @property
+    def tap(self) -> BatchTap:
+        """What core needs to judge this interaction (:func:`tapgate.core.taps.tap_batch`)."""
+        return BatchTap(
+            channel="slack",
+            user_id=self.user_id,
+            team=self.team,
+            action=self.action,
+            batch_id=self.batch_id,
+        )
+
+
+def parse_batch_action(body: object) -> BatchInteraction | None:
+    """The tap in a ``block_actions`` payload of a batch card's button, or ``None``."""
+    clicked = _clicked(body)
+    if clicked is None or (action := SLACK_BATCH_ACTIONS.get(clicked.action_id)) is None:
+        return None
+    return BatchInteraction(action=action, batch_id=clicked.value, **clicked.where)
+
+
+def parse_deny_all_submission(body: object) -> BatchInteraction | None:
+    """The "Deny all" (with its optional reason) in a ``view_submission`` of our batch modal."""
+    if not isinstance(body, dict):
+        return None
+    view = _dict(body.get("view"))
+    metadata = _metadata(view.get("private_metadata"), key="b")
+    user = _tapper(body)
+    if view.get("callback_id") != DENY_ALL_CALLBACK_ID or metadata is None or user is None:
+        return None
+    values = _dict(_dict(view.get("state")).get("values"))
+    typed = _str(_dict(_dict(values.get(REASON_BLOCK)).get(REASON_ACTION)).get("value"))
+    typed = typed.strip()[:REASON_MAX] if typed else None
+    return BatchInteraction(
+        action="deny_all",
+        batch_id=metadata[0],
+        user_id=user[0],
+        team=user[1],
+        channel=metadata[1],
+        reason=typed or None,
+    )
+
+
 def parse_action(body: object) -> Interaction | None:
     """The tap in a ``block_actions`` payload, or ``None`` if it is not one of ours."""
+    clicked = _clicked(body)
+    if clicked is None or (action := SLACK_ACTIONS.get(clicked.action_id)) is None:
+        return None
+    return Interaction(action=action, request_id=clicked.value, **clicked.where)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Click:
+    """A button click as every tapgate button sends it: which button, its id, who and where."""
+
+    action_id: str
+    value: str
+    where: dict[str, Any]
+    """``user_id``, ``team``, ``channel``, ``trigger_id``, ``response_url``."""
+
+
+def _clicked(body: object) -> _Click | None:
+    """The first action of a ``block_actions`` payload whose value is an id; else ``None``."""
     if not isinstance(body, dict):
         return None
     actions = body.get("actions")
     if not isinstance(actions, list) or not actions or not isinstance(actions[0], dict):
         return None
-    action = SLACK_ACTIONS.get(_str(actions[0].get("action_id")) or "")
-    request_id = actions[0].get("value")
-    user = _tapper(body)
-    if action is None or user is None or not isinstance(request_id, str):
+    action_id, value, user = (
+        _str(actions[0].get("action_id")),
+        actions[0].get("value"),
+        _tapper(body),
+    )
+    if action_id is None or user is None or not isinstance(value, str):
         return None
-    if not valid_request_id(request_id):
+    if not valid_request_id(value):
         return None
     container = _dict(body.get("container"))
     channel = _str(container.get("channel_id")) or _str(_dict(body.get("channel")).get("id"))
-    trigger_id, response_url = _str(body.get("trigger_id")), _str(body.get("response_url"))
-    return _interaction(
-        user, action, request_id, channel, trigger_id=trigger_id, response_url=response_url
-    )
+    where = {
+        "user_id": user[0],
+        "team": user[1],
+        "channel": channel,
+        "trigger_id": _str(body.get("trigger_id")),
+        "response_url": _str(body.get("response_url")),
+    }
+    return _Click(action_id=action_id, value=value, where=where)
 
 
 def parse_deny_submission(body: object) -> Interaction | None:
@@ -163,17 +263,17 @@ def _tapper(body: dict[str, Any]) -> tuple[str, str | None] | None:
     return user_id, _str(user.get("team_id"))
 
 
-def _metadata(value: object) -> tuple[str, str | None] | None:
-    """``(request id, channel)`` from our ``private_metadata``, or ``None``."""
+def _metadata(value: object, *, key: str = "r") -> tuple[str, str | None] | None:
+    """``(request id, channel)`` from our ``private_metadata`` (``key="b"``: a batch id)."""
     if not isinstance(value, str) or len(value) > METADATA_MAX:
         return None
     try:
         data = json.loads(value)
     except ValueError:
         return None
-    if not isinstance(data, dict) or not valid_request_id(data.get("r")):
+    if not isinstance(data, dict) or not valid_request_id(data.get(key)):
         return None
-    return data["r"], _str(data.get("c"))
+    return data[key], _str(data.get("c"))
 
 
 def _dict(value: object) -> dict[str, Any]:

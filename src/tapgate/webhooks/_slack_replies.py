@@ -18,8 +18,8 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from tapgate.core.models import Request
 from tapgate.core.slack_text import escape
-from tapgate.webhooks._slack_modals import deny_modal, reply_modal
-from tapgate.webhooks._slack_payloads import Interaction
+from tapgate.webhooks._slack_modals import deny_all_modal, deny_modal, reply_modal
+from tapgate.webhooks._slack_payloads import BatchInteraction, Interaction
 
 __all__ = ["SlackReplies"]
 
@@ -40,7 +40,7 @@ class SlackReplies:
         self._client = client
         self._timeout = timeout
 
-    async def tell(self, interaction: Interaction, text: str) -> None:
+    async def tell(self, interaction: Interaction | BatchInteraction, text: str) -> None:
         """Show ``text`` to the tapper only: in the conversation, else via ``response_url``.
 
         ``chat.postEphemeral`` works as long as the bot is in the conversation
@@ -86,12 +86,23 @@ class SlackReplies:
         """Open a question's answer modal on the tap's ``trigger_id``; False if Slack would not."""
         return await self._open(interaction, reply_modal(request, interaction.channel), request)
 
-    async def _open(self, interaction: Interaction, view: dict[str, Any], request: Request) -> bool:
+    async def open_deny_all_modal(self, interaction: BatchInteraction, calls: int) -> bool:
+        """Open a batch's "Deny all" reason modal; False if Slack would not."""
+        view = deny_all_modal(interaction.batch_id, calls, interaction.channel)
+        return await self._open(interaction, view, interaction.batch_id)
+
+    async def _open(
+        self,
+        interaction: Interaction | BatchInteraction,
+        view: dict[str, Any],
+        request: Request | str,
+    ) -> bool:
         if interaction.trigger_id is None:
             return False
         try:
             await self._client.views_open(trigger_id=interaction.trigger_id, view=view)
         except _SLACK_ERRORS as error:
-            _log.warning("Slack views.open failed for request %s: %s", request.id, error)
+            named = request if isinstance(request, str) else request.id
+            _log.warning("Slack views.open failed for %s: %s", named, error)
             return False
         return True

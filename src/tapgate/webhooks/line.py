@@ -31,10 +31,16 @@ from dataclasses import dataclass
 import aiohttp
 from aiohttp import web
 
-from tapgate.core.buttons import TapAction, answer_prefill, parse_postback_data
+from tapgate.core.buttons import (
+    BatchAction,
+    TapAction,
+    answer_prefill,
+    parse_batch_postback_data,
+    parse_postback_data,
+)
 from tapgate.core.gate import Gate
 from tapgate.core.questions import find_question
-from tapgate.core.taps import ANSWER_MAX, Tap, TapOutcome, check, tap
+from tapgate.core.taps import ANSWER_MAX, BatchTap, Tap, TapOutcome, check, tap, tap_batch
 from tapgate.webhooks._line_events import Event, EventReader, Malformed
 from tapgate.webhooks._line_reply import LineReplier, ReplyFailed
 from tapgate.webhooks._line_signature import verify_signature
@@ -215,6 +221,13 @@ class LineWebhook:
     async def _postback(self, event: Event, user_id: str, started: float) -> str | None:
         """A button: a decision, the Reply button's hint, or an unknown button refused."""
         parsed = parse_postback_data(event.data)
+        batch = parse_batch_postback_data(event.data) if parsed is None else None
+        if batch is not None:  # a batch card's Approve all / Deny all / Allow all
+            answer_all = BatchTap(
+                channel="line", user_id=user_id, action=batch[0], batch_id=batch[1]
+            )
+            outcome = await tap_batch(self._gate, answer_all, event=event.event_id)
+            return self._told(event, batch[0], batch[1], outcome, started)
         if parsed is None:
             if not await self._claim(event):
                 return None
@@ -265,7 +278,12 @@ class LineWebhook:
         return self._told(event, "reply", found.request.id, outcome, started)
 
     def _told(
-        self, event: Event, action: TapAction, request_id: str, outcome: TapOutcome, started: float
+        self,
+        event: Event,
+        action: TapAction | BatchAction,
+        request_id: str,
+        outcome: TapOutcome,
+        started: float,
     ) -> str | None:
         """Log a tap's outcome, time a decision, and return what to reply (nothing twice)."""
         if outcome.kind == "duplicate":

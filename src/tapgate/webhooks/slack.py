@@ -12,6 +12,7 @@ bytes to the answer::
     Reply (a question) ─► core.taps.check ──► views.open (answer modal) | ephemeral
     answer submitted ─► blank? ack with an error | ack ─► tap(reply, answer) | ephemeral
     Dismiss (a question, behind a confirm dialog) ─► tap(dismiss)
+    Approve all ─► core.taps.tap_batch | Deny all ─► ``_slack_batches`` (reason modal)
 
 What a tap *means* (who may, what is refused and audited, the words) is
 :mod:`tapgate.core.taps`; this module only speaks Slack. A decided request's
@@ -49,16 +50,21 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from tapgate.core.buttons import SLACK_ACTIONS
+from tapgate.core.buttons import SLACK_ACTIONS, SLACK_BATCH_ACTIONS
 from tapgate.core.gate import Gate
 from tapgate.core.models import Request
-from tapgate.core.taps import check, refuse, tap
+from tapgate.core.taps import check, refuse, tap, tap_batch
+from tapgate.webhooks._slack_batches import SlackBatchTaps
 from tapgate.webhooks._slack_payloads import (
     ANSWER_BLOCK,
+    DENY_ALL_CALLBACK_ID,
     DENY_CALLBACK_ID,
     REPLY_CALLBACK_ID,
+    BatchInteraction,
     Interaction,
     parse_action,
+    parse_batch_action,
+    parse_deny_all_submission,
     parse_deny_submission,
     parse_reply_submission,
 )
@@ -90,6 +96,7 @@ TRY_AGAIN = "tapgate could not record that just now; please tap the button again
 MODAL_FAILED = "tapgate could not open the deny dialog; please tap Deny again."
 REPLY_MODAL_FAILED = "tapgate could not open the answer dialog; please tap Reply again."
 BLANK_ANSWER = "Type an answer: the agent is waiting for it."
+_Tapped = Interaction | BatchInteraction
 
 
 class SlackWebhook:
@@ -133,6 +140,7 @@ class SlackWebhook:
             signing_secret, AsyncWebClient(retry_handlers=[], **client_args)
         )
         self._replies = SlackReplies(self._client, timeout=timeout)
+        self._batches = SlackBatchTaps(gate, self._replies, self._same_workspace)
         self._tasks: set[asyncio.Task[None]] = set()
         self._socket: AsyncSocketModeHandler | None = None
 
@@ -158,7 +166,10 @@ class SlackWebhook:
         )
         for action_id in SLACK_ACTIONS:
             bolt.action(action_id)(self._on_action)
+        for action_id in SLACK_BATCH_ACTIONS:
+            bolt.action(action_id)(self._on_batch_action)
         bolt.view(DENY_CALLBACK_ID)(self._on_deny_submission)
+        bolt.view(DENY_ALL_CALLBACK_ID)(self._on_deny_all_submission)
         bolt.view(REPLY_CALLBACK_ID)(self._on_reply_submission)
         return bolt
 
@@ -229,6 +240,28 @@ class SlackWebhook:
             self._spawn(interaction, self._decide(interaction, started))
         return response
 
+    async def _on_batch_action(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
+        started = time.perf_counter()
+        interaction = parse_batch_action(body)
+        if interaction is None:
+            return self._refuse_bolt()
+        response = await ack()
+        if interaction.action == "deny_all":  # a reason first, as a single Deny
+            self._spawn(interaction, self._batches.ask_reason(interaction))
+        else:
+            self._spawn(interaction, self._decide(interaction, started))
+        return response
+
+    async def _on_deny_all_submission(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
+        """The "Deny all" modal was submitted: close it at once, then deny (as a single deny)."""
+        started = time.perf_counter()
+        interaction = parse_deny_all_submission(body)
+        if interaction is None:
+            return self._refuse_bolt()
+        response = await ack()
+        self._spawn(interaction, self._decide(interaction, started))
+        return response
+
     async def _on_deny_submission(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
         """The reason modal was submitted: close it at once, then deny.
 
@@ -260,16 +293,16 @@ class SlackWebhook:
         self._spawn(interaction, self._decide(interaction, started))
         return response
 
-    def _spawn(self, interaction: Interaction, work: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, interaction: _Tapped, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(self._guarded(interaction, work))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _guarded(self, interaction: Interaction, work: Coroutine[Any, Any, None]) -> None:
+    async def _guarded(self, interaction: _Tapped, work: Coroutine[Any, Any, None]) -> None:
         try:
             await work
         except Exception:  # the store or Slack failed: say so rather than stay silent
-            _log.exception("Slack tap on request %s could not be handled", interaction.request_id)
+            _log.exception("Slack tap on %s could not be handled", interaction.request_id)
             try:
                 await self._replies.tell(interaction, TRY_AGAIN)
             except Exception:  # nothing is left to tell anyone with
@@ -277,23 +310,28 @@ class SlackWebhook:
 
     # -- the work ---------------------------------------------------------------------
 
-    async def _decide(self, interaction: Interaction, started: float) -> None:
-        """Approve, allow for the session, or deny (with the modal's reason)."""
+    async def _decide(self, interaction: _Tapped, started: float) -> None:
+        """Approve, allow for the session, or deny (with the modal's reason); or all of a batch.
+
+        A batch tap is always told its summary: only that says which calls it decided.
+        """
         if not await self._same_workspace(interaction):
             return
-        outcome = await tap(self._gate, interaction.tap, reason=interaction.reason)
+        if isinstance(interaction, BatchInteraction):
+            outcome = await tap_batch(self._gate, interaction.tap, reason=interaction.reason)
+        else:
+            outcome = await tap(self._gate, interaction.tap, reason=interaction.reason)
         _log.info(
-            "Slack tap %s by %s on request %s: %s",
+            "Slack tap %s by %s on %s: %s",
             interaction.action,
             outcome.approver or interaction.user_id,
             interaction.request_id,
             outcome.kind,
         )
-        if outcome.applied:
-            if self._on_decision is not None:
-                self._on_decision(time.perf_counter() - started)
-            return
-        await self._replies.tell(interaction, outcome.message)
+        if outcome.applied and self._on_decision is not None:
+            self._on_decision(time.perf_counter() - started)
+        if not outcome.applied or isinstance(interaction, BatchInteraction):
+            await self._replies.tell(interaction, outcome.message)
 
     async def _ask_reason(self, interaction: Interaction) -> None:
         """Open the deny-reason modal, but only for an approver of a still-open request."""
@@ -318,7 +356,7 @@ class SlackWebhook:
         if not await open_modal(interaction, may.request):
             await self._replies.tell(interaction, failed)
 
-    async def _same_workspace(self, interaction: Interaction) -> bool:
+    async def _same_workspace(self, interaction: _Tapped) -> bool:
         """False (and the tapper told) when ``team_id`` is set and the tap is from elsewhere."""
         if self._team_id is None or interaction.team == self._team_id:
             return True

@@ -8,7 +8,14 @@ call that policy, a grant or an earlier identical decision answered at once,
 so the batch reads the same after a restart or on another replica.
 
 The requests and the batch row are written in one transaction
-(:func:`create`): a batch is never half there.
+(:func:`create`): a batch is never half there. So are the batch's messages:
+one outbox row per approver × channel for the whole batch (a card listing
+every call that approver decides), not one per request.
+
+"Approve all" / "Deny all" (:func:`decide_all`) is one compare-and-set per
+still-pending member, all in one transaction: the members are read and
+decided together, each by its own ``lifecycle.Change`` (own approver check,
+own audit line, own grant of its own fingerprint).
 """
 
 from __future__ import annotations
@@ -23,12 +30,13 @@ from sqlalchemy import Connection, bindparam, insert, select
 
 from tapgate.core.limits import NO_LIMITS, AgentLimits
 from tapgate.core.models import Decision, Delivery, Request
-from tapgate.core.store import lifecycle
+from tapgate.core.store import events, lifecycle, outbox
+from tapgate.core.store.batch_outbox import members
 from tapgate.core.store.grants import GrantKey
 from tapgate.core.store.rows import decision_from_json, decision_to_json
 from tapgate.core.store.schema import batches
 
-__all__ = ["Ask", "Batch", "BatchItem", "create", "get"]
+__all__ = ["Ask", "Batch", "BatchItem", "create", "decide_all", "get", "members"]
 
 _INSERT = insert(batches)
 _SELECT = select(batches).where(batches.c.id == bindparam("b_id"))
@@ -90,12 +98,19 @@ def create(
     """
     items = list(batch.items)
     results = []
+    cards: dict[Delivery, str] = {}  # one card per approver × channel, keyed on a member
     for ask in asks:
-        created = lifecycle.create(
-            conn, ask.request, ask.deliveries, now, ask.grant_key, limits=limits
-        )
+        created = lifecycle.create(conn, ask.request, (), now, ask.grant_key, limits=limits)
         items[ask.index] = item_for(ask, created)
         results.append(created)
+        if created.created and created.request is not None:
+            for delivery in ask.deliveries:
+                cards.setdefault(delivery, created.request.id)
+    by_member: dict[str, list[Delivery]] = {}
+    for delivery, request_id in cards.items():
+        by_member.setdefault(request_id, []).append(delivery)
+    for request_id, deliveries in by_member.items():
+        outbox.queue(conn, request_id, deliveries, now, kind="batch", batch_id=batch.id)
     stored = Batch(
         id=batch.id,
         agent=batch.agent,
@@ -105,6 +120,32 @@ def create(
     )
     conn.execute(_INSERT, _to_row(stored))
     return stored, results
+
+
+def decide_all(
+    conn: Connection,
+    batch_id: str,
+    change_for: Callable[[str], lifecycle.Change],
+    now: datetime,
+    event: tuple[str, str] | None = None,
+) -> list[lifecycle.Transition] | None:
+    """Decide every still-pending member of the batch; one transition per member, in order.
+
+    ``None`` when ``event`` was handled before (a redelivery: nothing done).
+    Members already decided are reported as ``final`` with no compare-and-set
+    and no audit line (their own decision is the record); each pending one is
+    ``change_for(its id)``, which checks the approver, audits a refusal and
+    makes its grant. An empty list means there is no such batch.
+    """
+    if event is not None and not events.remember(conn, *event, now):
+        return None
+    transitions = []
+    for member in members(conn, batch_id):
+        if member.is_pending:
+            transitions.append(change_for(member.id)(conn))
+        else:
+            transitions.append(lifecycle.Transition(request=member, outcome="final"))
+    return transitions
 
 
 def get(conn: Connection, batch_id: str) -> Batch | None:

@@ -55,7 +55,7 @@ from tapgate.core.store import requests as _requests
 from tapgate.core.store.grants import GrantKey
 from tapgate.core.store.prepared import Prepared
 from tapgate.core.store.rows import request_from_row, request_to_row
-from tapgate.core.store.schema import UTCDateTime, decision_seq, requests
+from tapgate.core.store.schema import UTCDateTime, batches, decision_seq, requests
 from tapgate.errors import StoreError
 
 __all__ = [
@@ -197,6 +197,12 @@ _DECIDE_PREPARED = Prepared(_DECIDE)
 _DECIDE_AS_APPROVER_PREPARED = {
     name: Prepared(statement) for name, statement in _DECIDE_AS_APPROVER.items()
 }
+# A batch member's decision makes the batch's cards stale (see store.batch_outbox).
+_BUMP_BATCH = (
+    update(batches)
+    .where(batches.c.id == bindparam("b_batch"))
+    .values(version=batches.c.version + 1)
+)
 # {"on_timeout": "deny"} built in SQL, so a bulk expiry stays one statement.
 _ON_TIMEOUT_DETAIL = literal('{"on_timeout": "') + requests.c.on_timeout + literal('"}')
 
@@ -312,6 +318,7 @@ class Change:
         if not rows:
             return self._not_applied(conn)
         decided = request_from_row(rows[0])
+        _bump_batches(conn, [decided])
         grant = self.grant(decided) if self.grant is not None else None
         if grant is not None:  # the decision itself is audited by a trigger
             grants.add(conn, grant, request_id=self.request_id, by=self.by, now=self.now)
@@ -354,7 +361,15 @@ def expire(conn: Connection, ids: list[str], now: datetime) -> list[Request]:
         )
         .returning(*requests.c)
     )  # the "expired" audit line is written by a trigger
-    return [request_from_row(r) for r in result.mappings()]
+    expired = [request_from_row(r) for r in result.mappings()]
+    _bump_batches(conn, expired)
+    return expired
+
+
+def _bump_batches(conn: Connection, decided: Sequence[Request]) -> None:
+    """Mark the cards of the batches these requests belong to as stale (batch members only)."""
+    for batch_id in sorted({r.batch_id for r in decided if r.batch_id is not None}):
+        conn.execute(_BUMP_BATCH, {"b_batch": batch_id})
 
 
 def expire_one(conn: Connection, request_id: str, now: datetime) -> Transition:

@@ -13,11 +13,12 @@ claim time instead of on the decision's hot path.
 
 After a decision, each sent message whose platform can edit messages is
 brought up to date once (``updated_status``), so Slack buttons turn into
-"Approved by alice".
+"Approved by alice"; a batch's card once per decision wave (``batch_outbox``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -39,6 +40,7 @@ from sqlalchemy import (
 )
 
 from tapgate.core.models import Delivery, Request
+from tapgate.core.store import batch_outbox
 from tapgate.core.store import engine as _engine
 from tapgate.core.store.rows import request_from_row
 from tapgate.core.store.schema import UTCDateTime, outbox, requests
@@ -66,6 +68,11 @@ class OutboxItem:
     last_error: str | None
     updated_status: str | None
     update_attempts: int = 0
+    batch_id: str | None = None
+    members: tuple[Request, ...] = ()
+    """A batch card's calls (those its approver decides, in order); empty for one request."""
+    version: int = 0
+    """The batch version ``members`` were read at (what the card will show)."""
 
 
 _DUE = and_(
@@ -93,8 +100,12 @@ def queue(
     now: datetime,
     *,
     kind: str,
+    batch_id: str | None = None,
 ) -> None:
-    """Add one message per delivery, due now (``kind``: ``request`` or ``reminder``).
+    """Add one message per delivery, due now (``kind``: ``request``, ``reminder`` or ``batch``).
+
+    With ``batch_id`` each message is the batch's card (``request_id`` names
+    one member the approver decides; see :mod:`~tapgate.core.store.batch_outbox`).
 
     Runs inside the transaction that creates the request or marks the
     reminder, so the messages exist exactly when that does. Each message gets
@@ -109,6 +120,7 @@ def queue(
             "channel": d.channel,
             "address": d.address,
             "kind": kind,
+            "batch_id": batch_id,
             "status": "pending",
             "attempts": 0,
             "next_attempt_at": now,
@@ -134,6 +146,7 @@ def _item(row: Mapping[Any, Any], request: Request) -> OutboxItem:
         last_error=row["last_error"],
         updated_status=row["updated_status"],
         update_attempts=row["update_attempts"],
+        batch_id=row["batch_id"],
     )
 
 
@@ -171,10 +184,12 @@ class Outbox:
         receipt: Mapping[str, Any],
         now: datetime,
         editable: bool = True,
+        shown_version: int | None = None,
     ) -> bool:
         """Record a delivery; False if the lease was lost (another dispatcher took over).
 
         A message that cannot be edited (LINE) is marked as needing no update.
+        A batch card records the batch ``shown_version`` it rendered.
         """
         return await self._finish(
             item_id,
@@ -184,6 +199,7 @@ class Outbox:
             receipt=json.dumps(dict(receipt), sort_keys=True),
             last_error=None,
             updated_status=None if editable else NOT_EDITABLE,
+            shown_version=shown_version,
         )
 
     async def mark_retry(
@@ -260,7 +276,7 @@ class Outbox:
         query = (
             select(outbox, requests)
             .join(requests, requests.c.id == outbox.c.request_id)
-            .where(_TO_UPDATE, outbox.c.channel.in_(wanted), requests.c.status != "pending")
+            .where(_TO_UPDATE, outbox.c.channel.in_(wanted), batch_outbox.stale_condition())
             .order_by(outbox.c.id)
             .limit(limit)
         )
@@ -285,6 +301,14 @@ class Outbox:
             )
         )
         await self.runner.run(lambda c: c.execute(statement))
+
+    async def mark_card_shown(
+        self, item_id: int, *, version: int, done: bool, now: datetime
+    ) -> None:
+        """A batch card now shows ``version`` (``done``: every call on it decided)."""
+        await self.runner.run(
+            lambda c: batch_outbox.mark_shown(c, item_id, version=version, done=done, now=now)
+        )
 
     async def mark_update_failed(
         self, item_id: int, *, error: str, now: datetime, retry_at: datetime | None = None
@@ -311,6 +335,12 @@ def _items(conn: Connection, query: Any) -> list[OutboxItem]:
     for row in conn.execute(query).mappings():
         request = request_from_row({c.name: row[c] for c in requests.c})
         out.append(_item({c.name: row[c] for c in outbox.c}, request))
+    found = batch_outbox.cards(conn, (i.batch_id for i in out if i.batch_id is not None))
+    for n, item in enumerate(out):
+        if item.batch_id is not None:
+            card = found[item.batch_id]
+            shown = batch_outbox.for_approver(card, item.delivery.approver)
+            out[n] = dataclasses.replace(item, members=shown or (item.request,), version=card[0])
     return out
 
 
@@ -323,7 +353,7 @@ def _claim(  # noqa: PLR0917 - called once, from a lambda, with the claim's six 
     channels: list[str] | None,
 ) -> list[OutboxItem]:
     due = (
-        select(outbox.c.id, requests.c.status, requests.c.expires_at)
+        select(outbox.c.id, outbox.c.batch_id, requests.c.status, requests.c.expires_at)
         .join(requests, requests.c.id == outbox.c.request_id)
         .where(_DUE)
     )
@@ -335,8 +365,14 @@ def _claim(  # noqa: PLR0917 - called once, from a lambda, with the claim's six 
     rows = conn.execute(due, {"b_now": now}).all()
     # A request past its deadline is as good as decided, even if the sweep has
     # not expired it yet: no approval message for what nobody can approve.
-    live = [r.id for r in rows if r.status == "pending" and r.expires_at > now]
-    dead = [r.id for r in rows if not (r.status == "pending" and r.expires_at > now)]
+    # A batch's card is live while any of its calls is (see batch_outbox).
+    cards = batch_outbox.live(conn, (r.batch_id for r in rows if r.batch_id is not None), now)
+    alive = {
+        r.id: r.batch_id in cards if r.batch_id else r.status == "pending" and r.expires_at > now
+        for r in rows
+    }
+    live = [i for i, ok in alive.items() if ok]
+    dead = [i for i, ok in alive.items() if not ok]
     if dead:
         conn.execute(
             update(outbox).where(outbox.c.id.in_(dead)).values(status="cancelled", updated_at=now)

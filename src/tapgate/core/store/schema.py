@@ -152,11 +152,17 @@ outbox = Table(
     Column("update_attempts", Integer, nullable=False, server_default="0"),
     Column("update_error", Text),
     Column("next_update_at", UTCDateTime),  # after a failed update: not before (migration 0002)
+    # Migration 0005: one card per batch. ``batch_id`` marks a row whose
+    # message shows every call of the batch (``request_id`` is one member, for the
+    # foreign key); ``shown_version`` is the ``batches.version`` the card last showed.
+    Column("batch_id", String(32)),
+    Column("shown_version", Integer),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     CheckConstraint("status IN ('pending', 'sent', 'failed', 'cancelled')", name="status"),
     Index("ix_outbox_status_next_attempt_at", "status", "next_attempt_at"),
     Index("ix_outbox_request_id", "request_id"),
+    Index("ix_outbox_batch_id", "batch_id"),
     # Sent messages still to be updated after a decision: small, whatever the history.
     Index(
         "ix_outbox_to_update",
@@ -212,6 +218,9 @@ batches = Table(
     Column("session", String(200), nullable=False, server_default=""),
     Column("items", Text, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
+    # Migration 0005: bumped by every decision of a member, in the
+    # deciding transaction, so a card whose ``shown_version`` is lower is stale.
+    Column("version", Integer, nullable=False, server_default="0"),
 )
 
 # One row: the last decision sequence number. A decision takes the row's lock

@@ -21,6 +21,7 @@ modules stay free of runners and of ``async``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -160,6 +161,29 @@ class Store:
     async def get_batch(self, batch_id: str) -> Batch | None:
         """The batch with this id, or ``None``."""
         return await self.runner.read(lambda c: batches.get(c, batch_id))
+
+    async def resolve_batch(
+        self, batch_id: str, *, event: tuple[str, str] | None = None, **change: Any
+    ) -> list[Transition] | None:
+        """ "Approve all" / "Deny all": every still-pending member, in ONE transaction.
+
+        ``change`` holds the fields of one :class:`~lifecycle.Change` (``to``,
+        ``by``, ``now``, ``reason``, ``scope``, ``grant``, ``detail``), applied
+        to each pending member with the approver check on: one compare-and-set
+        per member, each authorised against *that* request's approvers and
+        auditing its own refusal (``batches.decide_all``). ``None`` for an
+        ``event`` handled before.
+        """
+        if isinstance(change.get("reason"), str):  # PostgreSQL cannot store NUL (see transition)
+            change["reason"] = change["reason"].replace("\x00", "\ufffd")
+        template = lifecycle.Change(request_id="", approver_check=True, **change)
+
+        def change_for(request_id: str) -> lifecycle.Change:
+            return dataclasses.replace(template, request_id=request_id)
+
+        return await self.runner.run(
+            lambda c: batches.decide_all(c, batch_id, change_for, template.now, event)
+        )
 
     async def consume(self, request_id: str, now: datetime) -> bool:
         """Mark a once-approval used (the agent was told); True for the first caller only."""

@@ -1,0 +1,198 @@
+"""Slack Block Kit rendering of a batch card: every call with its own buttons, and "Approve all".
+
+Escaping is the single card's (:mod:`tapgate.notifiers.slack_blocks`): the
+same helpers put every piece of agent text in inline code, code blocks or
+``plain_text``, escaped. Each call's buttons are the single card's own
+(``action_id`` ``tapgate_approve`` …, ``value`` the request id), so a
+per-call tap is an ordinary tap; the batch's buttons carry the batch id
+(:data:`~tapgate.core.buttons.SLACK_BATCH_ACTION_IDS`).
+
+Limits (Slack's documented maximum → what we use, and why):
+
+- blocks per message 50 → header, facts, the batch's buttons, then two
+  blocks per call (its text, its buttons or outcome) for the first
+  :data:`FULL_CALLS` calls; any further calls (a batch holds up to 50) are
+  listed one line each in compact sections, masked and escaped, and are
+  decided by "Approve all" / "Deny all" (the section says so);
+- a call's text ≤ 3000 (a section's limit) and shrinks with the number of
+  calls (``CARD_TEXT_BUDGET`` across the card) but never below
+  ``CALL_TEXT_MIN``, so a long card still shows each call's arguments;
+- confirm dialog text 300;  button value: the id (≤ 64).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tapgate.core.buttons import SLACK_BATCH_ACTION_IDS, BatchAction
+from tapgate.notifiers.batch_view import BatchCall, BatchView
+from tapgate.notifiers.presentation import clip, fit_text
+from tapgate.notifiers.slack_blocks import (
+    _RISK_ICONS,
+    CONFIRM_TEXT_MAX,
+    FALLBACK_TEXT_MAX,
+    SECTION_TEXT_MAX,
+    _actions,
+    _code,
+    _escaped_clip,
+    _header,
+    _inline,
+    escape,
+)
+
+__all__ = [
+    "ACTION_APPROVE_ALL",
+    "ACTION_APPROVE_ALL_SESSION",
+    "ACTION_DENY_ALL",
+    "FULL_CALLS",
+    "render_slack_batch",
+]
+
+ACTION_APPROVE_ALL = SLACK_BATCH_ACTION_IDS["approve_all"]
+ACTION_DENY_ALL = SLACK_BATCH_ACTION_IDS["deny_all"]
+ACTION_APPROVE_ALL_SESSION = SLACK_BATCH_ACTION_IDS["approve_all_session"]
+
+FULL_CALLS = 20
+"""Calls shown with their own buttons: 3 + 2 × 20 blocks leaves room for the compact rest."""
+CARD_TEXT_BUDGET = 24_000
+CALL_TEXT_MIN = 600
+COMPACT_CALL_MAX = 300
+
+
+def render_slack_batch(batch: BatchView) -> dict[str, Any]:
+    """The ``chat.postMessage`` / ``chat.update`` payload of a batch card, as the batch is now.
+
+    Open calls have their buttons, decided ones their outcome line; the
+    batch's own buttons stay while any call is open.
+    """
+    calls = batch.calls
+    live = bool(batch.open_calls)
+    title = "Approval needed" if live else "Decided"
+    blocks: list[dict[str, Any]] = [
+        _header(f"{title}: {len(calls)} calls from {batch.agent}"),
+        _facts(batch, live=live),
+    ]
+    budget = max(CALL_TEXT_MIN, min(SECTION_TEXT_MAX, CARD_TEXT_BUDGET // len(calls)))
+    for number, call in enumerate(calls[:FULL_CALLS], start=1):
+        blocks.append(_call_section(number, call, budget))
+        blocks.append(_actions(call.view) if call.is_open else _outcome(call))
+    blocks += _compact(calls[FULL_CALLS:], first=FULL_CALLS + 1)
+    if live:
+        blocks.append(_batch_actions(batch))
+    return {"text": _fallback(batch, title), "blocks": blocks}
+
+
+def _facts(batch: BatchView, *, live: bool) -> dict[str, Any]:
+    expires = batch.expires_text + (f" ({batch.time_left})" if live and batch.time_left else "")
+    parts = [f"Agent {_inline(batch.agent)}"]
+    if batch.session is not None:
+        parts.append(f"session {_inline(batch.session)}")
+    parts += [f"batch {_inline(batch.short_id)}", f"expires {escape(expires)}"]
+    if batch.approvers:
+        parts.append(f"approvers {escape(clip(', '.join(batch.approvers), 120))}")
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": " · ".join(parts)}]}
+
+
+def _call_section(number: int, call: BatchCall, budget: int) -> dict[str, Any]:
+    view = call.view
+    icon = _RISK_ICONS.get(view.risk, "")
+    title = (
+        f"*{number}.* {_inline(view.tool)} {icon} {_inline(view.risk)} · rule {_inline(view.rule)}"
+    )
+    title += f"\n*{view.label}*" + (f" {_inline(view.path)}" if view.path is not None else "")
+    body = view.body if view.extra is None else f"{view.body}\n\nOther arguments:\n{view.extra}"
+    text = fit_text(
+        body,
+        max_len=budget,
+        max_lines=max(6, budget // 60),
+        encode=lambda t: f"{title}\n{_code(t)}",
+    )
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def _outcome(call: BatchCall) -> dict[str, Any]:
+    elements = [
+        {"type": "plain_text", "text": _escaped_clip(call.outcome or "", 300, place="plain_text")}
+    ]
+    if call.reason:
+        reason = _escaped_clip(f"Reason: {call.reason}", 500, place="plain_text")
+        elements.append({"type": "plain_text", "text": reason})
+    block_id = f"tapgate_resolved:{call.view.request_id}"
+    return {"type": "context", "block_id": block_id, "elements": elements}
+
+
+def _compact(calls: tuple[BatchCall, ...], *, first: int) -> list[dict[str, Any]]:
+    """Calls past :data:`FULL_CALLS`: one line each, packed into sections of ≤ 3000 characters."""
+    if not calls:
+        return []
+    lines = ["*Further calls* (decided by Approve all / Deny all):"]
+    for number, call in enumerate(calls, start=first):
+        shown = clip(call.view.body, COMPACT_CALL_MAX).replace("`", "\u02cb")
+        state = escape(clip(call.outcome, 80)) if call.outcome else ""
+        lines.append(f"*{number}.* {_inline(call.view.tool)} `{escape(shown) or ' '}` {state}")
+    sections: list[list[str]] = [[]]
+    for line in lines:
+        if sum(len(x) + 1 for x in sections[-1]) + len(line) > SECTION_TEXT_MAX:
+            sections.append([])
+        sections[-1].append(line)
+    return [
+        {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(part)}}
+        for part in sections
+    ]
+
+
+def _batch_actions(batch: BatchView) -> dict[str, Any]:
+    count = len(batch.open_calls)
+    approve = _button("Approve all", "approve_all", batch.batch_id, style="primary")
+    approve["confirm"] = _confirm(
+        f"Approve all {count}?",
+        f"Approve the {count} open calls of this batch, each exactly as shown above.",
+        "Approve all",
+    )
+    buttons = [approve, _button("Deny all", "deny_all", batch.batch_id, style="danger")]
+    if batch.can_allow_session:
+        session = _button("Allow all for session", "approve_all_session", batch.batch_id)
+        session["confirm"] = _confirm(
+            "Allow all for this session?",
+            f"Approve the {count} open calls and every later identical call "
+            f"from {clip(batch.agent, 60)} in session {clip(batch.session or '', 60)}.",
+            "Allow for session",
+        )
+        buttons.append(session)
+    return {"type": "actions", "block_id": f"tapgate_batch:{batch.batch_id}", "elements": buttons}
+
+
+def _button(
+    label: str, action: BatchAction, batch_id: str, *, style: str | None = None
+) -> dict[str, Any]:
+    button: dict[str, Any] = {
+        "type": "button",
+        "action_id": SLACK_BATCH_ACTION_IDS[action],
+        "text": {"type": "plain_text", "text": label},
+        "value": batch_id,
+    }
+    if style is not None:
+        button["style"] = style
+    return button
+
+
+def _confirm(title: str, text: str, confirm: str) -> dict[str, Any]:
+    return {
+        "title": {"type": "plain_text", "text": title},
+        "text": {
+            "type": "plain_text",
+            "text": _escaped_clip(text, CONFIRM_TEXT_MAX, place="plain_text"),
+        },
+        "confirm": {"type": "plain_text", "text": confirm},
+        "deny": {"type": "plain_text", "text": "Cancel"},
+    }
+
+
+def _fallback(batch: BatchView, headline: str) -> str:
+    """The notification text: who, how many, which tools; never the arguments."""
+    tools = ", ".join(dict.fromkeys(c.view.tool for c in batch.calls))
+    text = (
+        f"{headline}: {len(batch.calls)} calls from {clip(batch.agent, 120)} "
+        f"({clip(tools, 300)}), batch {batch.short_id}, expires {batch.expires_text}"
+    )
+    return _escaped_clip(text, FALLBACK_TEXT_MAX, place="mrkdwn")  # formatted by Slack
