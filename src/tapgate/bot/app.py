@@ -23,6 +23,7 @@ from tapgate.bot.heartbeat import Heartbeat
 from tapgate.bot.keys import CLOCK, CONFIG, DISPATCHER, GATE, METRICS, STORE
 from tapgate.bot.metrics import Metrics
 from tapgate.bot.routes import setup_webhooks
+from tapgate.bot.unreachable import Unreachable
 from tapgate.core.clock import Clock, SystemClock
 from tapgate.core.gate import Gate
 from tapgate.core.policy import Policy
@@ -126,14 +127,18 @@ def _core(
         app[METRICS].watch(gate.bus)
         app[METRICS].waiters.set_function(lambda: gate.waiting)
         pace = {"slack": config.channels.slack.pace} if config.channels.slack else {}
+        channels = list(notifiers if notifiers is not None else notifiers_for(config))
+        console = next((n for n in channels if isinstance(n, ConsoleNotifier)), None)
+        unreachable = Unreachable(gate, app[METRICS], console)
         dispatcher = Dispatcher(
             store,
-            notifiers if notifiers is not None else notifiers_for(config),
+            channels,
             clock=clock,
             bus=gate.bus,
             pace=pace,
             lease=config.server.delivery_lease,
             on_failure=app[METRICS].delivery_failed,
+            on_unreachable=unreachable,
         )
         heartbeat = Heartbeat(
             gate,
@@ -150,6 +155,7 @@ def _core(
         finally:
             await heartbeat.close()
             await dispatcher.close()
+            await unreachable.close()
             await gate.close()
             await store.close()
 

@@ -70,6 +70,11 @@ class Metrics:
             "Agents waiting for a decision in this process",
             registry=self.registry,
         )
+        self.unreachable = Counter(
+            "tapgate_unreachable_requests",
+            "Requests ended at once because no approver could be reached on any channel",
+            registry=self.registry,
+        )
         self.asks_refused = Counter(
             "tapgate_asks_refused",
             "Asks refused because an agent was over a limit, by agent and limit",

@@ -137,10 +137,9 @@ class Gate(StoreDoor):
         return decision
 
     async def consume(self, request_id: str) -> bool:
-        """The agent was told of an approval: it authorises this one execution only.
+        """The agent was told of an approval: it authorises one execution (DESIGN decision 12).
 
-        True for the first call; an identical re-issue after it asks anew
-        (DESIGN.md decision 12). Reads by id keep answering "approved".
+        True for the first call; an identical re-issue after it asks anew.
         """
         return await self.store.consume(request_id, self.clock.now())
 
@@ -151,10 +150,7 @@ class Gate(StoreDoor):
         return await self.store.decided_since(agent, after, limit)
 
     async def submit_many(self, calls: Sequence[ToolCall]) -> BatchTicket:
-        """Decide every call by policy and grants at once; the ones that ask become one batch.
-
-        See :mod:`tapgate.core.batching`.
-        """
+        """Decide every call at once if possible; those that ask become one batch (``batching``)."""
         from tapgate.core.batching import submit_batch  # batching builds on the gate
 
         return await submit_batch(self, calls)
@@ -381,10 +377,16 @@ class Gate(StoreDoor):
 
     async def expire_overdue(self) -> list[Request]:
         """Expire every overdue pending request (the heartbeat's job) and wake their waiters."""
-        expired = await self.store.expire_overdue(self.clock.now())
-        for request in expired:
-            self._settle(request, "expired")
-        return expired
+        return self._settle_all(await self.store.expire_overdue(self.clock.now()), "expired")
+
+    async def give_up(self, request_ids: list[str]) -> list[Request]:
+        """End requests no approver can be reached for, by ``on_timeout`` (see ``store.reach``)."""
+        return self._settle_all(await self.store.give_up(request_ids, self.clock.now()), "expired")
+
+    def _settle_all(self, requests: list[Request], kind: EventKind) -> list[Request]:
+        for request in requests:
+            self._settle(request, kind)
+        return requests
 
     async def reconcile(self) -> int:
         """Wake waiters whose request another process decided; returns how many woke."""

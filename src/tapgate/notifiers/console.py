@@ -97,6 +97,10 @@ class ConsoleNotifier:
     async def close(self) -> None:
         """Nothing to release; the stream belongs to the caller."""
 
+    def announce(self, text: str) -> None:
+        """Print an operator notice (not a request's message): e.g. a request nobody can see."""
+        self._write(text)
+
     def _write(self, text: str) -> None:
         stream = self._stream or sys.stdout
         stream.write(text)

@@ -28,7 +28,7 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 
 from tapgate.core.clock import Clock, SystemClock
@@ -70,6 +70,7 @@ class Dispatcher:
         backoff: Callable[..., float] = outbox_backoff,
         owner: str | None = None,
         on_failure: Callable[[str, bool], None] | None = None,
+        on_unreachable: Callable[[list[str]], Awaitable[object]] | None = None,
     ) -> None:
         self.store = store
         self.notifiers = {n.channel: n for n in notifiers}
@@ -83,6 +84,8 @@ class Dispatcher:
         self.owner = owner or f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
         # Told (channel, permanent) for every failed send: the server's metrics.
         self.on_failure = on_failure
+        # Told the requests whose last live message just failed for good: nobody can answer.
+        self.on_unreachable = on_unreachable
         self._slots = asyncio.Semaphore(concurrency)
         self._wake = asyncio.Event()
         self._claim_wanted = True  # the first pass claims whatever is due
@@ -294,6 +297,10 @@ class Dispatcher:
                 error,
             )
             await self.store.outbox.mark_failed(item.id, owner=self.owner, error=error, now=now)
+            if self.on_unreachable is not None:
+                stranded = await self.store.unreachable_after(item.id)
+                if stranded:
+                    await self.on_unreachable(stranded)
             return
         delay = self.backoff(item.attempts, retry_after=exc.retry_after)
         log.warning(

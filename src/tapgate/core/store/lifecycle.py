@@ -34,6 +34,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import (
+    ColumnElement,
     Connection,
     String,
     bindparam,
@@ -43,6 +44,7 @@ from sqlalchemy import (
     literal,
     select,
     text,
+    true,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -69,6 +71,7 @@ __all__ = [
     "expire",
     "expire_one",
     "expire_overdue",
+    "give_up",
 ]
 
 Outcome = Literal["applied", "expired", "final", "unauthorized", "missing", "duplicate"]
@@ -348,22 +351,49 @@ class Change:
 
 def expire(conn: Connection, ids: list[str], now: datetime) -> list[Request]:
     """Expire those of ``ids`` still pending and overdue; the requests this expired."""
+    overdue = requests.c.expires_at <= now
+    return _end_by_timeout_verdict(conn, ids, now, overdue, by="timeout", reason=None)
+
+
+UNREACHABLE = "no approver could be reached"
+"""The reason of a request ended because every message to its approvers failed for good."""
+
+
+def give_up(conn: Connection, ids: list[str], now: datetime) -> list[Request]:
+    """End those of ``ids`` still pending by their ``on_timeout`` verdict: nobody can answer.
+
+    Audited (by the trigger) as an expiry by ``unreachable``, with the reason
+    the agent reads; a request decided meanwhile is left as it is.
+    """
+    return _end_by_timeout_verdict(conn, ids, now, true(), by="unreachable", reason=UNREACHABLE)
+
+
+def _end_by_timeout_verdict(
+    conn: Connection,
+    ids: list[str],
+    now: datetime,
+    condition: ColumnElement[bool],
+    *,
+    by: str,
+    reason: str | None,
+) -> list[Request]:
     _BUMP_PREPARED.rowcount(conn, {})
     result = conn.execute(
         update(requests)
-        .where(requests.c.id.in_(ids), requests.c.status == "pending", requests.c.expires_at <= now)
+        .where(requests.c.id.in_(ids), requests.c.status == "pending", condition)
         .values(
             status="expired",
             resolved_at=now,
-            resolved_by="timeout",
+            resolved_by=by,
+            resolution_reason=reason,
             resolution_detail=_ON_TIMEOUT_DETAIL,
             decided_seq=_SEQ,
         )
         .returning(*requests.c)
     )  # the "expired" audit line is written by a trigger
-    expired = [request_from_row(r) for r in result.mappings()]
-    _bump_batches(conn, expired)
-    return expired
+    ended = [request_from_row(r) for r in result.mappings()]
+    _bump_batches(conn, ended)
+    return ended
 
 
 def _bump_batches(conn: Connection, decided: Sequence[Request]) -> None:

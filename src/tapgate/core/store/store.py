@@ -33,7 +33,7 @@ from sqlalchemy.exc import IntegrityError
 from tapgate.core.audit_chain import ChainRow, Verdict, Verifier
 from tapgate.core.limits import NO_LIMITS, AgentLimits
 from tapgate.core.models import AuditEntry, Delivery, Grant, Request, RequestStatus, Scope
-from tapgate.core.store import audit, batches, events, grants, lifecycle, reminders
+from tapgate.core.store import audit, batches, events, grants, lifecycle, reach, reminders
 from tapgate.core.store import engine as _engine
 from tapgate.core.store import requests as _requests
 from tapgate.core.store.batches import Ask, Batch, ItemFor
@@ -278,6 +278,14 @@ class Store:
     async def expire(self, request_id: str, now: datetime) -> Transition:
         """Expire one request if it is pending and overdue (a waiter reaching its deadline)."""
         return await self.runner.run(lambda c: lifecycle.expire_one(c, request_id, now))
+
+    async def give_up(self, ids: list[str], now: datetime) -> list[Request]:
+        """End pending requests nobody can be reached for, by their ``on_timeout`` verdict."""
+        return await self.runner.run(lambda c: lifecycle.give_up(c, ids, now))
+
+    async def unreachable_after(self, item_id: int) -> list[str]:
+        """The pending requests a just-failed outbox row was the last live message of."""
+        return await self.runner.read(lambda c: reach.unreachable_after(c, item_id))
 
     async def expire_overdue(self, now: datetime, limit: int = 500) -> list[Request]:
         """Expire pending requests whose deadline has passed; returns those this call expired."""
