@@ -144,7 +144,6 @@ def _core(
             gate,
             dispatcher,
             interval=config.server.heartbeat_interval,
-            remind_after=config.server.remind_after,
         )
         app[STORE], app[GATE], app[DISPATCHER], app[HEARTBEAT] = store, gate, dispatcher, heartbeat
         await gate.start()

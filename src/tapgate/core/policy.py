@@ -30,6 +30,7 @@ from tapgate.core import shell
 from tapgate.core.models import Action, Risk, ToolCall, args_digest, canonical_json
 from tapgate.core.paths import DEFAULT_PATH_ARGUMENTS, PathReading, read_paths
 from tapgate.core.rules import PolicySpec, Rule, ToolSpec
+from tapgate.core.terms import ask_terms
 from tapgate.errors import PolicyError
 
 __all__ = ["HAZARD_RULE", "PATH_HAZARD_RULE", "Policy", "PolicyVerdict"]
@@ -67,6 +68,12 @@ class PolicyVerdict:
     approvers: tuple[str, ...]
     timeout: float
     grantable: bool = True
+    quorum: int = 1
+    owner: str | None = None
+    """The agent's owner when the rule forbids self-approval: their approvals are refused."""
+    remind_every: float = 0.0
+    escalate_after: float | None = None
+    escalate_to: tuple[str, ...] = ()
 
 
 def _glob(pattern: str, source: str) -> Callable[[str], re.Match[str] | None]:
@@ -246,6 +253,7 @@ class Policy:
                 risk=risk,
                 approvers=self.spec.default_approvers,
                 timeout=self.spec.default_timeout,
+                **ask_terms(self.spec, None, call.agent),
             )
         return PolicyVerdict(
             action=rule.action,
@@ -254,6 +262,7 @@ class Policy:
             risk=risk,
             approvers=rule.approvers or self.spec.default_approvers,
             timeout=rule.timeout if rule.timeout is not None else self.spec.default_timeout,
+            **ask_terms(self.spec, rule, call.agent),
         )
 
     def _evaluate_shell(

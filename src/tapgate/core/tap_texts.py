@@ -27,12 +27,16 @@ __all__ = [
     "NOT_APPROVER_BATCH",
     "NOT_FOUND",
     "NOT_QUESTION",
+    "SELF_APPROVAL",
     "already_message",
     "applied_message",
     "batch_message",
     "clock_time",
+    "counted_message",
     "is_question",
     "no_question_matches",
+    "partial_message",
+    "progress",
     "short",
     "title",
     "too_many_questions",
@@ -43,6 +47,10 @@ NOT_FOUND = "This request does not exist (any more)."
 NOT_QUESTION = "This request is not a question; use its Approve / Deny buttons."
 NOT_APPROVER_BATCH = "You are not an approver for any open call of this batch."
 BATCH_NOT_FOUND = "This batch does not exist (any more)."
+SELF_APPROVAL = (
+    "You own this agent, so you cannot approve its calls: another approver must. "
+    "(You can still deny.)"
+)
 
 _PAST = {"approved": "approved", "denied": "denied", "cancelled": "cancelled", "expired": "expired"}
 _QUESTION_PAST = {**_PAST, "approved": "answered", "denied": "dismissed"}
@@ -89,6 +97,23 @@ def applied_message(request: Request) -> str:
     verb = "Approved" if request.status == "approved" else "Denied"
     scope = " for this session" if request.scope == "session" else ""
     return f"{verb}{scope} - {request.tool} ({short(request.id)})"
+
+
+def progress(request: Request) -> str:
+    """ "1 of 2: alice approved": a quorum's count so far, for replies and cards."""
+    names = request.approvals
+    who = f": {' and '.join(names)} approved" if names else ""
+    return f"{len(names)} of {request.quorum}{who}"
+
+
+def partial_message(request: Request) -> str:
+    """ "Approval counted, 1 of 2: alice approved - deploy_prod (request 3fA9xxxx)." """
+    return f"Approval counted, {progress(request)} - {request.tool} ({short(request.id)})."
+
+
+def counted_message(request: Request) -> str:
+    """A second tap by the same approver: it counts once, and says where the count is."""
+    return f"Your approval was already counted, {progress(request)} - {request.tool}."
 
 
 def already_message(request: Request, status: str) -> str:
