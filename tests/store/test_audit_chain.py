@@ -188,8 +188,19 @@ async def test_anchors_catch_a_log_cut_short(store: Store, clock: ManualClock) -
 
 
 LATER_COLUMNS = frozenset(
-    "batch_id consumed_at decided_seq quorum owner approvals remind_every remind_at"
-    " escalate_at escalate_to escalated_at".split()
+    [
+        "batch_id",
+        "consumed_at",
+        "decided_seq",
+        "quorum",
+        "owner",
+        "approvals",
+        "remind_every",
+        "remind_at",
+        "escalate_at",
+        "escalate_to",
+        "escalated_at",
+    ]
 )
 OLD_COLUMNS = frozenset(c.name for c in requests.c if c.name not in LATER_COLUMNS)
 """The requests table as revision 0002 had it (migrations 0004 and 0006 added the rest)."""

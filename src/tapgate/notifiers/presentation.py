@@ -28,6 +28,7 @@ from typing import Any, Literal
 from tapgate.core.buttons import SHORT_ID_LENGTH
 from tapgate.core.masking import clean, mask_arguments, mask_text, reveal_invisible
 from tapgate.core.models import CONTACT_TOOL, Request, RequestStatus, Risk, Scope
+from tapgate.notifiers.standing import standing
 
 __all__ = [
     "ApprovalView",
@@ -87,6 +88,8 @@ class ApprovalView:
     extra: str | None
     can_allow_session: bool
     subject: str | None = None
+    note: str | None = None
+    """Quorum progress, escalation, the owner (:func:`~tapgate.notifiers.standing.standing`)."""
 
     @property
     def is_question(self) -> bool:
@@ -131,6 +134,7 @@ def present(
             kind != "question" and request.grantable and request.session is not None
         ),
         subject=None if subject is None else clean(subject),
+        note=standing(request),
     )
 
 

@@ -10,15 +10,21 @@ can say which rule decided.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
 from tapgate.bot.config.agents import AgentConfig
 from tapgate.bot.config.approvers import ApproverConfig
 from tapgate.bot.config.errors import Loc, format_path
-from tapgate.bot.config.fields import Duration, NonEmptyStr, PositiveInt, Section
+from tapgate.bot.config.fields import (
+    Duration,
+    NonEmptyStr,
+    PositiveInt,
+    Section,
+    parse_duration,
+)
 from tapgate.bot.config.reach import DEFAULT_REMIND_EVERY, check_reach
 from tapgate.core.models import Action, Risk, Verdict
 from tapgate.core.rules import DEFAULT_RISK_ACTIONS, PolicySpec, Rule, ToolSpec
@@ -60,6 +66,18 @@ def _writable_path(value: str) -> str:
     return _absolute_path(value)
 
 
+def _interval_or_off(value: Any) -> float:
+    if value in (0, "0", "off") and not isinstance(value, bool):
+        return 0.0
+    try:
+        return parse_duration(value)
+    except (TypeError, ValueError) as exc:
+        raise PydanticCustomError("duration", "{message}", {"message": str(exc)}) from None
+
+
+RemindEvery = Annotated[float, BeforeValidator(_interval_or_off)]
+"""A reminder interval: a duration, or ``0`` / ``off`` for no reminders."""
+
 WritablePath = Annotated[str, AfterValidator(_writable_path)]
 HiddenPath = Annotated[str, AfterValidator(_absolute_path)]
 
@@ -98,7 +116,7 @@ class RuleConfig(Section):
     reason: str | None = None
     quorum: PositiveInt = 1
     self_approval: bool | None = None
-    remind_every: Duration | None = None
+    remind_every: RemindEvery | None = None
     escalate_after: Duration | None = None
     escalate_to: tuple[NonEmptyStr, ...] = ()
 
@@ -115,7 +133,7 @@ class PolicyConfig(Section):
     default_timeout: Duration = 600.0
     on_timeout: Verdict = "deny"
     default_approvers: tuple[NonEmptyStr, ...] = ()
-    remind_every: Duration | None = None
+    remind_every: RemindEvery | None = None
     """Seconds between reminders (``null``: 15 minutes, or the old ``server.remind_after``)."""
     escalate_after: Duration | None = None
     escalate_to: tuple[NonEmptyStr, ...] = ()
