@@ -77,3 +77,8 @@ def test_the_new_keys_reach_the_policy() -> None:
     del raw["server"]
     del policy["remind_every"]
     assert parse_config(raw, env={}).policy_spec().remind_every == 900
+
+
+def test_a_rule_that_names_nobody_reaches_every_approver() -> None:
+    rules = [{"tool": "x", "action": "ask", "quorum": 3}, {"tool": "y", "action": "ask"}]
+    parse_config({"approvers": PEOPLE, "agents": [AGENT], "policy": {"rules": rules}}, env={})

@@ -64,7 +64,9 @@ def _check_rule(
 ) -> None:
     if rule.escalate_to and rule.escalate_after is None:
         raise ConfigError(format_path((*loc, "escalate_to")), "needs escalate_after")
-    asked = _expand(rule.approvers or policy.default_approvers, approvers)
+    named = rule.approvers or policy.default_approvers
+    # No names at all means every approver (see policy.default_approvers).
+    asked = _expand(named, approvers) if named else {a.name for a in approvers}
     escalate_after = rule.escalate_after if rule.escalate_after is not None else None
     escalate_to = rule.escalate_to or policy.escalate_to
     if escalate_after is None and policy.escalate_after is not None:
@@ -79,7 +81,9 @@ def _check_rule(
     reachable = asked | added
     if not self_approval and reachable & possible_owners:
         reachable -= {sorted(reachable & possible_owners)[0]}  # at most one owner per call
-    if rule.action == "ask" and rule.quorum > len(reachable):
+    # A quorum of 1 with no approvers configured at all is a first run, not a contradiction.
+    possible = rule.quorum > 1 or bool(asked | added)
+    if rule.action == "ask" and rule.quorum > len(reachable) and possible:
         can = ", ".join(sorted(reachable)) or "nobody"
         raise ConfigError(
             format_path((*loc, "quorum")),
