@@ -3,7 +3,10 @@
 DESIGN.md decision 15: quorum is rows, not counters. :class:`Approve` runs as
 one transaction:
 
-1. lock the request's row (``SELECT … FOR UPDATE`` on PostgreSQL; SQLite's
+1. take the decision counter's lock, then the request's row, in the order
+   every deciding transaction takes them (a deny holding the counter while an
+   approval held the row would deadlock), then lock the request's row
+   (``SELECT … FOR UPDATE`` on PostgreSQL; SQLite's
    ``BEGIN IMMEDIATE`` already serialises writers), so two replicas counting
    approvals of one request take turns, and each counts the other's
    committed row (PostgreSQL's read committed reads a fresh snapshot per
@@ -31,7 +34,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from tapgate.core.store import audit, events
 from tapgate.core.store import engine as _engine
-from tapgate.core.store.lifecycle import Change, Transition
+from tapgate.core.store.lifecycle import Change, Transition, lock_decisions
 from tapgate.core.store.rows import request_from_row
 from tapgate.core.store.schema import approvals, requests
 
@@ -51,6 +54,12 @@ class Approve:
 
     def __call__(self, conn: Connection) -> Transition:
         change = self.change
+        # A request's quorum never changes: an unlocked read routes quorum 1 as before.
+        quorum = select(requests.c.quorum).where(requests.c.id == change.request_id)
+        if (conn.execute(quorum).scalar() or 1) <= 1:
+            return change(conn)
+        # Locks in every decider's order: the decision counter, then the request's row.
+        lock_decisions(conn)
         locked = select(requests).where(requests.c.id == change.request_id).with_for_update()
         row = conn.execute(locked).mappings().first()
         current = request_from_row(row) if row is not None else None

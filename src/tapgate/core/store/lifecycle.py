@@ -72,6 +72,7 @@ __all__ = [
     "expire_one",
     "expire_overdue",
     "give_up",
+    "lock_decisions",
 ]
 
 Outcome = Literal[
@@ -386,6 +387,11 @@ class Change:
         detail = {"reason": self.reason, "scope": self.scope, **self.detail}
         detail |= {"wanted": self.to, "why": why}
         audit.write(conn, self.now, "refused", self.request_id, self.by, detail)
+
+
+def lock_decisions(conn: Connection) -> None:
+    """Take the decision counter's lock first, as every deciding transaction does (no deadlock)."""
+    _BUMP_PREPARED.rowcount(conn, {})
 
 
 def expire(conn: Connection, ids: list[str], now: datetime) -> list[Request]:
