@@ -39,7 +39,11 @@ agents:
   - {name: coder, token: "${CODER_TOKEN}"}
   - {name: deployer, token: "${DEPLOYER_TOKEN}"}
 approvers:
-  - {name: alice, line: U0123456789abcdef0123456789abcdef, slack: USLACKALICE, slack_team: T0001, groups: [oncall, leads]}
+  - name: alice
+    line: U0123456789abcdef0123456789abcdef
+    slack: USLACKALICE
+    slack_team: T0001
+    groups: [oncall, leads]
   - {name: bob, slack: USLACKBOB, groups: [oncall]}
   - {name: carol}
 channels:
