@@ -120,6 +120,7 @@ EXPORTS: dict[str, set[str]] = {
         "display_url",
         "format_path",
         "load_config",
+        "load_store_config",
         "parse_config",
         "parse_duration",
     },

@@ -41,13 +41,18 @@ def build_app(
     *,
     clock: Clock | None = None,
     notifiers: Sequence[Notifier] | None = None,
+    config_path: str | None = None,
 ) -> web.Application:
-    """The server for ``config``; ``notifiers`` replaces the configured ones (tests)."""
+    """The server for ``config``; ``notifiers`` replaces the configured ones (tests).
+
+    ``config_path`` is the file ``tapgate serve`` loaded: the console's
+    copy-paste commands name it, so they act on this server's database.
+    """
     app = web.Application(client_max_size=_MAX_BODY, handler_args=HANDLER_ARGS)
     app[CONFIG] = config
     app[CLOCK] = clock or SystemClock()
     app[METRICS] = Metrics()
-    app.cleanup_ctx.append(_core(notifiers))
+    app.cleanup_ctx.append(_core(notifiers, config_path))
     setup_health(app)
     setup_api(app)
     setup_humanlayer(app)
@@ -75,13 +80,13 @@ def _webhook_refusals(metrics: Metrics) -> Callable[[str], None]:
     return count
 
 
-def notifiers_for(config: Config) -> list[Notifier]:
+def notifiers_for(config: Config, *, config_path: str | None = None) -> list[Notifier]:
     """The notifiers the config's enabled channels call for."""
     channels = config.channels
     shell_args = {t.name: t.shell for t in config.policy_spec().tools if t.shell}
     out: list[Notifier] = []
     if "console" in config.enabled_channels:
-        out.append(ConsoleNotifier(tool_shell_args=shell_args))
+        out.append(ConsoleNotifier(tool_shell_args=shell_args, config_path=config_path))
     if channels.line is not None:
         from tapgate.notifiers.line import LineNotifier  # the SDK loads only when used
 
@@ -109,7 +114,7 @@ def notifiers_for(config: Config) -> list[Notifier]:
 
 
 def _core(
-    notifiers: Sequence[Notifier] | None,
+    notifiers: Sequence[Notifier] | None, config_path: str | None
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     async def context(app: web.Application) -> AsyncIterator[None]:
         config, clock = app[CONFIG], app[CLOCK]
@@ -127,7 +132,9 @@ def _core(
         app[METRICS].watch(gate.bus)
         app[METRICS].waiters.set_function(lambda: gate.waiting)
         pace = {"slack": config.channels.slack.pace} if config.channels.slack else {}
-        channels = list(notifiers if notifiers is not None else notifiers_for(config))
+        channels = list(
+            notifiers if notifiers is not None else notifiers_for(config, config_path=config_path)
+        )
         console = next((n for n in channels if isinstance(n, ConsoleNotifier)), None)
         unreachable = Unreachable(gate, app[METRICS], console)
         dispatcher = Dispatcher(

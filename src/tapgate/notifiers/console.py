@@ -3,9 +3,11 @@
 Owns the text form of a request for setups without a chat platform (a laptop,
 a CI dry run): the same masked facts the chat messages show, then the exact
 ``tapgate resolve`` commands that decide it, so the approver can copy a line
-instead of composing one. All agent text comes through the presentation
-model, which masks secrets and turns control characters (terminal escape
-sequences included) into visible ``⟨U+001B⟩`` marks.
+instead of composing one. The commands carry ``--config`` with the file the
+server was started with: pasted anywhere, they open this server's database.
+All agent text comes through the presentation model, which masks secrets
+and turns control characters (terminal escape sequences included) into
+visible ``⟨U+001B⟩`` marks.
 
 A question prints its text and the commands that answer it (``approve
 --reason "<answer>"``) or dismiss it (``deny``); its outcome line reads
@@ -45,24 +47,30 @@ class ConsoleNotifier:
     """Writes each approval request, and each outcome, to a text stream.
 
     ``stream`` defaults to standard output at the time of writing (so that a
-    redirected or captured ``sys.stdout`` is honoured).
+    redirected or captured ``sys.stdout`` is honoured). ``config_path``, when
+    given, is added to every printed command as ``--config``.
     """
 
     channel = "console"
     edits_messages = True  # "updating" prints the outcome as a line of its own
 
     def __init__(
-        self, stream: TextIO | None = None, *, tool_shell_args: Mapping[str, str] | None = None
+        self,
+        stream: TextIO | None = None,
+        *,
+        tool_shell_args: Mapping[str, str] | None = None,
+        config_path: str | None = None,
     ) -> None:
         self._stream = stream
         self._tool_shell_args = dict(tool_shell_args or {})
+        self._config_path = config_path
 
     async def send(
         self, request: Request, delivery: Delivery, *, key: str, retried: bool = False
     ) -> Receipt:
         """Print ``request`` with the commands ``delivery.approver`` can run to decide it."""
         view = present(request, tool_shell_arg=self._tool_shell_args.get(request.tool))
-        self._write(render_console(view, approver=delivery.approver))
+        self._write(render_console(view, approver=delivery.approver, config_path=self._config_path))
         return Receipt(channel=self.channel, address=delivery.address, ref={})
 
     async def update(self, request: Request, receipt: Receipt) -> None:
@@ -107,9 +115,11 @@ class ConsoleNotifier:
         stream.flush()
 
 
-def render_console(view: ApprovalView, *, approver: str) -> str:
+def render_console(view: ApprovalView, *, approver: str, config_path: str | None = None) -> str:
     """The plain-text message: facts, arguments, then the resolve commands."""
     rid, who = shlex.quote(view.request_id), shlex.quote(approver)
+    if config_path is not None:
+        who += f" --config {shlex.quote(config_path)}"
     if view.is_question:
         return _render_question(view, rid, who)
     lines = [

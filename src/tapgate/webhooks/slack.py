@@ -46,6 +46,7 @@ from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
@@ -97,6 +98,23 @@ MODAL_FAILED = "tapgate could not open the deny dialog; please tap Deny again."
 REPLY_MODAL_FAILED = "tapgate could not open the answer dialog; please tap Reply again."
 BLANK_ANSWER = "Type an answer: the agent is waiting for it."
 _Tapped = Interaction | BatchInteraction
+
+
+class _TokenUnusedFilter(logging.Filter):
+    """Drops bolt's "As you gave `client` as well, `token` will be unused." warning.
+
+    ``AsyncApp`` reads ``$SLACK_BOT_TOKEN`` when it is given no token, and the
+    docs tell operators to keep the bot token in exactly that variable; bolt
+    then warns that the token beside our client is unused, on every start,
+    though the token reaches Slack through ``authorize`` as intended.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != warning_client_prioritized_and_token_skipped()
+
+
+_bolt_log = _log.getChild("bolt")
+_bolt_log.addFilter(_TokenUnusedFilter())
 
 
 class SlackWebhook:
@@ -157,7 +175,7 @@ class SlackWebhook:
 
         bolt = AsyncApp(
             name="tapgate",
-            logger=_log.getChild("bolt"),
+            logger=_bolt_log,
             signing_secret=signing_secret,
             client=client,
             authorize=authorize,

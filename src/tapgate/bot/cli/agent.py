@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_URL",
+    "HOOK_EPILOG",
+    "RUN_EPILOG",
     "TOKEN_ENV",
     "add_agent_commands",
     "connection_options",
@@ -40,6 +42,25 @@ __all__ = [
 ]
 
 DEFAULT_URL = "http://127.0.0.1:8080"
+
+RUN_EPILOG = """\
+exit status:
+  the command's  approved (or allowed by policy) and run; killed by signal N: 128 + N
+  2              no command, or a bad flag
+  69             the tapgate server is unreachable or failed (EX_UNAVAILABLE)
+  71             --sandbox: the sandbox cannot be applied here; nothing ran (EX_OSERR)
+  75             nobody decided in time, or --timeout ran out (EX_TEMPFAIL)
+  77             denied, by policy or by an approver (EX_NOPERM)
+  78             no agent token, or the server refused it (EX_CONFIG)
+  126 / 127      approved, but the command cannot be executed / was not found
+  130 / 143      Ctrl-C / SIGTERM while waiting: the request was cancelled, nothing ran
+tapgate's own reasons are printed on stderr as "tapgate: ..."."""
+
+HOOK_EPILOG = """\
+exit status:
+  0  always: the decision (allow, deny or ask) is the JSON on stdout, as Claude Code
+     expects; a server that cannot be reached answers --on-error, and a mistyped flag
+     is a JSON deny that names the mistake."""
 TOKEN_ENV = "TAPGATE_AGENT_TOKEN"  # noqa: S105 - the variable's name, not a token
 
 
@@ -59,12 +80,19 @@ def add_agent_commands(sub: Any, *, hook: Command, run: Command) -> None:
     """Add ``hook claude-code`` and ``run`` to the CLI's subcommands, bound to their entries."""
     from tapgate.client import DEFAULT_HOOK_TIMEOUT
 
-    hook_parser = sub.add_parser("hook", help="answer an agent's hook (Claude Code) with tapgate")
+    hook_parser = sub.add_parser(
+        "hook",
+        help="answer an agent's hook (Claude Code) with tapgate",
+        epilog=HOOK_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     hooks = hook_parser.add_subparsers(dest="hook_command", required=True, parser_class=_HookParser)
     claude = hooks.add_parser(
         "claude-code",
         help="a Claude Code PreToolUse / PermissionRequest hook: hook JSON in, decision out",
         allow_abbrev=False,  # "--token X" must be an error, not --token-env X
+        epilog=HOOK_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     connection_options(claude)
     claude.add_argument(
@@ -90,7 +118,11 @@ def add_agent_commands(sub: Any, *, hook: Command, run: Command) -> None:
     claude.set_defaults(func=hook, reject_extra=_hook_extra)
 
     run_parser = sub.add_parser(
-        "run", help="run a command only when tapgate approves it", allow_abbrev=False
+        "run",
+        help="run a command only when tapgate approves it",
+        allow_abbrev=False,
+        epilog=RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     connection_options(run_parser)
     run_parser.add_argument(

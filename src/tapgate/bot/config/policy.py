@@ -18,7 +18,7 @@ from pydantic_core import PydanticCustomError
 from tapgate.bot.config.agents import AgentConfig
 from tapgate.bot.config.approvers import ApproverConfig
 from tapgate.bot.config.errors import Loc, format_path
-from tapgate.bot.config.fields import Duration, NonEmptyStr, PositiveInt, Section
+from tapgate.bot.config.fields import Duration, Glob, NonEmptyStr, PositiveInt, Section
 from tapgate.core.models import Action, Risk, Verdict
 from tapgate.core.rules import DEFAULT_RISK_ACTIONS, PolicySpec, Rule, ToolSpec
 from tapgate.errors import ConfigError
@@ -89,9 +89,9 @@ class ToolConfig(Section):
 class RuleConfig(Section):
     """One policy rule: tool glob, argument globs, action, and who to ask."""
 
-    tool: NonEmptyStr
+    tool: Glob
     action: Action
-    args: dict[NonEmptyStr, NonEmptyStr] = Field(default_factory=dict)
+    args: dict[NonEmptyStr, Glob] = Field(default_factory=dict)
     approvers: tuple[NonEmptyStr, ...] = ()
     timeout: Duration | None = None
     reason: str | None = None
@@ -110,7 +110,7 @@ class PolicyConfig(Section):
     on_timeout: Verdict = "deny"
     default_approvers: tuple[NonEmptyStr, ...] = ()
     risk_defaults: dict[Risk, Action] = Field(default_factory=dict)
-    tools: dict[NonEmptyStr, ToolConfig] = Field(default_factory=dict)
+    tools: dict[Glob, ToolConfig] = Field(default_factory=dict)
     rules: tuple[RuleConfig, ...] = ()
     agents: dict[NonEmptyStr, AgentPolicyConfig] = Field(default_factory=dict)
 
