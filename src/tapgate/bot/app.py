@@ -10,6 +10,7 @@ Tests build the very same app with a manual clock or recording notifiers.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
+from functools import partial
 
 from aiohttp import web
 
@@ -24,6 +25,7 @@ from tapgate.bot.keys import CLOCK, CONFIG, DISPATCHER, GATE, METRICS, STORE
 from tapgate.bot.metrics import Metrics
 from tapgate.bot.routes import setup_webhooks
 from tapgate.bot.unreachable import Unreachable
+from tapgate.core.always import offer_for
 from tapgate.core.clock import Clock, SystemClock
 from tapgate.core.gate import Gate
 from tapgate.core.policy import Policy
@@ -84,9 +86,12 @@ def notifiers_for(config: Config, *, config_path: str | None = None) -> list[Not
     """The notifiers the config's enabled channels call for."""
     channels = config.channels
     shell_args = {t.name: t.shell for t in config.policy_spec().tools if t.shell}
+    offers = partial(offer_for, Policy(config.policy_spec()))  # the remember buttons, per card
     out: list[Notifier] = []
     if "console" in config.enabled_channels:
-        out.append(ConsoleNotifier(tool_shell_args=shell_args, config_path=config_path))
+        out.append(
+            ConsoleNotifier(tool_shell_args=shell_args, config_path=config_path, offers=offers)
+        )
     if channels.line is not None:
         from tapgate.notifiers.line import LineNotifier  # the SDK loads only when used
 
@@ -96,6 +101,7 @@ def notifiers_for(config: Config, *, config_path: str | None = None) -> list[Not
                 api_base_url=channels.line.api_base_url,
                 timeout=channels.line.timeout,
                 tool_shell_args=shell_args,
+                offers=offers,
             )
         )
     if channels.slack is not None:
@@ -108,6 +114,7 @@ def notifiers_for(config: Config, *, config_path: str | None = None) -> list[Not
                 timeout=channels.slack.timeout,
                 channel_id=channels.slack.channel,
                 tool_shell_args=shell_args,
+                offers=offers,
             )
         )
     return out

@@ -27,9 +27,9 @@ from types import MappingProxyType
 from typing import Any
 
 from tapgate.core import shell
-from tapgate.core.models import Action, Risk, ToolCall, args_digest, canonical_json
+from tapgate.core.models import Action, Risk, Scope, ToolCall, args_digest, canonical_json
 from tapgate.core.paths import DEFAULT_PATH_ARGUMENTS, PathReading, read_paths
-from tapgate.core.rules import PolicySpec, Rule, ToolSpec
+from tapgate.core.rules import ALL_SCOPES, DEFAULT_ALWAYS_TTL, PolicySpec, Rule, ToolSpec
 from tapgate.errors import PolicyError
 
 __all__ = ["HAZARD_RULE", "PATH_HAZARD_RULE", "Policy", "PolicyVerdict"]
@@ -57,7 +57,10 @@ class PolicyVerdict:
     ``rule`` names what decided: a rule's YAML path, ``policy.risk_defaults.<risk>``
     :data:`HAZARD_RULE` or :data:`PATH_HAZARD_RULE`. ``grantable`` is false when
     a remembered grant must not turn this "ask" into "allow" (shell and path
-    hazards are never auto-allowed).
+    hazards are never auto-allowed). ``remember`` is what an approver may
+    choose to remember (the rule's, else the tool's, else the policy's
+    setting) and ``always_ttl`` how long an "always" grant lasts; a verdict
+    that is not ``grantable`` remembers nothing whatever ``remember`` says.
     """
 
     action: Action
@@ -67,6 +70,8 @@ class PolicyVerdict:
     approvers: tuple[str, ...]
     timeout: float
     grantable: bool = True
+    remember: frozenset[Scope] = ALL_SCOPES
+    always_ttl: float = DEFAULT_ALWAYS_TTL
 
 
 def _glob(pattern: str, source: str) -> Callable[[str], re.Match[str] | None]:
@@ -237,6 +242,7 @@ class Policy:
         return self._global.decide(tool, args)
 
     def _verdict(self, call: ToolCall, risk: Risk, rule: Rule | None) -> PolicyVerdict:
+        remember, ttl = self._remembering(call.tool, rule)
         if rule is None:
             action = self.spec.risk_actions[risk]
             return PolicyVerdict(
@@ -246,6 +252,8 @@ class Policy:
                 risk=risk,
                 approvers=self.spec.default_approvers,
                 timeout=self.spec.default_timeout,
+                remember=remember,
+                always_ttl=ttl,
             )
         return PolicyVerdict(
             action=rule.action,
@@ -254,7 +262,20 @@ class Policy:
             risk=risk,
             approvers=rule.approvers or self.spec.default_approvers,
             timeout=rule.timeout if rule.timeout is not None else self.spec.default_timeout,
+            remember=remember,
+            always_ttl=ttl,
         )
+
+    def _remembering(self, tool: str, rule: Rule | None) -> tuple[frozenset[Scope], float]:
+        """What may be remembered, and for how long: the rule's word, else the tool's, else ours."""
+        spec = self.tool_spec(tool)
+        remember, ttl = self.spec.remember, self.spec.always_ttl
+        for layer in (spec, rule):
+            if layer is not None and layer.remember is not None:
+                remember = layer.remember
+            if layer is not None and layer.always_ttl is not None:
+                ttl = layer.always_ttl
+        return remember, ttl
 
     def _evaluate_shell(
         self, call: ToolCall, spec: ToolSpec, risk: Risk, command: str, arguments: Mapping[str, Any]

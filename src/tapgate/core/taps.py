@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from tapgate.core.always import reach
 from tapgate.core.batching import read_batch, resolve_batch
 from tapgate.core.buttons import QUESTION_ACTIONS, BatchAction, TapAction
 from tapgate.core.gate import Gate
@@ -45,6 +46,7 @@ from tapgate.core.tap_texts import (
     NOT_APPROVER_BATCH,
     NOT_FOUND,
     NOT_QUESTION,
+    NOT_REMEMBERED,
     already_message,
     applied_message,
     batch_message,
@@ -79,9 +81,12 @@ TapKind = Literal[
     "not_found",
     "duplicate",
     "not_question",
+    "not_remembered",
     "ambiguous",
     "ready",
 ]
+
+_SCOPE_OF: dict[TapAction, Scope] = {"approve_session": "session", "approve_always": "always"}
 
 ANSWER_MAX = 2000
 """Longest answer accepted: plenty for an agent to act on, small for the audit log."""
@@ -176,13 +181,18 @@ async def tap(
         if refused is not None:
             return refused
     verdict: Literal["approve", "deny"] = "deny" if action in ("deny", "dismiss") else "approve"
+    remembered = await reach(gate, answer.request_id, _SCOPE_OF.get(action, "once"))
+    if remembered.refused:  # a stale or forged button: the policy no longer lets this be remembered
+        await _audit_refused(tapper, why="remembering not allowed")
+        return TapOutcome(kind="not_remembered", approver=tapper.approver, message=NOT_REMEMBERED)
     try:
         request = await gate.resolve(
             answer.request_id,
             verdict,
             by=tapper.actor,
             reason=reason,
-            scope="session" if action == "approve_session" else "once",
+            scope=remembered.scope,
+            grant_ttl=remembered.ttl,
             detail=_detail(tapper),
             event=(answer.channel, event) if event is not None else None,
         )

@@ -19,9 +19,10 @@ from __future__ import annotations
 import shlex
 import sys
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
+from tapgate.core.always import Offer
 from tapgate.core.masking import clean
 from tapgate.core.models import CONTACT_TOOL, Delivery, Request
 from tapgate.notifiers.base import Receipt
@@ -60,16 +61,19 @@ class ConsoleNotifier:
         *,
         tool_shell_args: Mapping[str, str] | None = None,
         config_path: str | None = None,
+        offers: Callable[[Request], Offer] | None = None,
     ) -> None:
         self._stream = stream
         self._tool_shell_args = dict(tool_shell_args or {})
         self._config_path = config_path
+        self._offers = offers
 
     async def send(
         self, request: Request, delivery: Delivery, *, key: str, retried: bool = False
     ) -> Receipt:
         """Print ``request`` with the commands ``delivery.approver`` can run to decide it."""
-        view = present(request, tool_shell_arg=self._tool_shell_args.get(request.tool))
+        offer = self._offers(request) if self._offers is not None else None
+        view = present(request, tool_shell_arg=self._tool_shell_args.get(request.tool), offer=offer)
         self._write(render_console(view, approver=delivery.approver, config_path=self._config_path))
         return Receipt(channel=self.channel, address=delivery.address, ref={})
 
@@ -141,6 +145,12 @@ def render_console(view: ApprovalView, *, approver: str, config_path: str | None
     ]
     if view.can_allow_session:
         lines.append(f"  session:   tapgate resolve {rid} approve --as {who} --scope session")
+        if view.session_covers:
+            lines.append(f"             ({view.session_covers})")
+    if view.can_allow_always:
+        lines.append(f"  always:    tapgate resolve {rid} approve --as {who} --scope always")
+        if view.always_covers:
+            lines.append(f"             ({view.always_covers})")
     return "\n".join(lines) + "\n"
 
 

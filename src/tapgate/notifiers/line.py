@@ -28,6 +28,7 @@ from linebot.v3.messaging import (
 )
 from linebot.v3.messaging.exceptions import ApiException
 
+from tapgate.core.always import Offer
 from tapgate.core.models import Delivery, Request
 from tapgate.errors import DeliveryError, PermanentDeliveryError
 from tapgate.notifiers.base import Receipt
@@ -78,7 +79,9 @@ class LineNotifier:
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         tool_shell_args: Mapping[str, str] | None = None,
+        offers: Callable[[Request], Offer] | None = None,
     ) -> None:
+        self._offers = offers
         self._configuration = Configuration(
             host=api_base_url.rstrip("/"), access_token=access_token
         )
@@ -98,7 +101,11 @@ class LineNotifier:
         credentials or an exhausted monthly quota, and a retryable
         :class:`DeliveryError` when transient failures outlast the retry policy.
         """
-        view = present(request, tool_shell_arg=self._tool_shell_args.get(request.tool))
+        view = present(
+            request,
+            tool_shell_arg=self._tool_shell_args.get(request.tool),
+            offer=self._offers(request) if self._offers is not None else None,
+        )
         return await self._deliver([render_line(view)], delivery, key, f"request {request.id}")
 
     async def send_batch(

@@ -19,8 +19,15 @@ from tapgate.bot.config.agents import AgentConfig
 from tapgate.bot.config.approvers import ApproverConfig
 from tapgate.bot.config.errors import Loc, format_path
 from tapgate.bot.config.fields import Duration, Glob, NonEmptyStr, PositiveInt, Section
-from tapgate.core.models import Action, Risk, Verdict
-from tapgate.core.rules import DEFAULT_RISK_ACTIONS, PolicySpec, Rule, ToolSpec
+from tapgate.core.models import Action, Risk, Scope, Verdict
+from tapgate.core.rules import (
+    ALL_SCOPES,
+    DEFAULT_ALWAYS_TTL,
+    DEFAULT_RISK_ACTIONS,
+    PolicySpec,
+    Rule,
+    ToolSpec,
+)
 from tapgate.errors import ConfigError
 
 __all__ = [
@@ -59,6 +66,16 @@ def _writable_path(value: str) -> str:
     return _absolute_path(value)
 
 
+def _remember(value: tuple[Scope, ...]) -> tuple[Scope, ...]:
+    if "once" not in value:
+        # A once-approval is what every card offers: without it nobody could approve at all.
+        raise PydanticCustomError("remember", "must include once (approving this call only)")
+    return value
+
+
+Remember = Annotated[tuple[Scope, ...], AfterValidator(_remember)]
+"""What an approver may remember: ``[once, session]`` forbids "Always allow"."""
+
 WritablePath = Annotated[str, AfterValidator(_writable_path)]
 HiddenPath = Annotated[str, AfterValidator(_absolute_path)]
 
@@ -84,6 +101,8 @@ class ToolConfig(Section):
     prefix_words: PositiveInt = 2
     paths: tuple[NonEmptyStr, ...] | None = None
     sandbox: SandboxConfig | None = None
+    remember: Remember | None = None
+    always_ttl: Duration | None = None
 
 
 class RuleConfig(Section):
@@ -95,6 +114,8 @@ class RuleConfig(Section):
     approvers: tuple[NonEmptyStr, ...] = ()
     timeout: Duration | None = None
     reason: str | None = None
+    remember: Remember | None = None
+    always_ttl: Duration | None = None
 
 
 class AgentPolicyConfig(Section):
@@ -113,6 +134,8 @@ class PolicyConfig(Section):
     tools: dict[Glob, ToolConfig] = Field(default_factory=dict)
     rules: tuple[RuleConfig, ...] = ()
     agents: dict[NonEmptyStr, AgentPolicyConfig] = Field(default_factory=dict)
+    remember: Remember = ("once", "session", "always")
+    always_ttl: Duration = DEFAULT_ALWAYS_TTL
 
 
 def _rules(rules: Sequence[RuleConfig], loc: tuple[str, ...]) -> tuple[Rule, ...]:
@@ -124,6 +147,8 @@ def _rules(rules: Sequence[RuleConfig], loc: tuple[str, ...]) -> tuple[Rule, ...
             approvers=rule.approvers,
             timeout=rule.timeout,
             reason=rule.reason,
+            remember=_scopes(rule.remember),
+            always_ttl=rule.always_ttl,
             source=format_path((*loc, index)),
         )
         for index, rule in enumerate(rules)
@@ -170,6 +195,8 @@ def policy_spec(policy: PolicyConfig) -> PolicySpec:
             fingerprint=tool.fingerprint,
             prefix_words=tool.prefix_words,
             paths=tool.paths,
+            remember=_scopes(tool.remember),
+            always_ttl=tool.always_ttl,
             source=format_path(("policy", "tools", name)),
         )
         for name, tool in policy.tools.items()
@@ -186,4 +213,10 @@ def policy_spec(policy: PolicyConfig) -> PolicySpec:
         default_timeout=policy.default_timeout,
         on_timeout=policy.on_timeout,
         default_approvers=policy.default_approvers,
+        remember=_scopes(policy.remember) or ALL_SCOPES,
+        always_ttl=policy.always_ttl,
     )
+
+
+def _scopes(remember: Sequence[Scope] | None) -> frozenset[Scope] | None:
+    return None if remember is None else frozenset(remember)
