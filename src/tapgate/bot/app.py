@@ -9,6 +9,7 @@ Tests build the very same app with a manual clock or recording notifiers.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable, Sequence
 
 from aiohttp import web
@@ -20,11 +21,13 @@ from tapgate.bot.bodies import HANDLER_ARGS, body_middleware
 from tapgate.bot.config import Config
 from tapgate.bot.health import setup_health
 from tapgate.bot.heartbeat import Heartbeat
-from tapgate.bot.keys import CLOCK, CONFIG, DISPATCHER, GATE, METRICS, STORE
+from tapgate.bot.keys import CLOCK, CONFIG, DISPATCHER, GATE, INBOX, METRICS, STORE
 from tapgate.bot.metrics import Metrics
 from tapgate.bot.routes import setup_webhooks
+from tapgate.bot.test_hooks import apply_delay
 from tapgate.core.clock import Clock, SystemClock
 from tapgate.core.gate import Gate
+from tapgate.core.inbox import Inbox
 from tapgate.core.policy import Policy
 from tapgate.core.store import Store
 from tapgate.notifiers import ConsoleNotifier, Dispatcher, Notifier
@@ -41,12 +44,17 @@ def build_app(
     clock: Clock | None = None,
     notifiers: Sequence[Notifier] | None = None,
 ) -> web.Application:
-    """The server for ``config``; ``notifiers`` replaces the configured ones (tests)."""
+    """The server for ``config``; ``notifiers`` replaces the configured ones (tests).
+
+    Raises :class:`~tapgate.errors.ConfigError` for a test hook set where it is
+    refused (``bot/test_hooks.py``).
+    """
+    delay = apply_delay(config, os.environ)
     app = web.Application(client_max_size=_MAX_BODY, handler_args=HANDLER_ARGS)
     app[CONFIG] = config
     app[CLOCK] = clock or SystemClock()
     app[METRICS] = Metrics()
-    app.cleanup_ctx.append(_core(notifiers))
+    app.cleanup_ctx.append(_core(notifiers, delay))
     setup_health(app)
     setup_api(app)
     setup_humanlayer(app)
@@ -108,7 +116,7 @@ def notifiers_for(config: Config) -> list[Notifier]:
 
 
 def _core(
-    notifiers: Sequence[Notifier] | None,
+    notifiers: Sequence[Notifier] | None, delay: float
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     async def context(app: web.Application) -> AsyncIterator[None]:
         config, clock = app[CONFIG], app[CLOCK]
@@ -135,13 +143,16 @@ def _core(
             lease=config.server.delivery_lease,
             on_failure=app[METRICS].delivery_failed,
         )
+        inbox = Inbox(gate, apply_delay=delay)  # the webhooks register with it (bot/routes.py)
         heartbeat = Heartbeat(
             gate,
             dispatcher,
+            inbox=inbox,
             interval=config.server.heartbeat_interval,
             remind_after=config.server.remind_after,
         )
         app[STORE], app[GATE], app[DISPATCHER], app[HEARTBEAT] = store, gate, dispatcher, heartbeat
+        app[INBOX] = inbox
         await gate.start()
         await dispatcher.start()
         await heartbeat.start()
