@@ -9,6 +9,7 @@ Tests build the very same app with a manual clock or recording notifiers.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from functools import partial
 
@@ -21,13 +22,15 @@ from tapgate.bot.bodies import HANDLER_ARGS, body_middleware
 from tapgate.bot.config import Config
 from tapgate.bot.health import setup_health
 from tapgate.bot.heartbeat import Heartbeat
-from tapgate.bot.keys import CLOCK, CONFIG, DISPATCHER, GATE, METRICS, STORE
+from tapgate.bot.keys import CLOCK, CONFIG, DISPATCHER, GATE, INBOX, METRICS, STORE
 from tapgate.bot.metrics import Metrics
 from tapgate.bot.routes import setup_webhooks
 from tapgate.bot.unreachable import Unreachable
 from tapgate.core.always import offer_for
+from tapgate.bot.test_hooks import apply_delay
 from tapgate.core.clock import Clock, SystemClock
 from tapgate.core.gate import Gate
+from tapgate.core.inbox import Inbox
 from tapgate.core.policy import Policy
 from tapgate.core.store import Store
 from tapgate.notifiers import ConsoleNotifier, Dispatcher, Notifier
@@ -49,12 +52,16 @@ def build_app(
 
     ``config_path`` is the file ``tapgate serve`` loaded: the console's
     copy-paste commands name it, so they act on this server's database.
+
+    Raises :class:`~tapgate.errors.ConfigError` for a test hook set where it is
+    refused (``bot/test_hooks.py``).
     """
+    delay = apply_delay(config, os.environ)
     app = web.Application(client_max_size=_MAX_BODY, handler_args=HANDLER_ARGS)
     app[CONFIG] = config
     app[CLOCK] = clock or SystemClock()
     app[METRICS] = Metrics()
-    app.cleanup_ctx.append(_core(notifiers, config_path))
+    app.cleanup_ctx.append(_core(notifiers, config_path, delay))
     setup_health(app)
     setup_api(app)
     setup_humanlayer(app)
@@ -121,7 +128,7 @@ def notifiers_for(config: Config, *, config_path: str | None = None) -> list[Not
 
 
 def _core(
-    notifiers: Sequence[Notifier] | None, config_path: str | None
+    notifiers: Sequence[Notifier] | None, config_path: str | None, delay: float
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     async def context(app: web.Application) -> AsyncIterator[None]:
         config, clock = app[CONFIG], app[CLOCK]
@@ -154,13 +161,16 @@ def _core(
             on_failure=app[METRICS].delivery_failed,
             on_unreachable=unreachable,
         )
+        inbox = Inbox(gate, apply_delay=delay)  # the webhooks register with it (bot/routes.py)
         heartbeat = Heartbeat(
             gate,
             dispatcher,
+            inbox=inbox,
             interval=config.server.heartbeat_interval,
             remind_after=config.server.remind_after,
         )
         app[STORE], app[GATE], app[DISPATCHER], app[HEARTBEAT] = store, gate, dispatcher, heartbeat
+        app[INBOX] = inbox
         await gate.start()
         await dispatcher.start()
         await heartbeat.start()

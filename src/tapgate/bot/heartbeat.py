@@ -4,7 +4,9 @@ Each beat nudges the dispatcher so retries that are due go out even if no
 event woke it; then, on the one replica that holds the heartbeat lock
 (PostgreSQL; always on SQLite), it expires overdue requests (waking their
 waiters and, through the event, updating their messages), queues one
-reminder for requests pending longer than ``remind_after``, and forgets old
+reminder for requests pending longer than ``remind_after``, replays the
+webhook events stored before their 200 and still unapplied (a replica died
+between the ack and the apply: :mod:`tapgate.core.inbox`), and forgets old
 webhook event ids.
 """
 
@@ -16,6 +18,7 @@ import logging
 from datetime import datetime, timedelta
 
 from tapgate.core.gate import Gate
+from tapgate.core.inbox import Inbox
 from tapgate.notifiers.dispatcher import Dispatcher
 
 __all__ = ["Heartbeat"]
@@ -36,8 +39,10 @@ class Heartbeat:
         *,
         interval: float = 5.0,
         remind_after: float | None = None,
+        inbox: Inbox | None = None,
     ) -> None:
         self.gate = gate
+        self.inbox = inbox
         self.dispatcher = dispatcher
         self.interval = interval
         self.remind_after = remind_after
@@ -75,6 +80,11 @@ class Heartbeat:
             log.info("expired %d request(s)", len(expired))
         if self.remind_after is not None:
             await self._remind(now - timedelta(seconds=self.remind_after))
+        if self.inbox is not None:
+            replayed = await self.inbox.replay()
+            if replayed:
+                log.warning("replayed %d stored webhook event(s)", replayed)
+            await self.inbox.forget(now - EVENT_MEMORY)
         await self.gate.forget_events(now - EVENT_MEMORY)
 
     async def _remind(self, cutoff: datetime) -> None:

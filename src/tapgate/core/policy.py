@@ -30,7 +30,6 @@ from tapgate.core.matching import compile_glob, is_glob
 from tapgate.core.models import Action, Risk, Scope, ToolCall, args_digest, canonical_json
 from tapgate.core.paths import DEFAULT_PATH_ARGUMENTS, PathReading, read_paths
 from tapgate.core.rules import ALL_SCOPES, DEFAULT_ALWAYS_TTL, PolicySpec, Rule, ToolSpec
-from tapgate.errors import PolicyError
 
 __all__ = ["HAZARD_RULE", "PATH_HAZARD_RULE", "Policy", "PolicyVerdict"]
 
@@ -86,7 +85,7 @@ class Policy:
         self.tool_spec = lru_cache(maxsize=_CACHE_SIZE)(self._tool_spec)
         # Keyed by id(): rules are unhashable (their args are a dict) and live
         # as long as self.spec; bounded by the rules times the three risks.
-        self._rule_verdicts: dict[tuple[int, Risk, str], PolicyVerdict] = {}
+        self._rule_verdicts: dict[tuple[int, Risk, int], PolicyVerdict] = {}
         self._default_verdict = lru_cache(maxsize=_CACHE_SIZE)(self._build_verdict)
 
     def _tool_spec(self, tool: str) -> ToolSpec | None:
@@ -187,7 +186,9 @@ class Policy:
             return self._build_verdict(call.tool, risk, rule, note)
         if rule is None:
             return self._default_verdict(call.tool, risk, None)
-        key = (id(rule), risk, call.tool)  # a tool's own remember / always_ttl vary it
+        # A tool's own remember / always_ttl vary it: keyed by its spec, a bounded set
+        # (never by the tool name, which an agent could vary without end).
+        key = (id(rule), risk, id(self.tool_spec(call.tool)))
         verdict = self._rule_verdicts.get(key)
         if verdict is None:
             verdict = self._rule_verdicts[key] = self._build_verdict(call.tool, risk, rule)

@@ -310,13 +310,18 @@ async def check(gate: Gate, answer: Tap) -> TapOutcome:
     return TapOutcome(kind="ready", approver=approver, request=request, message="")
 
 
-async def refuse(gate: Gate, answer: Tap | BatchTap, *, why: str) -> TapOutcome:
+async def refuse(
+    gate: Gate, answer: Tap | BatchTap, *, why: str, event: str | None = None
+) -> TapOutcome:
     """Refuse a tap for a reason only the surface can see (another Slack workspace).
 
     Audited with ``why``; the tapper is told they are not an approver, which
-    is what such a tap amounts to.
+    is what such a tap amounts to. With ``event``, the event id is remembered
+    first, so a replayed or redelivered refusal is a silent ``duplicate``.
     """
     tapper = _identify(gate, answer)
+    if event is not None and not await gate.remember_event(answer.channel, event):
+        return TapOutcome(kind="duplicate", approver=tapper.approver, message="")
     await _audit_refused(tapper, why=why)
     return TapOutcome(kind="not_approver", approver=tapper.approver, message=NOT_APPROVER)
 

@@ -40,6 +40,7 @@ __all__ = [
     "outbox",
     "requests",
     "webhook_events",
+    "webhook_inbox",
 ]
 
 
@@ -241,6 +242,20 @@ webhook_events = Table(
     Column("event_id", String(100), primary_key=True),
     Column("received_at", UTCDateTime, nullable=False),
     Index("ix_webhook_events_received_at", "received_at"),
+)
+
+# Verified webhook events stored before the platform gets its 200 (DESIGN.md
+# decision 17), deleted in the transaction that applies them: what is here was
+# acknowledged and not yet applied (migration 0006).
+webhook_inbox = Table(
+    "webhook_inbox",
+    metadata,
+    Column("source", String(16), primary_key=True),
+    Column("event_id", String(100), primary_key=True),
+    Column("payload", Text, nullable=False),
+    Column("received_at", UTCDateTime, nullable=False),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Index("ix_webhook_inbox_received_at", "received_at"),
 )
 
 # Calls an agent named itself (HumanLayer's call_id): the body it sent, and

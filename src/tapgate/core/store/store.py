@@ -12,8 +12,9 @@ each operation as one transaction on its runner (see
   :mod:`~tapgate.core.store.events` (webhook event ids),
   :mod:`~tapgate.core.store.audit` (and its hash chain, checked by
   :meth:`Store.verify_audit`);
-- ``store.outbox`` (:mod:`~tapgate.core.store.outbox`) and ``store.calls``
-  (:mod:`~tapgate.core.store.calls`), reached as attributes.
+- ``store.outbox`` (:mod:`~tapgate.core.store.outbox`), ``store.calls``
+  (:mod:`~tapgate.core.store.calls`) and ``store.inbox``
+  (:mod:`~tapgate.core.store.inbox`), reached as attributes.
 
 The methods stay here, thin, so that callers see one object and the concept
 modules stay free of runners and of ``async``.
@@ -39,6 +40,7 @@ from tapgate.core.store import requests as _requests
 from tapgate.core.store.batches import Ask, Batch, ItemFor
 from tapgate.core.store.calls import ClientCalls
 from tapgate.core.store.grants import GrantKey
+from tapgate.core.store.inbox import WebhookInbox
 from tapgate.core.store.leader import Leadership
 from tapgate.core.store.lifecycle import Created, TargetStatus, Transition
 from tapgate.core.store.notify import DecisionListener
@@ -57,6 +59,7 @@ class Store:
         self.runner = runner
         self.outbox = Outbox(runner)
         self.calls = ClientCalls(runner)
+        self.inbox = WebhookInbox(runner)
 
     @classmethod
     async def open(cls, url: str, *, migrate: bool = True) -> Store:
