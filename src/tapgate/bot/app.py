@@ -25,9 +25,9 @@ from tapgate.bot.heartbeat import Heartbeat
 from tapgate.bot.keys import CLOCK, CONFIG, DISPATCHER, GATE, INBOX, METRICS, STORE
 from tapgate.bot.metrics import Metrics
 from tapgate.bot.routes import setup_webhooks
+from tapgate.bot.test_hooks import apply_delay
 from tapgate.bot.unreachable import Unreachable
 from tapgate.core.always import offer_for
-from tapgate.bot.test_hooks import apply_delay
 from tapgate.core.clock import Clock, SystemClock
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox

@@ -84,6 +84,12 @@ def _resolve(args: argparse.Namespace) -> int:
     return ops.resolve(args, load_store(args.config))
 
 
+def _inbox(args: argparse.Namespace) -> int:
+    from tapgate.bot.cli import inbox
+
+    return inbox.inbox(args, load(args.config))
+
+
 def _grants_list(args: argparse.Namespace) -> int:
     from tapgate.bot.cli import ops
 
@@ -121,6 +127,7 @@ COMMANDS: Final[Mapping[str, Command]] = {
     "serve": _serve,
     "pending": _pending,
     "resolve": _resolve,
+    "inbox": _inbox,
     "grants list": _grants_list,
     "grants revoke": _grants_revoke,
     "audit": _audit,

@@ -133,6 +133,14 @@ def _resolve(sub: Any) -> None:
     resolve.set_defaults(func=COMMANDS["resolve"])
 
 
+def _inbox(sub: Any) -> None:
+    inbox = sub.add_parser("inbox", help="decide pending requests from this terminal, one key each")
+    _config_option(inbox)
+    inbox.add_argument("--as", dest="as_", required=True, help="the approver deciding")
+    inbox.add_argument("--interval", type=float, default=1.0, help="seconds between refreshes")
+    inbox.set_defaults(func=COMMANDS["inbox"])
+
+
 def _grants(sub: Any) -> None:
     grants = sub.add_parser("grants", help="list or revoke remembered approvals")
     grants_sub = grants.add_subparsers(dest="grants_command", required=True)
@@ -199,6 +207,7 @@ SUBCOMMANDS: dict[str, Callable[[Any], None]] = {
     "serve": _serve,
     "pending": _pending,
     "resolve": _resolve,
+    "inbox": _inbox,
     "grants": _grants,
     "audit": _audit,
     "hook": _agent,
