@@ -34,7 +34,16 @@ from sqlalchemy.exc import IntegrityError
 from tapgate.core.audit_chain import ChainRow, Verdict, Verifier
 from tapgate.core.limits import NO_LIMITS, AgentLimits
 from tapgate.core.models import AuditEntry, Delivery, Grant, Request, RequestStatus, Scope
-from tapgate.core.store import audit, batches, events, grants, lifecycle, reach, reminders
+from tapgate.core.store import (
+    audit,
+    batches,
+    events,
+    expiry,
+    grants,
+    lifecycle,
+    reach,
+    reminders,
+)
 from tapgate.core.store import engine as _engine
 from tapgate.core.store import requests as _requests
 from tapgate.core.store.batches import Ask, Batch, ItemFor
@@ -284,7 +293,7 @@ class Store:
 
     async def give_up(self, ids: list[str], now: datetime) -> list[Request]:
         """End pending requests nobody can be reached for, by their ``on_timeout`` verdict."""
-        return await self.runner.run(lambda c: lifecycle.give_up(c, ids, now))
+        return await self.runner.run(lambda c: expiry.give_up(c, ids, now))
 
     async def unreachable_after(self, item_id: int) -> list[str]:
         """The pending requests a just-failed outbox row was the last live message of."""
@@ -292,7 +301,7 @@ class Store:
 
     async def expire_overdue(self, now: datetime, limit: int = 500) -> list[Request]:
         """Expire pending requests whose deadline has passed; returns those this call expired."""
-        return await self.runner.run(lambda c: lifecycle.expire_overdue(c, now, limit))
+        return await self.runner.run(lambda c: expiry.expire_overdue(c, now, limit))
 
     # -- grants ---------------------------------------------------------------------
 
