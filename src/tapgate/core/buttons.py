@@ -31,7 +31,7 @@ other, so it lives here.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Literal, TypeVar
 
 __all__ = [
@@ -129,9 +129,7 @@ def postback_data(action: TapAction, request_id: str) -> str:
 
     Raises ``ValueError`` for an unknown action or a malformed id.
     """
-    if action not in _ACTIONS or not valid_request_id(request_id):
-        raise ValueError(f"cannot build postback data for {action!r}, {request_id!r}")
-    return f"v={POSTBACK_VERSION}&a={action}&r={request_id}"
+    return _data(action, "r", request_id, _ACTIONS)
 
 
 def parse_postback_data(data: object) -> tuple[TapAction, str] | None:
@@ -148,9 +146,13 @@ def batch_postback_data(action: BatchAction, batch_id: str) -> str:
 
     Raises ``ValueError`` for an unknown action or a malformed id.
     """
-    if action not in BATCH_ACTIONS or not valid_request_id(batch_id):
-        raise ValueError(f"cannot build batch postback data for {action!r}, {batch_id!r}")
-    return f"v={POSTBACK_VERSION}&a={action}&b={batch_id}"
+    return _data(action, "b", batch_id, BATCH_ACTIONS)
+
+
+def _data(action: str, key: str, ident: str, allowed: Collection[str]) -> str:
+    if action not in allowed or not valid_request_id(ident):
+        raise ValueError(f"cannot build postback data for {action!r}, {ident!r}")
+    return f"v={POSTBACK_VERSION}&a={action}&{key}={ident}"
 
 
 def parse_batch_postback_data(data: object) -> tuple[BatchAction, str] | None:

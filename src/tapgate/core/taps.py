@@ -114,34 +114,34 @@ class TapOutcome:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Tap:
-    """One answer from a surface, as it arrived: who (platform ids), what, on which request.
+class _Tapped:
+    """Who answered: the platform's ids as they arrived, not trusted yet.
 
-    Surfaces build it after verifying the platform's signature; nothing in it
-    is trusted yet (the user id is matched against the directory here).
+    Surfaces build a :class:`Tap` or :class:`BatchTap` after verifying the
+    platform's signature; the user id is matched against the directory here,
+    and the tapper against the request's approvers inside the decision.
     ``team`` is the tapper's home Slack workspace, ``None`` elsewhere.
     """
 
     channel: str
     user_id: str
-    action: TapAction
-    request_id: str
     team: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class BatchTap:
-    """One tap on a batch card's own buttons: who (platform ids), what, on which batch.
+class Tap(_Tapped):
+    """One answer on one request: approve, deny, allow for the session, reply..."""
 
-    Untrusted like :class:`Tap`: the ids are matched against the directory,
-    and the tapper against each call's approvers, inside the decision.
-    """
+    action: TapAction
+    request_id: str
 
-    channel: str
-    user_id: str
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BatchTap(_Tapped):
+    """One tap on a batch card's own buttons (approve all, deny all...)."""
+
     action: BatchAction
     batch_id: str
-    team: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
