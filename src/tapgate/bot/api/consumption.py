@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from aiohttp import web
 
 from tapgate.bot.keys import GATE
+from tapgate.core.batching import consume_all
 from tapgate.core.models import Request
 
 __all__ = ["told", "told_all"]
@@ -28,8 +29,7 @@ async def told_all(request: web.Request, shown: Iterable[Request]) -> None:
     """:func:`told` for a batch's calls, consumed together in one transaction."""
     fresh = [current.id for current in shown if _fresh(current)]
     if fresh:
-        gate = request.app[GATE]
-        await gate.store.consume_all(fresh, gate.clock.now())
+        await consume_all(request.app[GATE], fresh)
 
 
 def _fresh(current: Request) -> bool:
