@@ -11,18 +11,17 @@ request is decided: the dispatcher sends only rows whose request is still
 pending (one UPDATE less on the hot path).
 
 Creation lives here too, because asking can end an old life: an identical
-pending request is reused, and an overdue one is expired on the way. An
-identical call asked again after a decision finds that decision (DESIGN.md
-decision 12): an approval of scope once not yet consumed is consumed by it
-(one execution per approval), and a denial still within its request's life
-answers it again, so re-issuing a denied call pings nobody.
+pending request is reused, an overdue one expired on the way. An identical
+call asked after a decision finds it (DESIGN.md decision 12): an unconsumed
+once-approval is consumed by it (one execution per approval), and a live
+denial answers it again, so re-issuing a denied call pings nobody.
 
 Every decision is numbered (``decided_seq``) for the agents' decided-since
-cursor. The number comes from the one-row ``decision_seq`` table, bumped in
-the deciding transaction: on PostgreSQL the bump holds the row's lock until
-commit, so numbers are handed out in commit order and a reader that saw
-number n can never later find a smaller one appear. All requests expired by
-one statement share one number (the cursor orders by number, then id).
+cursor, from the one-row ``decision_seq`` table bumped in the deciding
+transaction: on PostgreSQL the bump holds the row's lock until commit, so
+numbers follow commit order and a reader that saw n never later finds a
+smaller one. The decisions of one transaction (a bulk expiry, an "Approve
+all") share one number (the cursor orders by number, then id).
 """
 
 from __future__ import annotations
@@ -78,9 +77,8 @@ TargetStatus = Literal["approved", "denied", "cancelled"]
 class Created:
     """The result of asking: a covering grant, or the request and whether it is new.
 
-    ``grant`` is set (and ``request`` is ``None``) when an active grant covers
-    the call. ``expired`` lists an identical request found overdue and expired
-    on the way, so the caller can announce it.
+    ``grant`` is set (``request`` ``None``) when an active grant covers the call;
+    ``expired`` lists an identical request expired on the way, to announce.
     """
 
     request: Request | None
@@ -109,9 +107,8 @@ class Transition:
     outcome: Outcome
 
 
-# Statements are built once and executed with parameters: building
-# ``insert(t).values({...})`` per call costs more than running it on SQLite.
-# An identical pending request is reused: the partial unique index decides.
+# Statements built once (building one per call costs more than running it on
+# SQLite). An identical pending request is reused: the partial unique index decides.
 _PENDING_CALL: dict[str, Any] = {
     "index_elements": ["agent", "session", "tool", "args_digest"],
     # A literal predicate: PostgreSQL infers the partial index from it even in a
@@ -174,10 +171,10 @@ _DECIDE = (
     )
     .returning(*requests.c)
 )
-# The tapper must be one of the request's approvers: checked in the same UPDATE,
-# as an exact, case-sensitive match of one element of the JSON list. (A LIKE on
-# the JSON text was not: SQLite's LIKE ignores ASCII case, so "alice" could decide
-# for "Alice", and a name with a quote in it could match inside another.)
+# The tapper must be one of the request's approvers: checked in the same UPDATE, as
+# an exact, case-sensitive match of one element of the JSON list. (A LIKE on the JSON
+# text was not: SQLite's LIKE ignores ASCII case, so "alice" could decide for "Alice",
+# and a name with a quote in it could match inside another.)
 _APPROVERS = func.json_each(requests.c.approvers).table_valued("value")
 _DECIDE_AS_APPROVER = {
     "sqlite": _DECIDE.where(exists().where(_APPROVERS.c.value == bindparam("b_approver"))),
@@ -281,6 +278,7 @@ class Change:
     approver_check: bool
     detail: dict[str, Any]
     event: tuple[str, str] | None = None
+    in_batch: bool = False  # batches.decide_all numbers and marks stale once per transaction
 
     def __call__(self, conn: Connection) -> Transition:
         if self.event is not None and not events.remember(conn, *self.event, self.now):
@@ -294,7 +292,8 @@ class Change:
             "b_scope": self.scope,
             "b_detail": json.dumps(self.detail, sort_keys=True) if self.detail else None,
         }
-        numbering.bump(conn)
+        if not self.in_batch:
+            numbering.bump(conn)
         statement = _DECIDE_PREPARED
         if self.approver_check:
             statement = _DECIDE_AS_APPROVER_PREPARED[conn.dialect.name]
@@ -303,7 +302,8 @@ class Change:
         if not rows:
             return self._not_applied(conn)
         decided = request_from_row(rows[0])
-        numbering.stale_batches(conn, [decided])
+        if not self.in_batch:
+            numbering.stale_batches(conn, [decided])
         grant = self.grant(decided) if self.grant is not None else None
         if grant is not None:  # the decision itself is audited by a trigger
             grants.add(conn, grant, request_id=self.request_id, by=self.by, now=self.now)

@@ -201,6 +201,16 @@ class Store:
         """Mark a once-approval used (the agent was told); True for the first caller only."""
         return await self.runner.run(lambda c: lifecycle.consume(c, request_id, now))
 
+    async def consume_all(self, request_ids: Sequence[str], now: datetime) -> int:
+        """:meth:`consume` for a batch's approvals: one compare-and-set each, one transaction.
+
+        A batch's answer told its agent of 20 approvals in 20 transactions,
+        one after another on the long-poll's path (docs/benchmarks.md).
+        """
+        return await self.runner.run(
+            lambda c: sum(lifecycle.consume(c, i, now) for i in request_ids)
+        )
+
     async def decided_since(
         self, agent: str, after: tuple[int, str] | None, limit: int = 100
     ) -> list[Request]:
