@@ -5,19 +5,9 @@ each operation as one transaction on its runner (see
 :mod:`tapgate.core.store.engine`): reads with ``runner.read``, writes with
 ``runner.run``. What each operation does lives with its concept:
 
-- :mod:`~tapgate.core.store.lifecycle`: creating requests and every change of
-  their status (compare-and-set decisions, expiry);
-- :mod:`~tapgate.core.store.requests`: reading requests;
-- :mod:`~tapgate.core.store.grants`, :mod:`~tapgate.core.store.reminders`,
-  :mod:`~tapgate.core.store.events` (webhook event ids),
-  :mod:`~tapgate.core.store.audit` (and its hash chain, checked by
-  :meth:`Store.verify_audit`);
-- ``store.outbox`` (:mod:`~tapgate.core.store.outbox`), ``store.calls``
-  (:mod:`~tapgate.core.store.calls`) and ``store.inbox``
-  (:mod:`~tapgate.core.store.inbox`), reached as attributes.
-
-The methods stay here, thin, so that callers see one object and the concept
-modules stay free of runners and of ``async``.
+``lifecycle``, ``expiry``, ``requests``, ``grants``, ``reminders``, ``events``,
+``audit``, ``batches``; ``store.outbox`` / ``calls`` / ``inbox`` are attributes.
+Methods stay here, thin: callers see one object, concept modules no ``async``.
 """
 
 from __future__ import annotations
