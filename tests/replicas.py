@@ -55,13 +55,15 @@ async def start_replica(
     server: str = "",
     policy: str = DEFAULT_POLICY,
     line: str = "",
+    port: int | None = None,
 ) -> Replica:
     """Start ``tapgate serve`` on a free port and wait until ``/readyz`` says 200.
 
     ``server`` and ``line`` are extra YAML flow-mapping entries (``"a: 1, b: 2"``)
-    for the ``server`` and ``channels.line`` sections.
+    for the ``server`` and ``channels.line`` sections. ``port`` is for a
+    server restarted where its agents expect it (the restart tests).
     """
-    port = free_port()
+    port = free_port() if port is None else port
     config = tmp / f"{name}.yaml"
     config.write_text(
         f"server: {{host: 127.0.0.1, port: {port}{', ' + server if server else ''}}}\n"
