@@ -60,13 +60,15 @@ async def start_replica(
     line: str = "",
     slack_url: str | None = None,
     env: dict[str, str] | None = None,
+    port: int | None = None,
 ) -> Replica:
     """Start ``tapgate serve`` on a free port and wait until ``/readyz`` says 200.
 
     ``server`` and ``line`` are extra YAML flow-mapping entries (``"a: 1, b: 2"``)
     for the ``server`` and ``channels.line`` sections; ``slack_url`` adds a
     Slack channel talking to the fake Slack API there (alice is
-    :data:`SLACK_APPROVER` on it); ``env`` is added to the process environment.
+    :data:`SLACK_APPROVER` on it); ``env`` is added to the process environment;
+    ``port`` is for a server restarted where its agents expect it (the restart tests).
     """
     slack = (
         f", slack: {{bot_token: '{DEFAULT_BOT_TOKEN}', signing_secret: '{SLACK_SECRET}', "
@@ -74,7 +76,7 @@ async def start_replica(
         if slack_url is not None
         else ""
     )
-    port = free_port()
+    port = free_port() if port is None else port
     config = tmp / f"{name}.yaml"
     config.write_text(
         f"server: {{host: 127.0.0.1, port: {port}{', ' + server if server else ''}}}\n"

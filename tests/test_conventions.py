@@ -152,6 +152,7 @@ EXPORTS: dict[str, set[str]] = {
         "AsyncChecker",
         "ClientError",
         "DEFAULT_HOOK_TIMEOUT",
+        "DEFAULT_RETRY_FOR",
         "Denied",
         "EXIT_CONFIG",
         "GuardError",

@@ -38,6 +38,7 @@ __all__ = [
     "connection_options",
     "hook_claude_code",
     "hook_misconfigured",
+    "retry_option",
     "run",
 ]
 
@@ -115,6 +116,7 @@ def add_agent_commands(sub: Any, *, hook: Command, run: Command) -> None:
         help="seconds to wait for an approver (default: %(default)g); keep it below the "
         "hook's timeout in Claude Code's settings",
     )
+    retry_option(claude)
     claude.set_defaults(func=hook, reject_extra=_hook_extra)
 
     run_parser = sub.add_parser(
@@ -143,6 +145,7 @@ def add_agent_commands(sub: Any, *, hook: Command, run: Command) -> None:
         "refuse to run (status 71) where that is impossible, or with =best-effort warn and "
         "run unsandboxed",
     )
+    retry_option(run_parser)
     run_parser.add_argument("argv", nargs=argparse.REMAINDER, help="-- COMMAND [ARG ...]")
     run_parser.set_defaults(func=run)
 
@@ -160,6 +163,34 @@ def connection_options(parser: argparse.ArgumentParser, *, flag: str = "--url") 
         metavar="NAME",
         help=f"environment variable holding the agent token (default: {TOKEN_ENV})",
     )
+
+
+def retry_option(parser: argparse.ArgumentParser) -> None:
+    """``--retry-for``: how long a waiting agent rides out a server that fails or restarts."""
+    from tapgate.client import DEFAULT_RETRY_FOR
+
+    parser.add_argument(
+        "--retry-for",
+        type=_duration,
+        default=DEFAULT_RETRY_FOR,
+        metavar="DURATION",
+        help="keep retrying a tapgate server that is down or failing (a restart) this long, "
+        "then give the error answer: seconds, or 90s, 2m, 1h (default: %(default)gs; 0: a few "
+        "quick retries only); never past the request's deadline or --timeout",
+    )
+
+
+def _duration(text: str) -> float:
+    """Seconds in ``90``, ``90s``, ``2m`` or ``1h``; 0 is allowed (quick retries only)."""
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0}
+    number, unit = (text[:-1], units[text[-1]]) if text[-1:] in units else (text, 1.0)
+    try:
+        value = float(number) * unit
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a duration (90, 90s, 2m, 1h): {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a duration of 0 or more: {text!r}")
+    return value
 
 
 def _seconds(text: str) -> float:
@@ -208,6 +239,7 @@ def hook_claude_code(args: argparse.Namespace) -> int:
             on_error=args.on_error,
             on_expired=args.on_expired,
             timeout=args.timeout,
+            retry_for=args.retry_for,
         )
     except Exception as exc:
         answer = hook_refusal(raw, f"internal error ({type(exc).__name__})")
@@ -256,6 +288,7 @@ def run(args: argparse.Namespace) -> int:
         session=args.session,
         timeout=args.timeout,
         sandbox=args.sandbox,
+        retry_for=args.retry_for,
     )
 
 
