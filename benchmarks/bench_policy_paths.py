@@ -10,7 +10,6 @@ Reported: the median and best-round ratio, for calls without a path argument
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import statistics
 import sys
@@ -18,19 +17,10 @@ import timeit
 from typing import Any
 
 from _util import machine
-from bench_policy import make_rules
+from bench_policy import load_policy_class, make_rules
 from tapgate.core.models import ToolCall
 from tapgate.core.policy import Policy
 from tapgate.core.rules import PolicySpec
-
-
-def load_before(path: str) -> Any:
-    spec = importlib.util.spec_from_file_location("policy_before", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["policy_before"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
 
 
 def _run(engine: Any, batch: list[ToolCall]) -> Any:
@@ -45,7 +35,7 @@ def main() -> int:
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 40
     rng = random.Random(1000)
     spec = PolicySpec(rules=make_rules(1000, rng))
-    engines = {"before": load_before(sys.argv[1]).Policy(spec), "after": Policy(spec)}
+    engines = {"before": load_policy_class(sys.argv[1])(spec), "after": Policy(spec)}
     calls: dict[str, list[ToolCall]] = {"no path": [], "path": []}
     for _ in range(200):
         i = rng.randrange(1000)

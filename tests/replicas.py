@@ -16,12 +16,15 @@ from pathlib import Path
 
 import aiohttp
 
+from tests.fakes.slack import DEFAULT_BOT_TOKEN
 from tests.fakes.taps import free_port
 
 TOKEN = "replica-agent-token-0123456789"
 SECRET = "replica-channel-secret"
 LINE_TOKEN = "replica-line-token"
 APPROVER = "U" + "d" * 32
+SLACK_APPROVER = "U0ALICE"
+SLACK_SECRET = "replica-slack-signing-secret"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 DEFAULT_POLICY = "{default_timeout: 10m, rules: [{tool: deploy, action: ask}]}"
 
@@ -55,22 +58,34 @@ async def start_replica(
     server: str = "",
     policy: str = DEFAULT_POLICY,
     line: str = "",
+    slack_url: str | None = None,
+    env: dict[str, str] | None = None,
+    port: int | None = None,
 ) -> Replica:
     """Start ``tapgate serve`` on a free port and wait until ``/readyz`` says 200.
 
     ``server`` and ``line`` are extra YAML flow-mapping entries (``"a: 1, b: 2"``)
-    for the ``server`` and ``channels.line`` sections.
+    for the ``server`` and ``channels.line`` sections; ``slack_url`` adds a
+    Slack channel talking to the fake Slack API there (alice is
+    :data:`SLACK_APPROVER` on it); ``env`` is added to the process environment;
+    ``port`` is for a server restarted where its agents expect it (the restart tests).
     """
-    port = free_port()
+    slack = (
+        f", slack: {{bot_token: '{DEFAULT_BOT_TOKEN}', signing_secret: '{SLACK_SECRET}', "
+        f"api_base_url: '{slack_url}'}}"
+        if slack_url is not None
+        else ""
+    )
+    port = free_port() if port is None else port
     config = tmp / f"{name}.yaml"
     config.write_text(
         f"server: {{host: 127.0.0.1, port: {port}{', ' + server if server else ''}}}\n"
         f"store: {{url: '{db_url}'}}\n"
         f"agents: [{{name: ci, token: '{TOKEN}', max_pending: 0, asks_per_minute: 0}}]\n"
-        f"approvers: [{{name: alice, line: '{APPROVER}'}}]\n"
+        f"approvers: [{{name: alice, line: '{APPROVER}', slack: '{SLACK_APPROVER}'}}]\n"
         f"channels: {{line: {{channel_access_token: '{LINE_TOKEN}', "
         f"channel_secret: '{SECRET}', api_base_url: '{line_url}'"
-        f"{', ' + line if line else ''}}}}}\n"
+        f"{', ' + line if line else ''}}}{slack}}}\n"
         f"policy: {policy}\n"
     )
     exe = str(Path(sys.executable).with_name("tapgate"))
@@ -80,7 +95,7 @@ async def start_replica(
         "serve",
         "--config",
         str(config),
-        env=dict(os.environ),
+        env={**os.environ, **(env or {})},
         stdout=log,
         stderr=log,
     )

@@ -39,7 +39,11 @@ agents:
   - {name: coder, token: "${CODER_TOKEN}"}
   - {name: deployer, token: "${DEPLOYER_TOKEN}"}
 approvers:
-  - {name: alice, line: Ualice, slack: USLACKALICE, slack_team: T0001, groups: [oncall, leads]}
+  - name: alice
+    line: U0123456789abcdef0123456789abcdef
+    slack: USLACKALICE
+    slack_team: T0001
+    groups: [oncall, leads]
   - {name: bob, slack: USLACKBOB, groups: [oncall]}
   - {name: carol}
 channels:
@@ -151,7 +155,7 @@ def test_full_config_converts_to_directory(full: Config) -> None:
     assert directory.channels == ("line", "slack")
     assert directory.get("alice") == Approver(
         name="alice",
-        addresses=(("line", "Ualice"), ("slack", "USLACKALICE")),
+        addresses=(("line", "U0123456789abcdef0123456789abcdef"), ("slack", "USLACKALICE")),
         groups=("oncall", "leads"),
         teams=(("slack", "T0001"),),
     )
@@ -874,7 +878,8 @@ def test_values_that_would_only_fail_at_run_time_are_refused(
 @pytest.mark.parametrize(
     "approvers",
     [
-        '[{name: alice, line: "U1"}, {name: bob, line: "U1"}]',
+        '[{name: alice, line: "U0123456789abcdef0123456789abcdef"},'
+        ' {name: bob, line: "U0123456789abcdef0123456789abcdef"}]',
         '[{name: alice, slack: "U1"}, {name: bob, slack: "U1"}]',
         '[{name: alice, slack: "U1", slack_team: T1}, {name: bob, slack: "U1", slack_team: T1}]',
         '[{name: alice, slack: "U1"}, {name: bob, slack: "U1", slack_team: T2}]',

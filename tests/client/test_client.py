@@ -82,11 +82,12 @@ def error(status: int, code: str, message: str, **extra: Any) -> httpx.Response:
 
 
 def remote(**options: Any) -> RemoteGate:
-    return RemoteGate(BASE, CI, backoff=0, **options)
+    """A gate without backoff nor outage window: scripted failures give up after ``retries``."""
+    return RemoteGate(BASE, CI, **{"backoff": 0, "retry_for": 0, **options})
 
 
 def sync_remote(**options: Any) -> SyncRemoteGate:
-    return SyncRemoteGate(BASE, CI, backoff=0, **options)
+    return SyncRemoteGate(BASE, CI, **{"backoff": 0, "retry_for": 0, **options})
 
 
 @pytest.fixture

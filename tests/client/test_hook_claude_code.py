@@ -256,9 +256,11 @@ def hook(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) ->
     return call
 
 
-async def subprocess_hook(url: str, payload: str, *flags: str) -> tuple[int, dict[str, Any]]:
+async def subprocess_hook(
+    url: str, payload: str, *flags: str, token: str = TOKEN
+) -> tuple[int, dict[str, Any]]:
     """The installed ``tapgate`` script, as Claude Code runs it."""
-    env = {**os.environ, "TAPGATE_AGENT_TOKEN": TOKEN}
+    env = {**os.environ, "TAPGATE_AGENT_TOKEN": token}
     proc = await asyncio.create_subprocess_exec(
         TAPGATE,
         "hook",
@@ -271,7 +273,7 @@ async def subprocess_hook(url: str, payload: str, *flags: str) -> tuple[int, dic
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, _ = await asyncio.wait_for(proc.communicate(payload.encode()), 60)
+    out, _ = await asyncio.wait_for(proc.communicate(payload.encode()), 120)
     return proc.returncode or 0, json.loads(out)
 
 
@@ -397,8 +399,11 @@ async def test_an_unreachable_server_gets_the_configured_verdict() -> None:
         (mcp, ("--on-error", "ask"), "PermissionRequest", "ask"),
         (bash, ("--on-error", "allow"), "PreToolUse", "allow"),
     ]
-    # Real processes, all at once: each spends its retries (~2-4 s) before it gives up.
-    results = await asyncio.gather(*(subprocess_hook(url, p, *f) for p, f, _, _ in table))
+    # Real processes, all at once: each spends its retries (~2-4 s) before it gives up
+    # (no outage window: riding out a restart is test_restart's).
+    results = await asyncio.gather(
+        *(subprocess_hook(url, p, *f, "--retry-for", "0") for p, f, _, _ in table)
+    )
     for (_, flags, event, expected), (code, answer) in zip(table, results, strict=True):
         assert code == 0
         decision, reason = verdict(answer, event)
@@ -483,7 +488,7 @@ async def test_absurdly_nested_input_is_denied_not_crashed(hook: Hook) -> None:
 
 async def test_credentials_in_the_url_never_reach_claude(hook: Hook) -> None:
     payload = hook_input("PreToolUse", "Bash", CASES["Bash"][0])
-    answer = await hook("http://agent:s3cret-pass@127.0.0.1:9", payload)  # refused
+    answer = await hook("http://agent:s3cret-pass@127.0.0.1:9", payload, "--retry-for", "0")
     decision, reason = verdict(answer, "PreToolUse")
     assert decision == "deny" and "http://127.0.0.1:9" in reason
     assert "s3cret" not in json.dumps(answer)

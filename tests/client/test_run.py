@@ -45,8 +45,10 @@ class Run(Protocol):
     def __call__(self, url: str, *argv: str) -> Coroutine[Any, Any, tuple[int, str]]: ...
 
 
-async def run_process(url: str, marker: Path, **kw: Any) -> asyncio.subprocess.Process:
-    """``tapgate run --tool deploy -- <marking command>`` as its own process (for signals)."""
+async def run_process(
+    url: str, marker: Path, *flags: str, token: str = TOKEN, **kw: Any
+) -> asyncio.subprocess.Process:
+    """``tapgate run --tool deploy FLAGS -- <marking command>`` as its own process (for signals)."""
     return await asyncio.create_subprocess_exec(
         TAPGATE,
         "run",
@@ -54,9 +56,10 @@ async def run_process(url: str, marker: Path, **kw: Any) -> asyncio.subprocess.P
         url,
         "--tool",
         "deploy",
+        *flags,
         "--",
         *marking(marker),
-        env={**os.environ, "TAPGATE_AGENT_TOKEN": TOKEN},
+        env={**os.environ, "TAPGATE_AGENT_TOKEN": token},
         stderr=asyncio.subprocess.PIPE,
         **kw,
     )
@@ -160,7 +163,7 @@ async def test_the_timeout_withdraws_the_request(served: Served, run: Run, tmp_p
 async def test_an_unreachable_server_never_runs_the_command(run: Run, tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     url = f"http://127.0.0.1:{free_port()}"
-    code, err = await run(url, "--", *marking(marker))
+    code, err = await run(url, "--retry-for", "0", "--", *marking(marker))
     assert code == EXIT_UNAVAILABLE and not marker.exists()
     assert f"tapgate: server unreachable at {url} (ConnectError" in err
 

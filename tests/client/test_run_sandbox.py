@@ -128,8 +128,16 @@ def run() -> Run:
     return call
 
 
+# The interpreter itself, not the venv's link to it: a checkout under /tmp (CI's
+# clean clone may be one) has its venv hidden by the sandbox's private /tmp.
+_PYTHON = os.path.realpath(sys.executable)
+
+
 def python(code: str, *args: str) -> list[str]:
-    return [sys.executable, "-c", code, *args]
+    """A stdlib-only Python command the sandbox can start (see ``_PYTHON``)."""
+    if _PYTHON.startswith("/tmp/"):
+        pytest.fail(f"the sandbox hides /tmp, where this Python lives: {_PYTHON}")
+    return [_PYTHON, "-c", code, *args]
 
 
 WRITE = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text('x')"

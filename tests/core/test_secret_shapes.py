@@ -135,4 +135,4 @@ ADVERSARIAL = [
 
 @pytest.mark.parametrize("text", ADVERSARIAL, ids=lambda t: repr(t[:12]))
 def test_new_shapes_stay_linear_on_hostile_input(text: str) -> None:
-    assert_linear(mask_text, text)  # a quarter and the whole: ~4x when linear, 16x if not
+    assert_linear(mask_text, text)  # 4x the text: ~4x the time when linear, 16x if not

@@ -100,7 +100,8 @@ async def test_serve_answers_agents_and_an_operator_decision_wakes_them(tmp_path
         output, _ = await asyncio.wait_for(server.communicate(), 30)
     assert server.returncode == 0
     text = output.decode()
-    assert f"tapgate resolve {created['id']} approve --as alice" in text  # the console notifier
+    # The console notifier's hint names this server's config, so it works pasted anywhere.
+    assert f"tapgate resolve {created['id']} approve --as alice --config {config}" in text
     assert "Traceback" not in text
     # The access log: one line per request, the path without its query string.
     assert f'"GET /v1/tool-calls/{created["id"]}" 200' in text

@@ -6,14 +6,17 @@ taps the way LINE does (over the exact bytes sent) and nobody reimplements it.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import socket
 import time
 import uuid
+from urllib.parse import quote
 
 from tapgate.webhooks._line_signature import line_signature
 
-__all__ = ["free_port", "signed_line_tap", "signed_line_text"]
+__all__ = ["free_port", "signed_line_tap", "signed_line_text", "signed_slack_tap"]
 
 
 def free_port() -> int:
@@ -57,5 +60,40 @@ def _signed(secret: str, user_id: str, content: dict[str, object]) -> tuple[byte
     headers = {
         "X-Line-Signature": line_signature(secret.encode(), body),
         "Content-Type": "application/json",
+    }
+    return body, headers
+
+
+def signed_slack_tap(
+    secret: str, user_id: str, request_id: str, *, channel: str, action: str = "approve"
+) -> tuple[bytes, dict[str, str]]:
+    """A Slack ``block_actions`` interaction (form-encoded ``payload=``), signed now.
+
+    Each call is a new click: its own ``trigger_id`` and ``action_ts``.
+    """
+    now = time.time()
+    payload = {
+        "type": "block_actions",
+        "user": {"id": user_id, "team_id": "T0TAPGATE"},
+        "team": {"id": "T0TAPGATE"},
+        "trigger_id": f"{uuid.uuid4().int % 10**12}.{uuid.uuid4().hex}",
+        "container": {"type": "message", "channel_id": channel, "message_ts": f"{now:.6f}"},
+        "channel": {"id": channel},
+        "actions": [
+            {
+                "action_id": f"tapgate_{action}",
+                "value": request_id,
+                "type": "button",
+                "action_ts": f"{now:.6f}",
+            }
+        ],
+    }
+    body = b"payload=" + quote(json.dumps(payload), safe="").encode()
+    timestamp = str(int(now))
+    base = f"v0:{timestamp}:".encode() + body
+    headers = {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-Slack-Request-Timestamp": timestamp,
+        "X-Slack-Signature": "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest(),
     }
     return body, headers

@@ -275,6 +275,7 @@ async def test_the_core_takes_plain_headers_in_any_case(served: Served) -> None:
     body = payload(tap_event("approve", request))
     result = await webhook.handle({"x-line-signature": sign(body)}, body)
     assert (result.status, result.body) == (200, {"ok": True})
+    await webhook.settled()  # stored before the 200, decided after it
     assert (await served.gate.get_request(request.id)).resolved_by == "alice"
 
 

@@ -9,7 +9,9 @@ Tests build the very same app with a manual clock or recording notifiers.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable, Sequence
+from functools import partial
 
 from aiohttp import web
 
@@ -20,12 +22,15 @@ from tapgate.bot.bodies import HANDLER_ARGS, body_middleware
 from tapgate.bot.config import Config
 from tapgate.bot.health import setup_health
 from tapgate.bot.heartbeat import Heartbeat
-from tapgate.bot.keys import CLOCK, CONFIG, DISPATCHER, GATE, METRICS, STORE
+from tapgate.bot.keys import CLOCK, CONFIG, DISPATCHER, GATE, INBOX, METRICS, STORE
 from tapgate.bot.metrics import Metrics
 from tapgate.bot.routes import setup_webhooks
+from tapgate.bot.test_hooks import apply_delay
 from tapgate.bot.unreachable import Unreachable
+from tapgate.core.always import offer_for
 from tapgate.core.clock import Clock, SystemClock
 from tapgate.core.gate import Gate
+from tapgate.core.inbox import Inbox
 from tapgate.core.policy import Policy
 from tapgate.core.store import Store
 from tapgate.notifiers import ConsoleNotifier, Dispatcher, Notifier
@@ -41,13 +46,22 @@ def build_app(
     *,
     clock: Clock | None = None,
     notifiers: Sequence[Notifier] | None = None,
+    config_path: str | None = None,
 ) -> web.Application:
-    """The server for ``config``; ``notifiers`` replaces the configured ones (tests)."""
+    """The server for ``config``; ``notifiers`` replaces the configured ones (tests).
+
+    ``config_path`` is the file ``tapgate serve`` loaded: the console's
+    copy-paste commands name it, so they act on this server's database.
+
+    Raises :class:`~tapgate.errors.ConfigError` for a test hook set where it is
+    refused (``bot/test_hooks.py``).
+    """
+    delay = apply_delay(config, os.environ)
     app = web.Application(client_max_size=_MAX_BODY, handler_args=HANDLER_ARGS)
     app[CONFIG] = config
     app[CLOCK] = clock or SystemClock()
     app[METRICS] = Metrics()
-    app.cleanup_ctx.append(_core(notifiers))
+    app.cleanup_ctx.append(_core(notifiers, config_path, delay))
     setup_health(app)
     setup_api(app)
     setup_humanlayer(app)
@@ -75,13 +89,16 @@ def _webhook_refusals(metrics: Metrics) -> Callable[[str], None]:
     return count
 
 
-def notifiers_for(config: Config) -> list[Notifier]:
+def notifiers_for(config: Config, *, config_path: str | None = None) -> list[Notifier]:
     """The notifiers the config's enabled channels call for."""
     channels = config.channels
     shell_args = {t.name: t.shell for t in config.policy_spec().tools if t.shell}
+    offers = partial(offer_for, Policy(config.policy_spec()))  # the remember buttons, per card
     out: list[Notifier] = []
     if "console" in config.enabled_channels:
-        out.append(ConsoleNotifier(tool_shell_args=shell_args))
+        out.append(
+            ConsoleNotifier(tool_shell_args=shell_args, config_path=config_path, offers=offers)
+        )
     if channels.line is not None:
         from tapgate.notifiers.line import LineNotifier  # the SDK loads only when used
 
@@ -91,6 +108,7 @@ def notifiers_for(config: Config) -> list[Notifier]:
                 api_base_url=channels.line.api_base_url,
                 timeout=channels.line.timeout,
                 tool_shell_args=shell_args,
+                offers=offers,
             )
         )
     if channels.slack is not None:
@@ -103,13 +121,14 @@ def notifiers_for(config: Config) -> list[Notifier]:
                 timeout=channels.slack.timeout,
                 channel_id=channels.slack.channel,
                 tool_shell_args=shell_args,
+                offers=offers,
             )
         )
     return out
 
 
 def _core(
-    notifiers: Sequence[Notifier] | None,
+    notifiers: Sequence[Notifier] | None, config_path: str | None, delay: float
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     async def context(app: web.Application) -> AsyncIterator[None]:
         config, clock = app[CONFIG], app[CLOCK]
@@ -127,7 +146,9 @@ def _core(
         app[METRICS].watch(gate.bus)
         app[METRICS].waiters.set_function(lambda: gate.waiting)
         pace = {"slack": config.channels.slack.pace} if config.channels.slack else {}
-        channels = list(notifiers if notifiers is not None else notifiers_for(config))
+        channels = list(
+            notifiers if notifiers is not None else notifiers_for(config, config_path=config_path)
+        )
         console = next((n for n in channels if isinstance(n, ConsoleNotifier)), None)
         unreachable = Unreachable(gate, app[METRICS], console)
         dispatcher = Dispatcher(
@@ -140,12 +161,15 @@ def _core(
             on_failure=app[METRICS].delivery_failed,
             on_unreachable=unreachable,
         )
+        inbox = Inbox(gate, apply_delay=delay)  # the webhooks register with it (bot/routes.py)
         heartbeat = Heartbeat(
             gate,
             dispatcher,
+            inbox=inbox,
             interval=config.server.heartbeat_interval,
         )
         app[STORE], app[GATE], app[DISPATCHER], app[HEARTBEAT] = store, gate, dispatcher, heartbeat
+        app[INBOX] = inbox
         await gate.start()
         await dispatcher.start()
         await heartbeat.start()

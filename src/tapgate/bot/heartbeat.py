@@ -6,7 +6,9 @@ event woke it; then, on the one replica that holds the heartbeat lock
 waiters and, through the event, updating their messages), queues the
 reminders that are due (each request carries its own ``remind_at``, moved on
 by ``remind_every``), escalates requests nobody answered by ``escalate_at``,
-and forgets old webhook event ids. Reminders and escalation are also
+replays the webhook events stored before their 200 and still unapplied (a
+replica died between the ack and the apply: :mod:`tapgate.core.inbox`), and
+forgets old webhook event ids. Reminders and escalation are also
 compare-and-sets in the store, so a lost lock mid-beat cannot double them.
 """
 
@@ -18,6 +20,7 @@ import logging
 from datetime import timedelta
 
 from tapgate.core.gate import Gate
+from tapgate.core.inbox import Inbox
 from tapgate.notifiers.dispatcher import Dispatcher
 
 __all__ = ["Heartbeat"]
@@ -37,8 +40,10 @@ class Heartbeat:
         dispatcher: Dispatcher | None = None,
         *,
         interval: float = 5.0,
+        inbox: Inbox | None = None,
     ) -> None:
         self.gate = gate
+        self.inbox = inbox
         self.dispatcher = dispatcher
         self.interval = interval
         self._task: asyncio.Task[None] | None = None
@@ -74,6 +79,11 @@ class Heartbeat:
         if expired:
             log.info("expired %d request(s)", len(expired))
         await self._remind()
+        if self.inbox is not None:
+            replayed = await self.inbox.replay()
+            if replayed:
+                log.warning("replayed %d stored webhook event(s)", replayed)
+            await self.inbox.forget(now - EVENT_MEMORY)
         await self.gate.forget_events(now - EVENT_MEMORY)
 
     async def _remind(self) -> None:

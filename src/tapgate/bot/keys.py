@@ -13,14 +13,16 @@ from tapgate.bot.config import Config
 from tapgate.bot.metrics import Metrics
 from tapgate.core.clock import Clock
 from tapgate.core.gate import Gate
+from tapgate.core.inbox import Inbox
 from tapgate.core.store import Store
 from tapgate.notifiers.dispatcher import Dispatcher
 
-__all__ = ["CLOCK", "CONFIG", "DISPATCHER", "GATE", "METRICS", "STORE"]
+__all__ = ["CLOCK", "CONFIG", "DISPATCHER", "GATE", "INBOX", "METRICS", "STORE"]
 
 CONFIG = web.AppKey("tapgate.config", Config)
 CLOCK = web.AppKey("tapgate.clock", Clock)
 STORE = web.AppKey("tapgate.store", Store)
 GATE = web.AppKey("tapgate.gate", Gate)
+INBOX = web.AppKey("tapgate.inbox", Inbox)
 DISPATCHER = web.AppKey("tapgate.dispatcher", Dispatcher)
 METRICS = web.AppKey("tapgate.metrics", Metrics)

@@ -2,17 +2,20 @@
 
 The webhook objects are created once the gate exists (in ``cleanup_ctx``) and
 closed on shutdown; the routes are three-line adapters that find them in the
-app state.
+app state. Both register with the app's inbox; once they have, the events
+stored before a crash (acknowledged, never applied) are replayed, before the
+server takes new ones (DESIGN.md decision 17).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from tapgate.bot.keys import CONFIG, GATE, METRICS
+from tapgate.bot.keys import CONFIG, GATE, INBOX, METRICS
 
 if TYPE_CHECKING:  # imported where used: a LINE-only server never loads slack-bolt
     from tapgate.webhooks.line import LineWebhook
@@ -44,6 +47,22 @@ def setup_webhooks(app: web.Application) -> None:
         app.cleanup_ctx.append(_slack)
         if config.channels.slack.app_token is None:
             app.router.add_post("/webhooks/slack", slack_route)
+    if config.channels.line is not None or config.channels.slack is not None:
+        app.cleanup_ctx.append(_replay)
+
+
+async def _replay(app: web.Application) -> AsyncIterator[None]:
+    """Apply what was stored before this process started and never applied.
+
+    Everything received before now, whatever its age: this process has not
+    received anything yet. A row another live replica is applying at this
+    moment is applied once all the same (its event id decides).
+    """
+    inbox = app[INBOX]
+    replayed = await inbox.replay(received_before=app[GATE].clock.now())
+    if replayed:
+        logging.getLogger(__name__).warning("replaying %d stored webhook event(s)", replayed)
+    yield
 
 
 async def _line(app: web.Application) -> AsyncIterator[None]:
@@ -60,6 +79,7 @@ async def _line(app: web.Application) -> AsyncIterator[None]:
         timeout=line.timeout,
         on_reject=lambda reason: metrics.webhook_rejections.labels("line", reason).inc(),
         on_decision=metrics.tap_latency.observe,
+        inbox=app[INBOX],
     )
     app[LINE_WEBHOOK] = webhook
     try:
@@ -83,6 +103,7 @@ async def _slack(app: web.Application) -> AsyncIterator[None]:
         timeout=slack.timeout,
         on_reject=lambda reason: metrics.webhook_rejections.labels("slack", reason).inc(),
         on_decision=metrics.tap_latency.observe,
+        inbox=app[INBOX],
     )
     app[SLACK_WEBHOOK] = webhook
     if slack.app_token is not None:

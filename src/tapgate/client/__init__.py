@@ -6,8 +6,8 @@ tool function so that it runs only when a gate (any of the three) allows it.
 ``claude_code_hook`` and ``run_approved`` are the logic of ``tapgate hook
 claude-code`` and ``tapgate run``, callable from Python for custom wrappers;
 ``hook_refusal`` / ``hook_fallback`` build the hook's answer when it cannot
-ask the server at all, and ``DEFAULT_HOOK_TIMEOUT`` / ``EXIT_CONFIG`` are the
-commands' defaults that wrappers should share.
+ask the server at all, and ``DEFAULT_HOOK_TIMEOUT`` / ``DEFAULT_RETRY_FOR`` /
+``EXIT_CONFIG`` are the commands' defaults that wrappers should share.
 This package talks to the server only through HTTP: httpx for the gates, the
 standard library's ``http.client`` for the commands (which start on every
 tool call); it imports the domain records and errors, never the server,
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         hook_refusal,
     )
     from tapgate.client._remote import LONG_POLL, RemoteGate, SyncRemoteGate
+    from tapgate.client._retrying import DEFAULT_RETRY_FOR
     from tapgate.client._run import EXIT_CONFIG, run_approved
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_HOOK_TIMEOUT",
+    "DEFAULT_RETRY_FOR",
     "EXIT_CONFIG",
     "LONG_POLL",
     "ArgumentsChanged",
@@ -87,6 +89,7 @@ _LAZY = {
         "tapgate.client._hook",
     ),
     **dict.fromkeys(("LONG_POLL", "RemoteGate", "SyncRemoteGate"), "tapgate.client._remote"),
+    "DEFAULT_RETRY_FOR": "tapgate.client._retrying",
     **dict.fromkeys(("EXIT_CONFIG", "run_approved"), "tapgate.client._run"),
     **dict.fromkeys(
         ("AsyncBatchChecker", "SyncBatchChecker", "run_batch", "run_batch_sync"),

@@ -19,11 +19,13 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Awaitable, Sequence
+from datetime import datetime
 from typing import Any, Protocol
 
 from tapgate.client._errors import ArgumentsChanged
 from tapgate.client._guard import Denied, _bound, _jsonable, _snapshot
 from tapgate.client._plans import Plan, Planner, Send
+from tapgate.client._retrying import monotonic_deadline
 from tapgate.client._wire import decision_from, read_json
 from tapgate.core.models import Decision, ToolCall
 
@@ -64,6 +66,7 @@ def batch_plan(planner: Planner, calls: Sequence[ToolCall]) -> Plan[list[Decisio
     )
     batch = read_json((yield from planner.exchange(send)))
     while batch.get("status") == "pending":
+        deadline = _last_expiry(batch)  # a restart is ridden out, never past the batch's life
         poll = Send(
             method="GET",
             path=f"/v1/tool-call-batches/{batch['id']}",
@@ -71,11 +74,25 @@ def batch_plan(planner: Planner, calls: Sequence[ToolCall]) -> Plan[list[Decisio
             timeout=planner.timeout,
             read_timeout=planner.timeout + planner.long_poll,
         )
-        batch = read_json((yield from planner.exchange(poll)))
+        batch = read_json((yield from planner.exchange(poll, deadline=deadline)))
     decided = [decision_from(state) for state in batch.get("calls", [])]
     if len(decided) != len(calls) or any(d is None for d in decided):
         raise ValueError("the server answered a decided batch with undecided calls")
     return [d for d in decided if d is not None]
+
+
+def _last_expiry(batch: dict[str, Any]) -> float | None:
+    """When the last call of ``batch`` expires, on the monotonic clock; ``None`` if unknown."""
+    latest: datetime | None = None
+    for state in batch.get("calls", []):
+        text = state.get("expires_at") if isinstance(state, dict) else None
+        try:
+            when = datetime.fromisoformat(text) if isinstance(text, str) else None
+        except ValueError:
+            when = None
+        if when is not None and when.tzinfo is not None and (latest is None or when > latest):
+            latest = when
+    return None if latest is None else monotonic_deadline(latest)
 
 
 def _call_body(call: ToolCall) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from typing import Any, Literal, cast
 from tapgate.client._ask import decide, describe, failure
 from tapgate.client._errors import ClientError
 from tapgate.client._lean import connect
+from tapgate.client._retrying import DEFAULT_RETRY_FOR
 from tapgate.core.models import Decision, ToolCall
 
 __all__ = [
@@ -127,6 +128,7 @@ def claude_code_hook(
     on_error: HookVerdict = "deny",
     on_expired: Literal["deny", "ask"] = "deny",
     timeout: float = DEFAULT_HOOK_TIMEOUT,
+    retry_for: float = DEFAULT_RETRY_FOR,
 ) -> dict[str, Any]:
     """Decide the tool call in the hook input ``raw`` with the tapgate server at ``url``.
 
@@ -138,8 +140,11 @@ def claude_code_hook(
 
     ``timeout`` bounds the wait for a human; the request is then withdrawn
     and, like a request that expired on the server, answered with
-    ``on_expired``. Everything that prevents a decision is answered with
-    ``on_error``. Returns the hook's JSON output; never raises.
+    ``on_expired``. A server that fails or goes away (a restart) is retried
+    for ``retry_for`` seconds, within ``timeout`` and the request's own
+    deadline; the wait re-attaches to its request by id. Everything that
+    prevents a decision is answered with ``on_error``. Returns the hook's
+    JSON output; never raises.
     """
     event = _event_of(raw)
     try:
@@ -153,7 +158,7 @@ def claude_code_hook(
         return _fallback(event, on_error, problem, "--on-error")
     call = ToolCall(tool=hook.tool, arguments=hook.arguments, session=hook.session)
     try:
-        with connect(url, token) as gate:
+        with connect(url, token, retry_for=min(retry_for, timeout)) as gate:
             decision = decide(gate, call, timeout=timeout)
     except Exception as exc:  # a hook must answer, whatever went wrong
         return _failed(event, on_error, url, exc)

@@ -38,6 +38,7 @@ from tapgate.client._plans import (
     TransportFailure,
     drive,
 )
+from tapgate.client._retrying import DEFAULT_RETRY_FOR
 from tapgate.client._wire import without_credentials
 
 if TYPE_CHECKING:
@@ -50,13 +51,15 @@ __all__ = ["LeanGate", "connect"]
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
 
 
-def connect(url: str, token: str, *, retries: int = 3) -> LeanGate | SyncRemoteGate:
+def connect(
+    url: str, token: str, *, retries: int = 3, retry_for: float = DEFAULT_RETRY_FOR
+) -> LeanGate | SyncRemoteGate:
     """The gate for the agent-side commands: :class:`LeanGate`, or httpx's when a proxy is set."""
     if any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES):
         from tapgate.client._remote import SyncRemoteGate
 
-        return SyncRemoteGate(url, token, retries=retries)
-    return LeanGate(url, token, retries=retries)
+        return SyncRemoteGate(url, token, retries=retries, retry_for=retry_for)
+    return LeanGate(url, token, retries=retries, retry_for=retry_for)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,11 +107,16 @@ class LeanGate(SyncCalls):
         backoff: float = 0.5,
         long_poll: float = LONG_POLL,
         sleep: Callable[[float], object] = time.sleep,
+        retry_for: float = DEFAULT_RETRY_FOR,
     ) -> None:
         self.base_url = base_url
         self._sleep = sleep
         self._planner = Planner(
-            timeout=timeout, retries=retries, backoff=backoff, long_poll=long_poll
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            long_poll=long_poll,
+            retry_for=retry_for,
         )
         self._headers = {
             "Authorization": f"Bearer {token}",

@@ -40,6 +40,7 @@ from mcp.shared.exceptions import MCPError
 
 from tapgate.client._mcp_gate import annotation_risk, gated_name, refusal
 from tapgate.client._remote import RemoteGate
+from tapgate.client._retrying import DEFAULT_RETRY_FOR
 from tapgate.core.models import Risk, ToolCall
 
 __all__ = ["McpProxyOptions", "serve_mcp_proxy"]
@@ -56,7 +57,9 @@ class McpProxyOptions:
     streamable-HTTP endpoint) names the upstream. ``token_env`` is the
     variable holding the agent token: it is removed from the environment a
     stdio upstream inherits, since a third-party server has no business
-    holding the agent's tapgate credentials.
+    holding the agent's tapgate credentials. ``retry_for`` is how long a
+    gated call keeps waiting through a tapgate server that fails or restarts
+    (see :class:`~tapgate.client.RemoteGate`) before its error result.
     """
 
     name: str
@@ -67,6 +70,7 @@ class McpProxyOptions:
     token_env: str
     session: str | None = None
     trust_annotations: bool = False
+    retry_for: float = DEFAULT_RETRY_FOR
 
 
 class _Proxy:
@@ -236,7 +240,7 @@ async def serve_mcp_proxy(options: McpProxyOptions) -> None:
     """Connect to the upstream, then serve the MCP client on stdio until it hangs up."""
     async with (
         _upstream(options) as upstream,
-        RemoteGate(options.tapgate_url, options.token) as gate,
+        RemoteGate(options.tapgate_url, options.token, retry_for=options.retry_for) as gate,
     ):
         server = _Proxy(upstream, gate, options).server()
         async with stdio_server() as (read, write):

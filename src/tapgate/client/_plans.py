@@ -12,9 +12,13 @@ This module imports no HTTP library: a plan reads any :class:`~tapgate.client._w
 hook starts without httpx.
 
 Retries cover transport failures (refused connections, resets, timeouts) and
-502 / 503 / 504 from a proxy, with capped exponential backoff and jitter; a
-``Retry-After`` on the answer (tapgate's 503 sends one) is a floor under the
-next delay, capped like the backoff so a proxy cannot park an agent for an hour.
+5xx answers, with capped exponential backoff and jitter; a ``Retry-After`` on
+the answer (tapgate's 503 sends one) is a floor under the next delay, capped
+like the backoff so a proxy cannot park an agent for an hour. After
+``retries`` quick ones they go on for the ``retry_for`` window of
+:mod:`tapgate.client._retrying` (capped by the request's ``expires_at``), so
+that a wait rides out a server restart or a replica switch: the request
+survives on the server, and the next poll re-attaches to it by its id.
 Reads and long-polls are retried on any of them. The two POSTs (submit,
 cancel) are resent only when the server cannot have acted on them: the
 connection was never made, or the answer was a 503 (tapgate's own "database
@@ -31,12 +35,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
 from urllib.parse import quote
 
 from tapgate.client._errors import ClientError
+from tapgate.client._retrying import (
+    DEFAULT_RETRY_FOR,
+    Expiries,
+    Outage,
+    backoff,
+    earliest,
+    retry_after,
+)
 from tapgate.client._sandbox import SandboxSpec, spec_from
 from tapgate.client._wire import Reply, decision_from, read_json, submit_body, ticket_from
 from tapgate.core.models import Decision, Ticket, ToolCall
@@ -59,9 +70,6 @@ T = TypeVar("T")
 
 LONG_POLL = 60.0
 """Seconds per long-poll request: well under the server's default ``max_wait`` (300)."""
-
-_RETRY_STATUSES = frozenset({502, 503, 504})
-_MAX_DELAY = 10.0
 
 
 class TransportFailure(Exception):
@@ -197,11 +205,21 @@ class SyncCalls:
 class Planner:
     """Builds the plans for one server: the settings every step depends on."""
 
-    def __init__(self, *, timeout: float, retries: int, backoff: float, long_poll: float) -> None:
+    def __init__(
+        self,
+        *,
+        timeout: float,
+        retries: int,
+        backoff: float,
+        long_poll: float,
+        retry_for: float = DEFAULT_RETRY_FOR,
+    ) -> None:
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
         self.long_poll = long_poll
+        self.outage = Outage(retry_for)
+        self.expiries = Expiries()
 
     def submit(self, call: ToolCall, wait: float | None = None) -> Plan[Ticket]:
         """``POST /v1/tool-calls``, holding the answer up to ``wait`` seconds."""
@@ -214,10 +232,17 @@ class Planner:
             idempotent=False,  # see the module docstring: never resent once it may have acted
         )
         response = yield from self.exchange(send)
-        return ticket_from(read_json(response), call)
+        ticket = ticket_from(read_json(response), call)
+        if ticket.request is not None:  # what caps the window of the wait that follows
+            self.expiries.note(ticket.request.id, ticket.request.expires_at)
+        return ticket
 
     def wait(self, request_id: str, timeout: float | None) -> Plan[Decision | None]:
-        """Long-poll in slices of ``long_poll`` seconds until decided or ``timeout`` ends."""
+        """Long-poll in slices of ``long_poll`` seconds until decided or ``timeout`` ends.
+
+        Through an outage each poll is retried until the window closes, the
+        request expires or ``timeout`` ends, whichever is first.
+        """
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
         while True:
             started = time.monotonic()
@@ -230,10 +255,14 @@ class Planner:
                 timeout=self.timeout,
                 read_timeout=self._read_timeout(wait),
             )
-            response = yield from self.exchange(send)
-            decision = decision_from(read_json(response, request_id))
+            bound = earliest(deadline, self.expiries.deadline(request_id))
+            response = yield from self.exchange(send, deadline=bound)
+            body = read_json(response, request_id)
+            decision = decision_from(body)
             if decision is not None:
+                self.expiries.forget(request_id)
                 return decision
+            self.expiries.note(request_id, body.get("expires_at"))
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 return None
@@ -261,7 +290,9 @@ class Planner:
             read_timeout=self._read_timeout(None),
             idempotent=False,
         )
-        response = yield from self.exchange(send)
+        # Not retried past the request's expiry: by then there is nothing left to withdraw.
+        response = yield from self.exchange(send, deadline=self.expiries.deadline(request_id))
+        self.expiries.forget(request_id)
         decision = decision_from(read_json(response, request_id))
         if decision is None:
             raise ClientError(
@@ -280,63 +311,62 @@ class Planner:
         response = yield from self.exchange(send)
         return spec_from(read_json(response))
 
-    def exchange(self, send: Send) -> Generator[Step, Reply | None, Reply]:
-        """One request with this server's retries (see the module docstring)."""
+    def exchange(
+        self, send: Send, *, deadline: float | None = None
+    ) -> Generator[Step, Reply | None, Reply]:
+        """One request with this server's retries (see the module docstring).
+
+        ``deadline`` (monotonic) ends the outage window early: the request's
+        expiry, or the caller's own timeout. The last transient answer is
+        returned (or the transport failure raised) once retrying ends.
+        """
         attempt = 0
         while True:
             try:
                 response = yield send
             except TransportFailure as exc:
-                retryable = send.idempotent or exc.never_sent
-                if not retryable or attempt >= self.retries:
-                    raise ClientError(
-                        f"{send.method} {send.path} failed: {exc}",
-                        status=None,
-                        code="unreachable",
-                    ) from exc
+                if not (send.idempotent or exc.never_sent):
+                    raise _unreachable(send, exc) from exc
+                pause = self._next_pause(attempt, self._delay(attempt), deadline)
+                if pause is None:
+                    raise _unreachable(send, exc) from exc
             else:
                 assert response is not None
                 status = response.status_code
-                transient = status == 503 or (status in _RETRY_STATUSES and send.idempotent)
-                if not transient or attempt >= self.retries:
+                if not (status == 503 or (status >= 500 and send.idempotent)):
+                    if status < 500:  # the server itself answered: it is back
+                        self.outage.answered()
                     return response
-                yield Pause(seconds=max(self._delay(attempt), retry_after(response)))
-                attempt += 1
-                continue
-            yield Pause(seconds=self._delay(attempt))
+                delay = max(self._delay(attempt), retry_after(response))
+                pause = self._next_pause(attempt, delay, deadline)
+                if pause is None:
+                    return response
+            yield Pause(seconds=pause)
+            self.outage.paused(pause)
             attempt += 1
+
+    def _next_pause(self, attempt: int, delay: float, deadline: float | None) -> float | None:
+        """The pause before retrying a failure, or ``None`` to stop retrying.
+
+        The first ``retries`` are always made (a blip); after them the outage
+        window decides, and its last pause is trimmed to end with it.
+        """
+        self.outage.failed()
+        if attempt < self.retries:
+            return delay
+        left = self.outage.left(deadline)
+        return min(delay, left) if left > 0 else None
 
     def _read_timeout(self, wait: float | None) -> float:
         # A long-poll's read must outlast the wait it asked the server for.
         return self.timeout + (wait or 0.0)
 
     def _delay(self, attempt: int) -> float:
-        import random  # only a retry needs it: the hook's allowed call starts without it
-
-        ceiling = min(_MAX_DELAY, self.backoff * 2.0**attempt)
-        return ceiling * (0.5 + random.random() / 2)  # noqa: S311 - jitter, not a secret
+        return backoff(self.backoff, attempt)
 
 
-def retry_after(response: Reply) -> float:
-    """The wait a ``Retry-After`` header asks for, capped at the backoff's ceiling; 0 if none.
-
-    Both of RFC 9110's forms are read: delta-seconds and an HTTP date. A value
-    that is neither is ignored (the backoff alone decides).
-    """
-    value = response.headers.get("Retry-After", "").strip()
-    if value.isascii() and value.isdigit():  # str.isdigit alone takes "²"
-        seconds = float(value)
-    else:
-        from email.utils import parsedate_to_datetime  # rare: not on the hook's start-up path
-
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return 0.0
-        if when.tzinfo is None:  # RFC 9110 dates are GMT; a naive one is read as such
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - datetime.now(UTC)).total_seconds()
-    return min(max(seconds, 0.0), _MAX_DELAY)
+def _unreachable(send: Send, exc: TransportFailure) -> ClientError:
+    return ClientError(f"{send.method} {send.path} failed: {exc}", status=None, code="unreachable")
 
 
 def _path(request_id: str) -> str:

@@ -28,6 +28,7 @@ from tapgate.client._plans import (
     drive,
     resume,
 )
+from tapgate.client._retrying import DEFAULT_RETRY_FOR
 from tapgate.client._sandbox import SandboxSpec
 from tapgate.client._wire import without_credentials
 from tapgate.core.models import Decision, Ticket, ToolCall
@@ -56,6 +57,11 @@ class RemoteGate:
     submit or a cancel only when the server cannot have acted on it (no
     connection was made, or a 503), since a submit resent after its answer
     was lost could make a new request after a denial.
+    Beyond those, retrying goes on for ``retry_for`` seconds of an outage
+    (default 60; 0 turns it off), never past the request's ``expires_at``:
+    a ``check`` or ``wait`` in progress rides out a server restart or a
+    replica switch and re-attaches to its request by id. A wait that gives
+    up raises ``ClientError`` (code ``unreachable``, or the 5xx's own).
     HTTP errors raise :class:`~tapgate.client.ClientError` (401:
     :class:`~tapgate.client.Unauthorized`), ``RequestNotFound`` or
     ``AlreadyResolved`` with the server's message.
@@ -80,13 +86,18 @@ class RemoteGate:
         backoff: float = 0.5,
         long_poll: float = LONG_POLL,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        retry_for: float = DEFAULT_RETRY_FOR,
     ) -> None:
         self.base_url = base_url
         self._token = token
         self._transport = transport
         self._sleep = sleep
         self._planner = Planner(
-            timeout=timeout, retries=retries, backoff=backoff, long_poll=long_poll
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            long_poll=long_poll,
+            retry_for=retry_for,
         )
         self._pool: httpx.AsyncClient | None = None
 
@@ -166,8 +177,9 @@ class SyncRemoteGate(SyncCalls):
     """:class:`RemoteGate` for sync agent frameworks: the same calls, blocking.
 
     Built on ``httpx.Client`` and the same plans as :class:`RemoteGate`, so it
-    behaves identically (retries, slices, errors). It holds one connection
-    pool, shareable between threads; close it with :meth:`close` or ``with``.
+    behaves identically (retries, the ``retry_for`` window, slices, errors).
+    It holds one connection pool, shareable between threads; close it with
+    :meth:`close` or ``with``.
     ``sleep`` waits out a backoff pause (default :func:`time.sleep`).
     """
 
@@ -182,11 +194,16 @@ class SyncRemoteGate(SyncCalls):
         backoff: float = 0.5,
         long_poll: float = LONG_POLL,
         sleep: Callable[[float], object] = time.sleep,
+        retry_for: float = DEFAULT_RETRY_FOR,
     ) -> None:
         self.base_url = base_url
         self._sleep = sleep
         self._planner = Planner(
-            timeout=timeout, retries=retries, backoff=backoff, long_poll=long_poll
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            long_poll=long_poll,
+            retry_for=retry_for,
         )
         self._client = httpx.Client(base_url=base_url, headers=_headers(token), transport=transport)
 

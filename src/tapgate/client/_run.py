@@ -39,7 +39,10 @@ from typing import TextIO
 from tapgate.client._ask import decide, describe, failure, withdraw
 from tapgate.client._errors import SandboxUnavailable, Unauthorized
 from tapgate.client._lean import connect
+from tapgate.client._plans import SyncCalls
+from tapgate.client._retrying import DEFAULT_RETRY_FOR
 from tapgate.client._sandbox import EXIT_NO_SANDBOX, Sandbox, SandboxMode, confine
+from tapgate.client._signals import Signals, Stopped, exception_for
 from tapgate.client._waiting import Waiting, countdown_line
 from tapgate.core.models import Decision, Request, ToolCall
 from tapgate.errors import TapgateError
@@ -77,6 +80,7 @@ def run_approved(
     stderr: TextIO | None = None,
     sandbox: SandboxMode | None = None,
     bwrap: str = "bwrap",
+    retry_for: float = DEFAULT_RETRY_FOR,
 ) -> int:
     """Ask tapgate about ``argv`` as tool ``tool``, run it if allowed; the exit status.
 
@@ -85,6 +89,8 @@ def run_approved(
     go to ``stderr``; while waiting on a terminal a countdown is drawn there.
     ``sandbox`` runs the command under ``bwrap`` as the tool's server-side
     config says (:mod:`tapgate.client._sandbox`), checked before anyone is asked.
+    A server that fails or goes away (a restart) is retried for ``retry_for``
+    seconds, within ``timeout`` and the request's deadline, before status 69.
     """
     err = stderr if stderr is not None else sys.stderr
     if not argv:
@@ -97,24 +103,26 @@ def run_approved(
         return _fail(err, f"refusing to run a program named like an assignment: {argv[0]}", 2)
     box: Sandbox | None = None
     if sandbox is not None:
-        box_or_status = _confine(err, url, token, tool=tool, mode=sandbox, bwrap=bwrap)
+        gate = connect(url, token, retry_for=retry_for)
+        box_or_status = _confine(err, url, gate, tool=tool, mode=sandbox, bwrap=bwrap)
         if isinstance(box_or_status, int):
             return box_or_status
         box = box_or_status
     command = shlex.join(argv)
     call = ToolCall(tool=tool, arguments={"command": command}, session=session)
-    refusal = _ask(err, url, token, call, timeout)
+    bound = retry_for if timeout is None else min(retry_for, timeout)
+    refusal = _ask(err, url, token, call, timeout, retry_for=bound)
     if refusal is not None:
         return refusal
     return _execute(argv, err, box)
 
 
 def _confine(
-    err: TextIO, url: str, token: str, *, tool: str, mode: SandboxMode, bwrap: str
+    err: TextIO, url: str, gate: SyncCalls, *, tool: str, mode: SandboxMode, bwrap: str
 ) -> Sandbox | int | None:
     """The sandbox for ``tool`` (``None``: best-effort without one), or tapgate's exit status."""
     try:
-        with connect(url, token) as gate:
+        with gate:
             return confine(mode, lambda: gate.sandbox(tool), bwrap=bwrap, err=err)
     except SandboxUnavailable as exc:
         return _fail(
@@ -128,20 +136,22 @@ def _confine(
         return _fail(err, "interrupted (Ctrl-C) before asking", EXIT_INTERRUPTED)
 
 
-def _ask(err: TextIO, url: str, token: str, call: ToolCall, timeout: float | None) -> int | None:
+def _ask(
+    err: TextIO, url: str, token: str, call: ToolCall, timeout: float | None, *, retry_for: float
+) -> int | None:
     """Wait for the decision on ``call``: ``None`` to run it, else tapgate's exit status."""
     waiting = Waiting(err, str(call.arguments["command"]), timeout)
-    signals = _Signals(err)
+    signals = Signals(err)
 
     def pending(request: Request) -> None:
         waiting.start(request)
         signals.release()  # we know what to cancel now: a held Ctrl-C acts from here
 
     try:
-        with signals, connect(url, token) as gate:
+        with signals, connect(url, token, retry_for=retry_for) as gate:
             decision = decide(gate, call, timeout=timeout, on_pending=pending)
             signals.release()  # decided at once: a held Ctrl-C still stops the command
-    except (KeyboardInterrupt, _Stopped) as stop:
+    except (KeyboardInterrupt, Stopped) as stop:
         waiting.stop()
         how, status = _how(stop)
         if signals.unanswered:
@@ -151,7 +161,7 @@ def _ask(err: TextIO, url: str, token: str, call: ToolCall, timeout: float | Non
         return _fail(err, failure(url, exc), EXIT_CONFIG)
     except TapgateError as exc:
         if signals.held is not None:  # stopped while the server failed us: say both
-            how, status = _how(_exception_for(signals.held))
+            how, status = _how(exception_for(signals.held))
             return _fail(err, f"{how}; {failure(url, exc)}{_MAYBE_LEFT}", status)
         return _fail(err, failure(url, exc), EXIT_UNAVAILABLE)
     finally:
@@ -183,9 +193,9 @@ def _interrupted(
         return _fail(err, how, status)
     try:
         # The interrupted long-poll may have left its connection half-read: a new pool.
-        with connect(url, token, retries=0) as gate:
+        with connect(url, token, retries=0, retry_for=0) as gate:
             late = withdraw(gate, request.id, f"{how} by the user of tapgate run", strict=True)
-    except (KeyboardInterrupt, _Stopped):
+    except (KeyboardInterrupt, Stopped):
         return _fail(err, f"{how}: request {request.id} not run (and not cancelled)", status)
     except TapgateError as exc:
         note = f" (and not cancelled: {failure(url, exc)}; it expires on its own)"
@@ -194,118 +204,12 @@ def _interrupted(
     return _fail(err, f"{how}: request {request.id} not run{note}", status)
 
 
-class _Stopped(BaseException):
-    """SIGTERM while waiting (a CI job was cancelled): withdrawn like a Ctrl-C.
-
-    A ``BaseException``, like ``KeyboardInterrupt``, so that no ``except
-    Exception`` on the way (retries, the gate) swallows it.
-    """
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.status = 128 + signum
-
-
-class _Signals:
-    """Ctrl-C and SIGTERM while asking: held until the request exists, then they stop us.
-
-    A signal that lands while the ask is on the wire would otherwise stop
-    ``tapgate run`` before it learns the request's id, leaving a request
-    nobody will cancel pending on the approvers' phones until it expires. So
-    the first one is held until :meth:`release` (the id is known, or the
-    call was decided at once) and then raised, which withdraws the request.
-    The hold is bounded: a second signal, or ``HOLD_LIMIT`` seconds without
-    an answer (a CI runner kills a job a few seconds after its SIGTERM),
-    stop at once, and :attr:`unanswered` says a request may be left behind.
-    SIGTERM becomes :class:`_Stopped`, Ctrl-C ``KeyboardInterrupt``.
-    Handlers are installed on the main thread only (elsewhere Python cannot
-    have them), never over a signal the caller ignores (``nohup``, ``&``).
-    The hold's limit uses ``SIGALRM`` / ``ITIMER_REAL`` while asking: a
-    program that calls :func:`run_approved` must not rely on its own timer then.
-    """
-
-    HOLD_LIMIT = 5.0
-
-    def __init__(self, err: TextIO) -> None:
-        self._err = err
-        self._holding = True
-        self._held: int | None = None
-        self._previous: dict[int, object] = {}
-        self.unanswered = False  # stopped before the server told us the request id
-
-    @property
-    def held(self) -> int | None:
-        """The signal being held, if any."""
-        return self._held
-
-    def __enter__(self) -> _Signals:
-        if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                if signal.getsignal(signum) is not signal.SIG_IGN:
-                    self._previous[signum] = signal.signal(signum, self._handle)
-            if self._previous:
-                self._previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, self._give_up)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if not self._previous:
-            return
-        # Blocked while restoring, so no signal finds half our handlers still in place.
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, set(self._previous))
-        try:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            for signum, previous in self._previous.items():
-                signal.signal(signum, previous)  # type: ignore[arg-type]
-            self._previous.clear()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-
-    def release(self) -> None:
-        """Stop holding; a signal held meanwhile is raised now."""
-        self._holding = False
-        if signal.SIGALRM in self._previous:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        if self._held is not None:
-            held, self._held = self._held, None
-            _raise_for(held)
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self._holding and self._held is None:
-            self._held = signum
-            signal.setitimer(signal.ITIMER_REAL, self.HOLD_LIMIT)
-            with contextlib.suppress(RuntimeError, OSError):  # a write it interrupted
-                self._err.write(
-                    "\ntapgate: stopping once the server has the request, to withdraw it "
-                    "(again to stop now)\n"
-                )
-                self._err.flush()
-            return
-        if self._holding:
-            self.unanswered = True
-        _raise_for(signum)
-
-    def _give_up(self, signum: int, frame: FrameType | None) -> None:
-        """``HOLD_LIMIT`` passed without the request id: stop anyway."""
-        if self._holding and self._held is not None:
-            held, self._held = self._held, None
-            self.unanswered = True
-            _raise_for(held)
-
-
 _MAYBE_LEFT = "; a request it may have made was not withdrawn (it expires on its own)"
-
-
-def _exception_for(signum: int) -> BaseException:
-    return KeyboardInterrupt() if signum == signal.SIGINT else _Stopped(signum)
-
-
-def _raise_for(signum: int) -> None:
-    raise _exception_for(signum)
 
 
 def _how(stop: BaseException) -> tuple[str, int]:
     """What to call a stop and its exit status: Ctrl-C 130, a signal N 128 + N."""
-    if isinstance(stop, _Stopped):
+    if isinstance(stop, Stopped):
         return "terminated", stop.status
     return "interrupted (Ctrl-C)", EXIT_INTERRUPTED
 

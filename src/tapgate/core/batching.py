@@ -33,6 +33,7 @@ __all__ = [
     "BatchTicket",
     "cancel_batch",
     "check_batch",
+    "consume_all",
     "read_batch",
     "resolve_batch",
     "submit_batch",
@@ -156,6 +157,16 @@ async def check_batch(gate: Gate, calls: Sequence[ToolCall]) -> list[Decision]:
             await gate.consume(decision.request_id)
         decisions.append(decision)
     return decisions
+
+
+async def consume_all(gate: Gate, request_ids: Sequence[str]) -> int:
+    """The agent was told of these approvals of a batch: each consumed once, in one transaction.
+
+    As ``Gate.consume`` per request (one compare-and-set each), but a batch's
+    answer used to consume 20 approvals in 20 transactions, one after
+    another on the long-poll's path (docs/benchmarks.md).
+    """
+    return await gate.store.consume_all(request_ids, gate.clock.now())
 
 
 async def cancel_batch(

@@ -16,6 +16,11 @@ other, so it lives here.
   never be read as a request id, so an old parser refuses it; at most 101
   characters), Slack ``tapgate_approve_all`` etc. with the batch id as the
   ``value``. Its per-call buttons are the single request's own.
+- "Always allow" (``approve_always``) joined ``v=1`` like ``reply``: an older
+  parser refuses it as unknown rather than misreading it.
+- A grant's Revoke button (:func:`revoke_postback_data`): LINE
+  ``v=1&a=revoke&g=<grant id>`` (``g``: never readable as a request or a
+  batch), Slack :data:`SLACK_REVOKE_ACTION_ID` with the grant id as ``value``.
 - A typed answer to a question (LINE has no dialogs): a text message
   ``answer <reference>: <the answer>``. The Reply button pre-fills
   ``answer <short id>: `` in the approver's keyboard; the reference is a
@@ -26,7 +31,7 @@ other, so it lives here.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Literal, TypeVar
 
 __all__ = [
@@ -38,6 +43,7 @@ __all__ = [
     "SLACK_ACTION_IDS",
     "SLACK_BATCH_ACTIONS",
     "SLACK_BATCH_ACTION_IDS",
+    "SLACK_REVOKE_ACTION_ID",
     "BatchAction",
     "TapAction",
     "answer_prefill",
@@ -45,11 +51,13 @@ __all__ = [
     "parse_answer",
     "parse_batch_postback_data",
     "parse_postback_data",
+    "parse_revoke_postback_data",
     "postback_data",
+    "revoke_postback_data",
     "valid_request_id",
 ]
 
-TapAction = Literal["approve", "deny", "approve_session", "reply", "dismiss"]
+TapAction = Literal["approve", "deny", "approve_session", "approve_always", "reply", "dismiss"]
 """What a button asks for; ``reply`` and ``dismiss`` act on questions (``CONTACT_TOOL``) only.
 
 ``reply`` approves with the approver's answer as the reason; ``dismiss``
@@ -78,6 +86,7 @@ _ACTIONS: Mapping[str, TapAction] = {
     "approve": "approve",
     "deny": "deny",
     "approve_session": "approve_session",
+    "approve_always": "approve_always",
     "reply": "reply",
     "dismiss": "dismiss",
 }
@@ -94,6 +103,7 @@ SLACK_ACTION_IDS: Mapping[TapAction, str] = {
     "approve": "tapgate_approve",
     "deny": "tapgate_deny",
     "approve_session": "tapgate_approve_session",
+    "approve_always": "tapgate_approve_always",
     "reply": "tapgate_reply",
     "dismiss": "tapgate_dismiss",
 }
@@ -104,6 +114,9 @@ SLACK_BATCH_ACTION_IDS: Mapping[BatchAction, str] = {
     "approve_all_session": "tapgate_approve_all_session",
 }
 SLACK_BATCH_ACTIONS: Mapping[str, BatchAction] = {v: k for k, v in SLACK_BATCH_ACTION_IDS.items()}
+SLACK_REVOKE_ACTION_ID = "tapgate_revoke_grant"
+"""``action_id`` of a listed grant's Revoke button; its ``value`` is the grant id."""
+_REVOKE: Mapping[str, Literal["revoke"]] = {"revoke": "revoke"}
 
 
 def valid_request_id(value: object) -> bool:
@@ -116,9 +129,7 @@ def postback_data(action: TapAction, request_id: str) -> str:
 
     Raises ``ValueError`` for an unknown action or a malformed id.
     """
-    if action not in _ACTIONS or not valid_request_id(request_id):
-        raise ValueError(f"cannot build postback data for {action!r}, {request_id!r}")
-    return f"v={POSTBACK_VERSION}&a={action}&r={request_id}"
+    return _data(action, "r", request_id, _ACTIONS)
 
 
 def parse_postback_data(data: object) -> tuple[TapAction, str] | None:
@@ -135,9 +146,13 @@ def batch_postback_data(action: BatchAction, batch_id: str) -> str:
 
     Raises ``ValueError`` for an unknown action or a malformed id.
     """
-    if action not in BATCH_ACTIONS or not valid_request_id(batch_id):
-        raise ValueError(f"cannot build batch postback data for {action!r}, {batch_id!r}")
-    return f"v={POSTBACK_VERSION}&a={action}&b={batch_id}"
+    return _data(action, "b", batch_id, BATCH_ACTIONS)
+
+
+def _data(action: str, key: str, ident: str, allowed: Collection[str]) -> str:
+    if action not in allowed or not valid_request_id(ident):
+        raise ValueError(f"cannot build postback data for {action!r}, {ident!r}")
+    return f"v={POSTBACK_VERSION}&a={action}&{key}={ident}"
 
 
 def parse_batch_postback_data(data: object) -> tuple[BatchAction, str] | None:
@@ -174,6 +189,19 @@ def _fields(data: object) -> dict[str, str] | None:
             return None
         fields[key] = value
     return fields
+
+
+def revoke_postback_data(grant_id: str) -> str:
+    """The ``data`` of a listed grant's Revoke button: ``v=1&a=revoke&g=<grant id>``."""
+    if not valid_request_id(grant_id):
+        raise ValueError(f"cannot build revoke postback data for {grant_id!r}")
+    return f"v={POSTBACK_VERSION}&a=revoke&g={grant_id}"
+
+
+def parse_revoke_postback_data(data: object) -> str | None:
+    """The grant id of a Revoke button's ``data``, or ``None``; never raises."""
+    parsed = _parse(data, "g", _REVOKE)
+    return None if parsed is None else parsed[1]
 
 
 def answer_prefill(request_id: str) -> str:

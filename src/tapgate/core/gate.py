@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from tapgate.core.clock import Clock, SystemClock
 from tapgate.core.directory import Directory
 from tapgate.core.events import EventBus
+from tapgate.core.handlers import Handler, HandlerFunction, Mode, answer_ask, as_handler
 from tapgate.core.housekeeping import StoreDoor
 from tapgate.core.limits import NO_LIMITS, AgentLimits
 from tapgate.core.models import (
@@ -67,7 +68,7 @@ class Gate(StoreDoor):
 
     Use it as an async context manager (or call :meth:`start` / :meth:`close`)
     so its reconciliation sweep runs; ``check`` works without it, but then only
-    decisions made in this process wake its waiters.
+    decisions made in this process wake its waiters. ``handler`` / ``mode``: core.handlers.
     """
 
     def __init__(
@@ -80,8 +81,12 @@ class Gate(StoreDoor):
         bus: EventBus | None = None,
         reconcile_interval: float = 5.0,
         limits: Mapping[str, AgentLimits] | None = None,
+        handler: Handler | HandlerFunction | None = None,
+        mode: Mode = "normal",
     ) -> None:
         self.store = store
+        self.handler = None if handler is None else as_handler(handler)
+        self.mode: Mode = mode
         self.limits = dict(limits or {})
         """Each agent's limits on asking (see :mod:`tapgate.core.limits`); others have none."""
         self.policy = policy
@@ -125,29 +130,15 @@ class Gate(StoreDoor):
     # -- agents -----------------------------------------------------------------------
 
     async def check(self, call: ToolCall) -> Decision:
-        """Decide ``call``; an "ask" waits until a human decides or the request expires."""
+        """Decide ``call``; an "ask" waits for a human, the handler or the mode, or expires."""
         ticket = await self.submit(call)
         if ticket.decision is not None:
             return ticket.decision
         assert ticket.request is not None
-        decision = await self.wait(ticket.request.id)
-        assert decision is not None  # with no timeout, wait returns at the deadline at the latest
+        decision = await answer_ask(self, ticket.request, reused=ticket.reused)
         if decision.status == "approved":
             await self.consume(ticket.request.id)  # this check runs the tool: the approval is used
         return decision
-
-    async def consume(self, request_id: str) -> bool:
-        """The agent was told of an approval: it authorises one execution (DESIGN decision 12).
-
-        True for the first call; an identical re-issue after it asks anew.
-        """
-        return await self.store.consume(request_id, self.clock.now())
-
-    async def decided_since(
-        self, agent: str, after: tuple[int, str] | None, limit: int = 100
-    ) -> list[Request]:
-        """``agent``'s requests decided after the cursor (decision number, id), in order."""
-        return await self.store.decided_since(agent, after, limit)
 
     async def submit_many(self, calls: Sequence[ToolCall]) -> BatchTicket:
         """Decide every call at once if possible; those that ask become one batch (``batching``)."""
@@ -208,7 +199,7 @@ class Gate(StoreDoor):
         for expired in created.expired:
             self._settle(expired, "expired")
         if created.created:
-            if not created.request.approvers:
+            if not created.request.approvers and self.handler is None and self.mode == "normal":
                 log.warning(
                     "request %s for %s has no approvers; it can only expire",
                     created.request.id,

@@ -60,6 +60,19 @@ class StoreDoor:
         """Check the audit chain from its genesis; the verdict names the first broken link."""
         return await self.store.verify_audit(anchors=anchors)
 
+    async def consume(self, request_id: str) -> bool:
+        """The agent was told of an approval: it authorises one execution (DESIGN decision 12).
+
+        True for the first call; an identical re-issue after it asks anew.
+        """
+        return await self.store.consume(request_id, self.clock.now())
+
+    async def decided_since(
+        self, agent: str, after: tuple[int, str] | None, limit: int = 100
+    ) -> list[Request]:
+        """``agent``'s requests decided after the cursor (decision number, id), in order."""
+        return await self.store.decided_since(agent, after, limit)
+
     async def record_refusal(
         self, request_id: str, *, actor: str, detail: Mapping[str, Any]
     ) -> None:

@@ -1,10 +1,10 @@
 """The policy engine: allow, ask or deny a tool call (DESIGN decisions 1 and 2).
 
-Rules are compiled once, when the policy is loaded: each glob becomes a regex,
-rules with a literal tool name go into a dict, and the rules that can apply to
-a tool name are worked out once per name and memoised (bounded, because tool
-names come from agents). A decision then only tests the handful of candidate
-rules for that tool, most restrictive action first.
+Rules are compiled once, when the policy is loaded, and matched by
+:mod:`tapgate.core.matching`: the rules that can apply to a tool name are
+worked out once per name and memoised (bounded, because tool names come from
+agents), and their argument globs are checked in one regex pass per argument
+rather than one regex per rule.
 
 Precedence: the agent's own rules, then the global rules; the first scope with
 a matching rule decides, and within a scope deny > ask > allow. With no match,
@@ -18,20 +18,19 @@ that reads differently once decoded, is likewise never auto-allowed.
 
 from __future__ import annotations
 
-import fnmatch
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
 from tapgate.core import shell
-from tapgate.core.models import Action, Risk, ToolCall, args_digest, canonical_json
+from tapgate.core.matching import Scope as RuleScope
+from tapgate.core.matching import compile_glob, is_glob
+from tapgate.core.models import Action, Risk, Scope, ToolCall, args_digest, canonical_json
 from tapgate.core.paths import DEFAULT_PATH_ARGUMENTS, PathReading, read_paths
-from tapgate.core.rules import PolicySpec, Rule, ToolSpec
-from tapgate.core.terms import ask_terms
-from tapgate.errors import PolicyError
+from tapgate.core.rules import ALL_SCOPES, DEFAULT_ALWAYS_TTL, PolicySpec, Rule, ToolSpec
+from tapgate.core.terms import ask_terms, owner_for
 
 __all__ = ["HAZARD_RULE", "PATH_HAZARD_RULE", "Policy", "PolicyVerdict"]
 
@@ -45,9 +44,7 @@ _RISK_DEFAULT = "policy.risk_defaults."
 _DEFAULT_PATHS = frozenset(DEFAULT_PATH_ARGUMENTS)
 _NO_PATHS: Mapping[str, PathReading] = MappingProxyType({})
 
-_ORDER: tuple[Action, ...] = ("deny", "ask", "allow")
 _RANK: Mapping[Action, int] = {"allow": 0, "ask": 1, "deny": 2}
-_GLOB_CHARS = frozenset("*?[")
 _CACHE_SIZE = 4096
 
 
@@ -58,7 +55,10 @@ class PolicyVerdict:
     ``rule`` names what decided: a rule's YAML path, ``policy.risk_defaults.<risk>``
     :data:`HAZARD_RULE` or :data:`PATH_HAZARD_RULE`. ``grantable`` is false when
     a remembered grant must not turn this "ask" into "allow" (shell and path
-    hazards are never auto-allowed).
+    hazards are never auto-allowed). ``remember`` is what an approver may
+    choose to remember (the rule's, else the tool's, else the policy's
+    setting) and ``always_ttl`` how long an "always" grant lasts; a verdict
+    that is not ``grantable`` remembers nothing whatever ``remember`` says.
     """
 
     action: Action
@@ -74,75 +74,8 @@ class PolicyVerdict:
     remind_every: float = 0.0
     escalate_after: float | None = None
     escalate_to: tuple[str, ...] = ()
-
-
-def _glob(pattern: str, source: str) -> Callable[[str], re.Match[str] | None]:
-    """Compile a glob once; case-sensitive, ``*`` crosses ``/`` (fnmatch semantics)."""
-    if not pattern:
-        raise PolicyError(source, "empty glob")
-    return re.compile(fnmatch.translate(pattern), re.DOTALL).match
-
-
-def _is_glob(pattern: str) -> bool:
-    return any(c in _GLOB_CHARS for c in pattern)
-
-
-def _text(value: Any) -> str:
-    """What an argument glob is matched against: strings as-is, the rest as JSON."""
-    return value if isinstance(value, str) else canonical_json(value)
-
-
-@dataclass(frozen=True, slots=True)
-class _Compiled:
-    """A rule with its globs compiled and its position for stable tie-breaking."""
-
-    index: int
-    rule: Rule
-    tool_match: Callable[[str], re.Match[str] | None]
-    arg_matchers: tuple[tuple[str, Callable[[str], re.Match[str] | None]], ...]
-
-    def matches(self, args: Mapping[str, Any]) -> bool:
-        for name, match in self.arg_matchers:
-            if name not in args or match(_text(args[name])) is None:
-                return False
-        return True
-
-
-def _compile(index: int, rule: Rule) -> _Compiled:
-    matchers = tuple(
-        (name, _glob(pattern, f"{rule.source}.args.{name}")) for name, pattern in rule.args.items()
-    )
-    return _Compiled(index, rule, _glob(rule.tool, f"{rule.source}.tool"), matchers)
-
-
-class _Scope:
-    """One scope's rules (an agent's, or the global ones), indexed by tool name."""
-
-    def __init__(self, rules: tuple[Rule, ...]) -> None:
-        compiled = [_compile(i, r) for i, r in enumerate(rules)]
-        self._exact: dict[str, list[_Compiled]] = {}
-        self._globs: list[_Compiled] = []
-        for c in compiled:
-            if _is_glob(c.rule.tool):
-                self._globs.append(c)
-            else:
-                self._exact.setdefault(c.rule.tool, []).append(c)
-        self.candidates = lru_cache(maxsize=_CACHE_SIZE)(self._candidates)
-
-    def _candidates(self, tool: str) -> tuple[tuple[_Compiled, ...], ...]:
-        """The rules that can apply to ``tool``, grouped deny, ask, allow, in YAML order."""
-        found = list(self._exact.get(tool, ()))
-        found += [c for c in self._globs if c.tool_match(tool)]
-        found.sort(key=lambda c: c.index)
-        return tuple(tuple(c for c in found if c.rule.action == a) for a in _ORDER)
-
-    def decide(self, tool: str, args: Mapping[str, Any]) -> Rule | None:
-        """The most restrictive matching rule of this scope, or ``None``."""
-        for group in self.candidates(tool):
-            for c in group:
-                if c.matches(args):
-                    return c.rule
-        return None
+    remember: frozenset[Scope] = ALL_SCOPES
+    always_ttl: float = DEFAULT_ALWAYS_TTL
 
 
 class Policy:
@@ -150,13 +83,17 @@ class Policy:
 
     def __init__(self, spec: PolicySpec) -> None:
         self.spec = spec
-        self._global = _Scope(spec.rules)
-        self._agents = {name: _Scope(rules) for name, rules in spec.agents.items()}
-        self._tools_exact = {t.name: t for t in spec.tools if not _is_glob(t.name)}
+        self._global = RuleScope(spec.rules)
+        self._agents = {name: RuleScope(rules) for name, rules in spec.agents.items()}
+        self._tools_exact = {t.name: t for t in spec.tools if not is_glob(t.name)}
         self._tools_glob = [
-            (t, _glob(t.name, t.source or t.name)) for t in spec.tools if _is_glob(t.name)
+            (t, compile_glob(t.name, t.source or t.name)) for t in spec.tools if is_glob(t.name)
         ]
         self.tool_spec = lru_cache(maxsize=_CACHE_SIZE)(self._tool_spec)
+        # Keyed by id(): rules are unhashable (their args are a dict) and live
+        # as long as self.spec; bounded by the rules times the three risks.
+        self._rule_verdicts: dict[tuple[int, Risk, int], PolicyVerdict] = {}
+        self._default_verdict = lru_cache(maxsize=_CACHE_SIZE)(self._build_verdict)
 
     def _tool_spec(self, tool: str) -> ToolSpec | None:
         """The operator's spec for ``tool``: an exact name first, then globs in YAML order."""
@@ -243,56 +180,100 @@ class Policy:
                 return rule
         return self._global.decide(tool, args)
 
-    def _verdict(self, call: ToolCall, risk: Risk, rule: Rule | None) -> PolicyVerdict:
+    def _verdict(
+        self, call: ToolCall, risk: Risk, rule: Rule | None, note: str = ""
+    ) -> PolicyVerdict:
+        """The verdict ``rule`` (or the risk default) gives, shared unless ``note`` varies it.
+
+        Verdicts are frozen, so one per rule and risk (per tool and risk for a
+        default) serves every call that ends there: building the record costs
+        more than the decision that picks it.
+        """
+        if note:
+            verdict = self._build_verdict(call.tool, risk, rule, note)
+        elif rule is None:
+            verdict = self._default_verdict(call.tool, risk, None)
+        else:
+            # A tool's own remember / always_ttl vary it: keyed by its spec, a bounded set
+            # (never by the tool name, which an agent could vary without end).
+            key = (id(rule), risk, id(self.tool_spec(call.tool)))
+            shared = self._rule_verdicts.get(key)
+            if shared is None:
+                shared = self._rule_verdicts[key] = self._build_verdict(call.tool, risk, rule)
+            verdict = shared
+        if self.spec.owners and verdict.action == "ask":  # the owner varies by agent: not cached
+            owner = owner_for(self.spec, rule, call.agent)
+            if owner is not None:
+                return replace(verdict, owner=owner)
+        return verdict
+
+    def _build_verdict(
+        self, tool: str, risk: Risk, rule: Rule | None, note: str = ""
+    ) -> PolicyVerdict:
+        remember, ttl = self._remembering(tool, rule)
         if rule is None:
             action = self.spec.risk_actions[risk]
             return PolicyVerdict(
                 action=action,
                 rule=f"policy.risk_defaults.{risk}",
-                reason=f"no rule matched {call.tool!r}; {risk} tools default to {action}",
+                reason=f"no rule matched {tool!r}; {risk} tools default to {action}{note}",
                 risk=risk,
                 approvers=self.spec.default_approvers,
                 timeout=self.spec.default_timeout,
-                **ask_terms(self.spec, None, call.agent),
+                remember=remember,
+                always_ttl=ttl,
+                **ask_terms(self.spec, None),
             )
+        reason = rule.reason or f"{rule.action} by {rule.source} (tool {rule.tool!r})"
         return PolicyVerdict(
             action=rule.action,
             rule=rule.source,
-            reason=rule.reason or f"{rule.action} by {rule.source} (tool {rule.tool!r})",
+            reason=reason + note,
             risk=risk,
             approvers=rule.approvers or self.spec.default_approvers,
             timeout=rule.timeout if rule.timeout is not None else self.spec.default_timeout,
-            **ask_terms(self.spec, rule, call.agent),
+            remember=remember,
+            always_ttl=ttl,
+            **ask_terms(self.spec, rule),
         )
+
+    def _remembering(self, tool: str, rule: Rule | None) -> tuple[frozenset[Scope], float]:
+        """What may be remembered, and for how long: the rule's word, else the tool's, else ours."""
+        spec = self.tool_spec(tool)
+        remember, ttl = self.spec.remember, self.spec.always_ttl
+        for layer in (spec, rule):
+            if layer is not None and layer.remember is not None:
+                remember = layer.remember
+            if layer is not None and layer.always_ttl is not None:
+                ttl = layer.always_ttl
+        return remember, ttl
 
     def _evaluate_shell(
         self, call: ToolCall, spec: ToolSpec, risk: Risk, command: str, arguments: Mapping[str, Any]
     ) -> PolicyVerdict:
-        """Judge each simple command; the most restrictive part decides, hazards cap at ask."""
+        """Judge each simple command; the most restrictive part decides, hazards cap at ask.
+
+        Only the rules are looked up per command; the one verdict is built for
+        the first most restrictive part, which is the part the verdict names.
+        """
         assert spec.shell is not None
-        parsed = _parse(command)
-        texts = [t for c in parsed.commands for t in _spellings(c)] or [command.strip()]
-        worst: tuple[PolicyVerdict, str] | None = None
+        texts, hazards = _shell_texts(command)
+        default = _RANK[self.spec.risk_actions[risk]]
+        worst: tuple[int, Rule | None, str] = (-1, None, "")
         for text in texts:
-            args = {**arguments, spec.shell: text}
-            rule = self._decide(call.agent, call.tool, args)
-            verdict = self._verdict(call, risk, rule)
-            if worst is None or _RANK[verdict.action] > _RANK[worst[0].action]:
-                worst = (verdict, text)
-        assert worst is not None
-        verdict, text = worst
-        if len(texts) > 1 or text != command.strip():
-            verdict = replace(verdict, reason=f"{verdict.reason} [command: {text}]")
-        if parsed.hazards and verdict.action == "allow":
-            verdict = replace(
-                verdict,
-                action="ask",
-                rule=HAZARD_RULE,
-                reason="never auto-allowed: " + ", ".join(parsed.hazards),
-            )
-        if parsed.hazards:
-            verdict = replace(verdict, grantable=False)
-        return verdict
+            rule = self._decide(call.agent, call.tool, {**arguments, spec.shell: text})
+            rank = default if rule is None else _RANK[rule.action]
+            if rank > worst[0]:
+                worst = (rank, rule, text)
+        _, rule, text = worst
+        note = f" [command: {text}]" if len(texts) > 1 or text != command.strip() else ""
+        verdict = self._verdict(call, risk, rule, note)
+        if not hazards:
+            return verdict
+        if verdict.action == "allow":
+            reason = "never auto-allowed: " + ", ".join(hazards)
+            return replace(verdict, action="ask", rule=HAZARD_RULE, reason=reason, grantable=False)
+        return replace(verdict, grantable=False)
 
     def fingerprint(self, call: ToolCall, spec: ToolSpec | None = None) -> str:
         """The grant key for ``call``'s arguments, as the tool's config chooses.
@@ -348,3 +329,11 @@ def _other_readings(
 def _parse(command: str) -> shell.ShellParse:
     """Agents repeat their commands; parsing each distinct line once is enough."""
     return shell.parse(command)
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _shell_texts(command: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The texts a line's rules are matched against, and its hazards, once per line."""
+    parsed = _parse(command)
+    texts = tuple(t for c in parsed.commands for t in _spellings(c)) or (command.strip(),)
+    return texts, parsed.hazards

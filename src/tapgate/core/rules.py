@@ -11,9 +11,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from tapgate.core.models import Action, Risk, Verdict
+from tapgate.core.models import Action, Risk, Scope, Verdict
 
-__all__ = ["DEFAULT_RISK_ACTIONS", "PolicySpec", "Rule", "ToolSpec"]
+__all__ = [
+    "ALL_SCOPES",
+    "DEFAULT_ALWAYS_TTL",
+    "DEFAULT_RISK_ACTIONS",
+    "PolicySpec",
+    "Rule",
+    "ToolSpec",
+]
+
+ALL_SCOPES: frozenset[Scope] = frozenset({"once", "session", "always"})
+"""Every remember scope: what an approver may choose unless a tool or rule narrows it."""
+
+DEFAULT_ALWAYS_TTL = 30 * 86400.0
+"""How long an "Always allow" grant lasts unless configured: long enough to end the
+prompts, short enough that a forgotten grant does not stand for ever."""
 
 DEFAULT_RISK_ACTIONS: Mapping[Risk, Action] = {
     "read_only": "allow",
@@ -32,7 +46,9 @@ class ToolSpec:
     for shell tools and "all arguments" otherwise. ``paths`` names the
     arguments that are file paths, normalised before rules and fingerprints
     see them; ``None`` means :data:`~tapgate.core.paths.DEFAULT_PATH_ARGUMENTS`
-    and ``()`` means none.
+    and ``()`` means none. ``remember`` and ``always_ttl`` narrow what an
+    approver may remember for this tool (``None``: the policy's default; a
+    matching rule's own setting wins over both).
     """
 
     name: str
@@ -41,6 +57,8 @@ class ToolSpec:
     fingerprint: tuple[str, ...] = ()
     prefix_words: int = 2
     paths: tuple[str, ...] | None = None
+    remember: frozenset[Scope] | None = None
+    always_ttl: float | None = None
     source: str = ""
 
 
@@ -58,6 +76,8 @@ class Rule:
     approvers: tuple[str, ...] = ()
     timeout: float | None = None
     reason: str | None = None
+    remember: frozenset[Scope] | None = None
+    always_ttl: float | None = None
     source: str = ""
     quorum: int = 1
     self_approval: bool | None = None
@@ -85,3 +105,5 @@ class PolicySpec:
     self_approval: bool = True
     owners: Mapping[str, str] = field(default_factory=dict)
     """Each agent's owner (an approver), for ``self_approval: false``."""
+    remember: frozenset[Scope] = ALL_SCOPES
+    always_ttl: float = DEFAULT_ALWAYS_TTL

@@ -19,24 +19,35 @@ from datetime import datetime
 
 from tapgate.core.buttons import SHORT_ID_LENGTH
 from tapgate.core.masking import mask_text
-from tapgate.core.models import CONTACT_TOOL, Request
+from tapgate.core.models import CONTACT_TOOL, Grant, Request
 
 __all__ = [
+    "ASK_REASON",
     "BATCH_NOT_FOUND",
+    "GRANT_GONE",
     "NOT_APPROVER",
     "NOT_APPROVER_BATCH",
     "NOT_FOUND",
+    "NOT_GRANT_OWNER",
     "NOT_QUESTION",
+    "NOT_REMEMBERED",
+    "NO_GRANTS",
+    "REASON_SKIPPED",
     "SELF_APPROVAL",
     "already_message",
+    "always_label",
     "applied_message",
     "batch_message",
     "clock_time",
     "counted_message",
+    "duration_text",
+    "grant_line",
     "is_question",
     "no_question_matches",
     "partial_message",
     "progress",
+    "revoked_message",
+    "session_label",
     "short",
     "title",
     "too_many_questions",
@@ -51,6 +62,13 @@ SELF_APPROVAL = (
     "You own this agent, so you cannot approve its calls: another approver must. "
     "(You can still deny.)"
 )
+NOT_REMEMBERED = "This answer cannot be remembered for this tool; approve this call only."
+NO_GRANTS = "You have no active grants."
+NOT_GRANT_OWNER = "Only the approver who made a grant can revoke it from the chat."
+GRANT_GONE = "That grant does not exist or was already revoked."
+ASK_REASON = "Type the reason (or 'skip')"
+REASON_SKIPPED = "skip"
+"""What an approver types to deny without a reason (any case)."""
 
 _PAST = {"approved": "approved", "denied": "denied", "cancelled": "cancelled", "expired": "expired"}
 _QUESTION_PAST = {**_PAST, "approved": "answered", "denied": "dismissed"}
@@ -95,7 +113,7 @@ def applied_message(request: Request) -> str:
         verb = "Answer sent" if request.status == "approved" else "Dismissed"
         return f"{verb} - {title(request)} ({short(request.id)})"
     verb = "Approved" if request.status == "approved" else "Denied"
-    scope = " for this session" if request.scope == "session" else ""
+    scope = {"session": " for this session", "always": " always"}.get(request.scope or "", "")
     return f"{verb}{scope} - {request.tool} ({short(request.id)})"
 
 
@@ -165,3 +183,33 @@ def batch_message(
         parts.append(f"{not_yours} {'is' if not_yours == 1 else 'are'} not yours to decide")
     lead = "" if applied else "nothing decided; "
     return f"Batch {batch_id[:SHORT_ID_LENGTH]}: {lead}{', '.join(parts) or 'no calls'}."
+
+
+def duration_text(seconds: float) -> str:
+    """``30 days``, ``12 hours``, ``45 minutes``: a grant's lifetime as a card states it."""
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            n = round(seconds / size)
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return f"{round(seconds)} seconds"
+
+
+def always_label(covers: str, ttl: float) -> str:
+    """What "Always allow" covers: "Always: deploy_web with env=staging, 30 days"."""
+    return f"Always: {covers}, {duration_text(ttl)}"
+
+
+def session_label(covers: str, session: str) -> str:
+    """What "Allow for session" covers: "Session: deploy_web with env=staging in s-42"."""
+    return f"Session: {covers} in {session}"
+
+
+def grant_line(grant: Grant, covers: str) -> str:
+    """One listed grant: "deploy_web with env=staging for ci, until 2025-07-01 12:03 UTC"."""
+    until = f"until {grant.expires_at:%Y-%m-%d %H:%M} UTC" if grant.expires_at else "no expiry"
+    return f"{covers} for {grant.agent}, {until}"
+
+
+def revoked_message(covers: str) -> str:
+    """A revoke that took: "Revoked: deploy_web with env=staging; it will ask again"."""
+    return f"Revoked: {covers}; it will ask again."

@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tapgate.core.always import reach
 from tapgate.core.batching import read_batch, resolve_batch
 from tapgate.core.buttons import QUESTION_ACTIONS, BatchAction, TapAction
 from tapgate.core.gate import Gate
@@ -46,6 +47,7 @@ from tapgate.core.tap_texts import (
     NOT_APPROVER_BATCH,
     NOT_FOUND,
     NOT_QUESTION,
+    NOT_REMEMBERED,
     SELF_APPROVAL,
     already_message,
     applied_message,
@@ -83,12 +85,15 @@ TapKind = Literal[
     "not_found",
     "duplicate",
     "not_question",
+    "not_remembered",
     "ambiguous",
     "ready",
     "partial",
     "counted",
     "self_approval",
 ]
+
+_SCOPE_OF: dict[TapAction, Scope] = {"approve_session": "session", "approve_always": "always"}
 
 ANSWER_MAX = 2000
 """Longest answer accepted: plenty for an agent to act on, small for the audit log."""
@@ -118,34 +123,34 @@ class TapOutcome:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Tap:
-    """One answer from a surface, as it arrived: who (platform ids), what, on which request.
+class _Tapped:
+    """Who answered: the platform's ids as they arrived, not trusted yet.
 
-    Surfaces build it after verifying the platform's signature; nothing in it
-    is trusted yet (the user id is matched against the directory here).
+    Surfaces build a :class:`Tap` or :class:`BatchTap` after verifying the
+    platform's signature; the user id is matched against the directory here,
+    and the tapper against the request's approvers inside the decision.
     ``team`` is the tapper's home Slack workspace, ``None`` elsewhere.
     """
 
     channel: str
     user_id: str
-    action: TapAction
-    request_id: str
     team: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class BatchTap:
-    """One tap on a batch card's own buttons: who (platform ids), what, on which batch.
+class Tap(_Tapped):
+    """One answer on one request: approve, deny, allow for the session, reply..."""
 
-    Untrusted like :class:`Tap`: the ids are matched against the directory,
-    and the tapper against each call's approvers, inside the decision.
-    """
+    action: TapAction
+    request_id: str
 
-    channel: str
-    user_id: str
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BatchTap(_Tapped):
+    """One tap on a batch card's own buttons (approve all, deny all...)."""
+
     action: BatchAction
     batch_id: str
-    team: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -185,7 +190,10 @@ async def tap(
         if refused is not None:
             return refused
     verdict: Literal["approve", "deny"] = "deny" if action in ("deny", "dismiss") else "approve"
-    scope: Scope = "session" if action == "approve_session" else "once"
+    remembered = await reach(gate, answer.request_id, _SCOPE_OF.get(action, "once"))
+    if remembered.refused:  # a stale or forged button: the policy no longer lets this be remembered
+        await _audit_refused(tapper, why="remembering not allowed")
+        return TapOutcome(kind="not_remembered", approver=tapper.approver, message=NOT_REMEMBERED)
     how: dict[str, Any] = {
         "by": tapper.actor,
         "reason": reason,
@@ -194,7 +202,13 @@ async def tap(
     }
     try:
         if verdict == "approve":  # counted towards the quorum (core.quorum)
-            request: Request | Progress = await approve(gate, answer.request_id, scope=scope, **how)
+            request: Request | Progress = await approve(
+                gate,
+                answer.request_id,
+                scope=remembered.scope,
+                grant_ttl=remembered.ttl,
+                **how,
+            )
         else:  # one deny denies
             request = await gate.resolve(answer.request_id, "deny", **how)
     except (DuplicateEvent, NotAnApprover, RequestNotFound, RequestExpired, AlreadyResolved) as e:
@@ -313,13 +327,18 @@ async def check(gate: Gate, answer: Tap) -> TapOutcome:
     return TapOutcome(kind="ready", approver=approver, request=request, message="")
 
 
-async def refuse(gate: Gate, answer: Tap | BatchTap, *, why: str) -> TapOutcome:
+async def refuse(
+    gate: Gate, answer: Tap | BatchTap, *, why: str, event: str | None = None
+) -> TapOutcome:
     """Refuse a tap for a reason only the surface can see (another Slack workspace).
 
     Audited with ``why``; the tapper is told they are not an approver, which
-    is what such a tap amounts to.
+    is what such a tap amounts to. With ``event``, the event id is remembered
+    first, so a replayed or redelivered refusal is a silent ``duplicate``.
     """
     tapper = _identify(gate, answer)
+    if event is not None and not await gate.remember_event(answer.channel, event):
+        return TapOutcome(kind="duplicate", approver=tapper.approver, message="")
     await _audit_refused(tapper, why=why)
     return TapOutcome(kind="not_approver", approver=tapper.approver, message=NOT_APPROVER)
 

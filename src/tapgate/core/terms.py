@@ -12,7 +12,7 @@ from typing import TypedDict
 
 from tapgate.core.rules import PolicySpec, Rule
 
-__all__ = ["AskTerms", "ask_terms"]
+__all__ = ["AskTerms", "ask_terms", "owner_for"]
 
 
 class AskTerms(TypedDict):
@@ -25,15 +25,27 @@ class AskTerms(TypedDict):
     escalate_to: tuple[str, ...]
 
 
-def ask_terms(spec: PolicySpec, rule: Rule | None, agent: str) -> AskTerms:
-    """What ``rule`` (or the defaults, for no rule) asks beyond its approvers, for ``agent``.
+def owner_for(spec: PolicySpec, rule: Rule | None, agent: str) -> str | None:
+    """The approver whose approvals of ``agent``'s calls ``rule`` refuses, if any.
 
-    ``owner`` is set only when self-approval is off for this rule: it names the
-    one approver whose approvals of ``agent``'s calls are refused.
+    Set only when self-approval is off for this rule (or by default) and the
+    agent names an owner.
     """
+    owner = spec.owners.get(agent)
+    if owner is None:
+        return None
     self_approval = spec.self_approval
     if rule is not None and rule.self_approval is not None:
         self_approval = rule.self_approval
+    return None if self_approval else owner
+
+
+def ask_terms(spec: PolicySpec, rule: Rule | None) -> AskTerms:
+    """What ``rule`` (or the defaults, for no rule) asks beyond its approvers and owner.
+
+    The same for every agent, so a verdict built from it can be shared; the
+    owner, which depends on the agent, is :func:`owner_for`'s.
+    """
     remind_every = spec.remind_every
     if rule is not None and rule.remind_every is not None:
         remind_every = rule.remind_every
@@ -42,7 +54,7 @@ def ask_terms(spec: PolicySpec, rule: Rule | None, agent: str) -> AskTerms:
         escalate_after, escalate_to = rule.escalate_after, rule.escalate_to or spec.escalate_to
     return AskTerms(
         quorum=rule.quorum if rule is not None else 1,
-        owner=None if self_approval else spec.owners.get(agent),
+        owner=None,
         remind_every=remind_every,
         escalate_after=escalate_after,
         escalate_to=escalate_to if escalate_after is not None else (),

@@ -3,9 +3,11 @@
 Owns the text form of a request for setups without a chat platform (a laptop,
 a CI dry run): the same masked facts the chat messages show, then the exact
 ``tapgate resolve`` commands that decide it, so the approver can copy a line
-instead of composing one. All agent text comes through the presentation
-model, which masks secrets and turns control characters (terminal escape
-sequences included) into visible ``⟨U+001B⟩`` marks.
+instead of composing one. The commands carry ``--config`` with the file the
+server was started with: pasted anywhere, they open this server's database.
+All agent text comes through the presentation model, which masks secrets
+and turns control characters (terminal escape sequences included) into
+visible ``⟨U+001B⟩`` marks.
 
 A question prints its text and the commands that answer it (``approve
 --reason "<answer>"``) or dismiss it (``deny``); its outcome line reads
@@ -17,9 +19,10 @@ from __future__ import annotations
 import shlex
 import sys
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
+from tapgate.core.always import Offer
 from tapgate.core.masking import clean
 from tapgate.core.models import CONTACT_TOOL, Delivery, Request
 from tapgate.notifiers.base import Receipt
@@ -45,24 +48,33 @@ class ConsoleNotifier:
     """Writes each approval request, and each outcome, to a text stream.
 
     ``stream`` defaults to standard output at the time of writing (so that a
-    redirected or captured ``sys.stdout`` is honoured).
+    redirected or captured ``sys.stdout`` is honoured). ``config_path``, when
+    given, is added to every printed command as ``--config``.
     """
 
     channel = "console"
     edits_messages = True  # "updating" prints the outcome as a line of its own
 
     def __init__(
-        self, stream: TextIO | None = None, *, tool_shell_args: Mapping[str, str] | None = None
+        self,
+        stream: TextIO | None = None,
+        *,
+        tool_shell_args: Mapping[str, str] | None = None,
+        config_path: str | None = None,
+        offers: Callable[[Request], Offer] | None = None,
     ) -> None:
         self._stream = stream
         self._tool_shell_args = dict(tool_shell_args or {})
+        self._config_path = config_path
+        self._offers = offers
 
     async def send(
         self, request: Request, delivery: Delivery, *, key: str, retried: bool = False
     ) -> Receipt:
         """Print ``request`` with the commands ``delivery.approver`` can run to decide it."""
-        view = present(request, tool_shell_arg=self._tool_shell_args.get(request.tool))
-        self._write(render_console(view, approver=delivery.approver))
+        offer = self._offers(request) if self._offers is not None else None
+        view = present(request, tool_shell_arg=self._tool_shell_args.get(request.tool), offer=offer)
+        self._write(render_console(view, approver=delivery.approver, config_path=self._config_path))
         return Receipt(channel=self.channel, address=delivery.address, ref={})
 
     async def update(self, request: Request, receipt: Receipt) -> None:
@@ -107,9 +119,11 @@ class ConsoleNotifier:
         stream.flush()
 
 
-def render_console(view: ApprovalView, *, approver: str) -> str:
+def render_console(view: ApprovalView, *, approver: str, config_path: str | None = None) -> str:
     """The plain-text message: facts, arguments, then the resolve commands."""
     rid, who = shlex.quote(view.request_id), shlex.quote(approver)
+    if config_path is not None:
+        who += f" --config {shlex.quote(config_path)}"
     if view.is_question:
         return _render_question(view, rid, who)
     lines = [
@@ -132,6 +146,12 @@ def render_console(view: ApprovalView, *, approver: str) -> str:
     ]
     if view.can_allow_session:
         lines.append(f"  session:   tapgate resolve {rid} approve --as {who} --scope session")
+        if view.session_covers:
+            lines.append(f"             ({view.session_covers})")
+    if view.can_allow_always:
+        lines.append(f"  always:    tapgate resolve {rid} approve --as {who} --scope always")
+        if view.always_covers:
+            lines.append(f"             ({view.always_covers})")
     return "\n".join(lines) + "\n"
 
 

@@ -27,7 +27,9 @@ from linebot.v3.messaging import (
     PushMessageRequest,
 )
 from linebot.v3.messaging.exceptions import ApiException
+from pydantic.v1 import PrivateAttr
 
+from tapgate.core.always import Offer
 from tapgate.core.models import Delivery, Request
 from tapgate.errors import DeliveryError, PermanentDeliveryError
 from tapgate.notifiers.base import Receipt
@@ -78,7 +80,9 @@ class LineNotifier:
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         tool_shell_args: Mapping[str, str] | None = None,
+        offers: Callable[[Request], Offer] | None = None,
     ) -> None:
+        self._offers = offers
         self._configuration = Configuration(
             host=api_base_url.rstrip("/"), access_token=access_token
         )
@@ -98,7 +102,11 @@ class LineNotifier:
         credentials or an exhausted monthly quota, and a retryable
         :class:`DeliveryError` when transient failures outlast the retry policy.
         """
-        view = present(request, tool_shell_arg=self._tool_shell_args.get(request.tool))
+        view = present(
+            request,
+            tool_shell_arg=self._tool_shell_args.get(request.tool),
+            offer=self._offers(request) if self._offers is not None else None,
+        )
         return await self._deliver([render_line(view)], delivery, key, f"request {request.id}")
 
     async def send_batch(
@@ -184,11 +192,34 @@ class LineNotifier:
             )
 
 
+class _CheckedPush(PushMessageRequest):  # type: ignore[misc]  # the SDK's models are untyped
+    """A push request checked by the SDK's models, sent as the messages it was checked from.
+
+    The SDK serialises a request with ``to_dict`` at every level, each one
+    re-running pydantic's ``dict()`` over its whole subtree: 15 ms of
+    event-loop time for a 20-call batch carousel, more than rendering and
+    checking it (docs/benchmarks.md). Our Flex messages are exactly what
+    that round trip gives back (``tests/notifiers/test_render.py`` and
+    ``test_batch_render.py`` assert it for every card), so the checked
+    request is sent as they are.
+    """
+
+    _sent: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """What is posted: the checked fields, with the messages as rendered."""
+        return self._sent
+
+
 def _push_request(address: str, messages: list[dict[str, Any]]) -> PushMessageRequest:
     try:
-        return PushMessageRequest.from_dict({"to": address, "messages": messages})
+        checked = PushMessageRequest.from_dict({"to": address, "messages": messages})
     except ValueError as error:  # pydantic v1's ValidationError is a ValueError
         raise PermanentDeliveryError(f"LINE message could not be built: {error}") from error
+    push = _CheckedPush.construct(_fields_set=checked.__fields_set__, **checked.__dict__)
+    sent = checked.dict(by_alias=True, exclude={"messages"}, exclude_none=True)
+    push._sent = {**sent, "messages": messages}
+    return push
 
 
 def _retry_key(key: str) -> str:

@@ -12,7 +12,8 @@ UTF-16 code units, so every cap below is measured that way:
   facts ≤ 100 each, reason ≤ 200: even if every unit is sent as a ``\\uXXXX``
   escape (6 bytes) the whole message stays under ~26 KB;
 - postback ``data`` 300 → ``v=1&a=<action>&r=<id>`` with an id of ≤ 64 URL-safe
-  characters (≤ 95 in all);  action ``label`` 20 → "Allow for session" (17);
+  characters (≤ 95 in all);  action ``label`` 20 → "Allow for session" (17),
+  "Always allow" (12);
   ``displayText`` 300 → ≤ 40;  ``fillInText`` 300 → ``answer <short id>: `` (17).
 
 A question (``view.is_question``) gets *Reply* and *Dismiss*. LINE has no
@@ -71,7 +72,7 @@ def render_line(view: ApprovalView) -> dict[str, Any]:
                 _text(_fact(view.tool), size="lg", weight="bold", wrap=True),
             ]
         ),
-        "body": _box([*_facts(view), *_arguments(view)], spacing="sm"),
+        "body": _box([*_facts(view), *_arguments(view), *_covers(view)], spacing="sm"),
         "footer": _box(_buttons(view), spacing="sm"),
     }
     return {
@@ -162,7 +163,17 @@ def _buttons(view: ApprovalView) -> list[dict[str, Any]]:
     if view.can_allow_session:
         shown = f"Allow {view.short_id} for this session"
         buttons.append(_button("Allow for session", "approve_session", view, shown))
+    if view.can_allow_always:
+        buttons.append(
+            _button("Always allow", "approve_always", view, f"Always allow {view.short_id}")
+        )
     return buttons
+
+
+def _covers(view: ApprovalView) -> list[dict[str, Any]]:
+    """What each remember button covers ("Always: deploy_web with env=staging, 30 days")."""
+    lines = [line for line in (view.session_covers, view.always_covers) if line]
+    return [_text(_fact(line, REASON_MAX), size="xs", wrap=True, color=_MUTED) for line in lines]
 
 
 def _button(

@@ -15,7 +15,6 @@ Reply / Dismiss instead of Approve / Deny; once answered, the outcome reads
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import re
@@ -25,9 +24,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from tapgate.core.always import Offer
 from tapgate.core.buttons import SHORT_ID_LENGTH
 from tapgate.core.masking import clean, mask_arguments, mask_text, reveal_invisible
 from tapgate.core.models import CONTACT_TOOL, Request, RequestStatus, Risk, Scope
+from tapgate.core.tap_texts import always_label, session_label
+from tapgate.notifiers._file_diff import unified_diff as _diff
 from tapgate.notifiers.standing import standing
 
 __all__ = [
@@ -50,9 +52,6 @@ ArgumentKind = Literal["shell", "file_write", "json", "question"]
 ResolvedStatus = Literal["approved", "denied", "expired", "cancelled"]
 """The terminal statuses a message can be updated to."""
 
-# difflib is quadratic on many scattered changes (5,000 lines took ~2 s, blocking the
-# event loop for every approver's message); messages show ~50 lines of it anyway.
-_DIFF_MAX_LINES = 400
 _MIN_PARTIAL = 40  # below this, a cut line says less than the marker that replaces it
 _SHELL_TOOL = re.compile(r"bash|shell|zsh|run_?command|exec|terminal|(?<![a-z])(?:sh|cmd)(?![a-z])")
 _SHELL_ARGS = ("command", "cmd")
@@ -90,6 +89,11 @@ class ApprovalView:
     subject: str | None = None
     note: str | None = None
     """Quorum progress, escalation, the owner (:func:`~tapgate.notifiers.standing.standing`)."""
+    can_allow_always: bool = False
+    session_covers: str | None = None
+    """"Session: deploy_web with env=staging in s-42" when the session button shows."""
+    always_covers: str | None = None
+    """"Always: deploy_web with env=staging, 30 days" when "Always allow" shows."""
 
     @property
     def is_question(self) -> bool:
@@ -98,14 +102,25 @@ class ApprovalView:
 
 
 def present(
-    request: Request, *, tool_shell_arg: str | None = None, now: datetime | None = None
+    request: Request,
+    *,
+    tool_shell_arg: str | None = None,
+    now: datetime | None = None,
+    offer: Offer | None = None,
 ) -> ApprovalView:
     """Build the :class:`ApprovalView` of ``request``.
 
     ``tool_shell_arg`` names the argument holding a shell command for tools
     configured as shell tools; ``now`` fills ``time_left`` (and dates an expiry
     that is not today), so a message says "in 5 min" without reading a clock.
+    ``offer`` (:func:`tapgate.core.always.offer_for`) decides the remember
+    buttons and what each covers; without one a card offers the session
+    button for a grantable call with a session, and never "Always".
     """
+    session_ok = request.tool != CONTACT_TOOL and request.grantable and bool(request.session)
+    if offer is not None:
+        session_ok = session_ok and offer.session
+    always_ok = offer is not None and offer.always and request.tool != CONTACT_TOOL
     if request.tool == CONTACT_TOOL:
         shown, subject = _question(request.arguments)
     else:
@@ -130,11 +145,20 @@ def present(
         path=None if path is None else clean(path),
         body=reveal_invisible(body),
         extra=reveal_invisible(_pretty_json(rest)) if rest else None,
-        can_allow_session=(
-            kind != "question" and request.grantable and request.session is not None
-        ),
+        can_allow_session=session_ok,
         subject=None if subject is None else clean(subject),
         note=standing(request),
+        can_allow_always=always_ok,
+        session_covers=(
+            clean(session_label(offer.covers, request.session or ""))
+            if offer is not None and session_ok
+            else None
+        ),
+        always_covers=(
+            clean(always_label(offer.covers, offer.always_ttl))
+            if offer is not None and always_ok
+            else None
+        ),
     )
 
 
@@ -219,50 +243,6 @@ def _pretty_json(arguments: Mapping[str, Any]) -> str:
         mask_arguments(arguments), sort_keys=True, indent=2, ensure_ascii=False, default=str
     )
     return mask_text(text)
-
-
-def _diff(old: str, new: str, path: str) -> str:
-    """A unified diff, line numbers of the whole file, of at most ``_DIFF_MAX_LINES`` a side.
-
-    The common head and tail are skipped first (linear), so a change deep in a
-    large file is what the diff shows, and difflib's quadratic part only ever
-    sees the changed middle, capped.
-    """
-    old_lines, new_lines = old.split("\n"), new.split("\n")
-    head = _common_run(old_lines, new_lines)
-    tail = _common_run(old_lines[head:][::-1], new_lines[head:][::-1])
-    start = max(head - _DIFF_CONTEXT, 0)
-    old_mid = old_lines[start : len(old_lines) - max(tail - _DIFF_CONTEXT, 0)]
-    new_mid = new_lines[start : len(new_lines) - max(tail - _DIFF_CONTEXT, 0)]
-    note = ""
-    if max(len(old_mid), len(new_mid)) > _DIFF_MAX_LINES:
-        old_mid, new_mid = old_mid[:_DIFF_MAX_LINES], new_mid[:_DIFF_MAX_LINES]
-        note = f"\n… diff covers {_DIFF_MAX_LINES} lines of each side from line {start + 1}"
-    lines = difflib.unified_diff(
-        old_mid, new_mid, fromfile=f"a/{path}", tofile=f"b/{path}", lineterm=""
-    )
-    text = "\n".join(_HUNK.sub(lambda m: _shifted(m, start), line) for line in lines)
-    return (text or "(no visible change)") + note
-
-
-_DIFF_CONTEXT = 3  # unified_diff's own default
-_HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
-
-
-def _common_run(a: list[str], b: list[str]) -> int:
-    """How many leading lines ``a`` and ``b`` share."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def _shifted(match: re.Match[str], offset: int) -> str:
-    """A hunk header of a slice, renumbered as lines of the whole file."""
-    old_at, old_len, new_at, new_len = match.groups()
-    return f"@@ -{int(old_at) + offset}{old_len or ''} +{int(new_at) + offset}{new_len or ''} @@"
 
 
 def format_utc(at: datetime) -> str:

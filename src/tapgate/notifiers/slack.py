@@ -29,6 +29,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from tenacity import AsyncRetrying
 
+from tapgate.core.always import Offer
 from tapgate.core.models import Delivery, Request
 from tapgate.errors import DeliveryError, PermanentDeliveryError
 from tapgate.notifiers.base import Receipt
@@ -100,7 +101,9 @@ class SlackNotifier:
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         tool_shell_args: Mapping[str, str] | None = None,
+        offers: Callable[[Request], Offer] | None = None,
     ) -> None:
+        self._offers = offers
         # retry_handlers=[]: tenacity retries; two layers would multiply attempts
         # and the SDK's connection-error handler would re-post blind.
         self._client = AsyncWebClient(
@@ -212,7 +215,11 @@ class SlackNotifier:
         """Nothing to release: slack_sdk closes its per-call sessions itself."""
 
     def _view(self, request: Request) -> ApprovalView:
-        return present(request, tool_shell_arg=self._tool_shell_args.get(request.tool))
+        return present(
+            request,
+            tool_shell_arg=self._tool_shell_args.get(request.tool),
+            offer=self._offers(request) if self._offers is not None else None,
+        )
 
     def _retrying(self, label: str) -> AsyncRetrying:
         return build_retrying(

@@ -56,6 +56,7 @@ from tapgate.notifiers.presentation import (
 
 __all__ = [
     "ACTION_APPROVE",
+    "ACTION_APPROVE_ALWAYS",
     "ACTION_APPROVE_SESSION",
     "ACTION_DENY",
     "ACTION_DISMISS",
@@ -72,6 +73,8 @@ ACTION_DENY = SLACK_ACTION_IDS["deny"]
 """``action_id`` of the Deny button."""
 ACTION_APPROVE_SESSION = SLACK_ACTION_IDS["approve_session"]
 """``action_id`` of the Allow-for-session button (behind a confirm dialog)."""
+ACTION_APPROVE_ALWAYS = SLACK_ACTION_IDS["approve_always"]
+"""``action_id`` of the Always-allow button (behind a confirm dialog that says what it covers)."""
 ACTION_REPLY = SLACK_ACTION_IDS["reply"]
 """``action_id`` of a question's Reply button: the webhook opens the answer dialog."""
 ACTION_DISMISS = SLACK_ACTION_IDS["dismiss"]
@@ -103,9 +106,19 @@ def render_slack(view: ApprovalView) -> dict[str, Any]:
         _header(f"Approval needed: {view.tool}"),
         *_summary(view, live=True),
         *_arguments(view),
+        *_covers(view),
         _actions(view),
     ]
     return {"text": _fallback(view, "Approval needed"), "blocks": blocks}
+
+
+def _covers(view: ApprovalView) -> list[dict[str, Any]]:
+    """What each remember button covers, under the arguments it refers to."""
+    lines = [line for line in (view.session_covers, view.always_covers) if line]
+    if not lines:
+        return []
+    elements = [{"type": "plain_text", "text": clip(line, FACT_MAX * 2)} for line in lines]
+    return [{"type": "context", "elements": elements}]
 
 
 def render_slack_resolved(
@@ -240,6 +253,17 @@ def _actions(view: ApprovalView) -> dict[str, Any]:
             "deny": {"type": "plain_text", "text": "Cancel"},
         }
         button = _button("Allow for session", ACTION_APPROVE_SESSION, view.request_id)
+        buttons.append({**button, "confirm": confirm})
+    if view.can_allow_always and view.always_covers:
+        confirm = {
+            "title": {"type": "plain_text", "text": "Always allow?"},
+            "text": _plain(
+                f"Approve this request and remember it. {view.always_covers}.", CONFIRM_TEXT_MAX
+            ),
+            "confirm": {"type": "plain_text", "text": "Always allow"},
+            "deny": {"type": "plain_text", "text": "Cancel"},
+        }
+        button = _button("Always allow", ACTION_APPROVE_ALWAYS, view.request_id)
         buttons.append({**button, "confirm": confirm})
     return {"type": "actions", "block_id": f"tapgate:{view.request_id}", "elements": buttons}
 

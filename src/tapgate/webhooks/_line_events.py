@@ -24,10 +24,16 @@ written for hostile input, so it runs inside a fence:
 Every such body raises :class:`Malformed`, answered 400 and never 500. A text
 message of the form ``answer <reference>: <text>`` (``core.buttons.parse_answer``)
 is recognised here as a typed answer.
+
+An :class:`Event` that may decide is stored in the webhook inbox before the
+200 (DESIGN.md decision 17) as :func:`encode` writes it: the narrowed,
+verified event, so a replay after a crash needs neither the signature nor
+the SDK and acts on exactly what the live path read.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +44,7 @@ from linebot.v3.webhooks import MessageEvent, PostbackEvent, TextMessageContent
 
 from tapgate.core.buttons import parse_answer
 
-__all__ = ["Event", "EventReader", "Malformed"]
+__all__ = ["Event", "EventReader", "Malformed", "decode", "encode"]
 
 _ID_COMMAND = "id"
 # Event types tapgate must read (text messages: see _acted_on); one the SDK cannot is an error.
@@ -120,6 +126,22 @@ def _event(item: Any, raw: dict[str, Any], index: int) -> Event:
         text=text,
         answer=parse_answer(text),
     )
+
+
+def encode(event: Event) -> str:
+    """``event`` as the inbox stores it (JSON of its fields)."""
+    return json.dumps(dataclasses.asdict(event), separators=(",", ":"), ensure_ascii=False)
+
+
+def decode(payload: str) -> Event | None:
+    """What :func:`encode` stored; ``None`` for anything else (another version, damage)."""
+    try:
+        data = json.loads(payload)
+        answer = data.pop("answer")
+        event = Event(**data, answer=None if answer is None else (answer[0], answer[1]))
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return None
+    return event if all(isinstance(v, str) for v in (event.kind, event.event_id)) else None
 
 
 def _acted_on(raw: dict[str, Any]) -> bool:

@@ -3,6 +3,7 @@
 Owns ``POST /webhooks/line`` from the raw bytes to the reply in the chat (sent after the 200)::
 
     raw body ──X-Line-Signature──► 401 | JSON ──shape──► 400 | events
+    postbacks, typed answers ──inbox.record (one INSERT)──► 503 | 200, then applied:
     event ──webhookEventId seen?──► skip | postback ──core.taps.tap──► reply
                                          | Reply postback ──core.taps.check──► hint
                                          | "answer <ref>: …" text ──core.questions, tap──► reply
@@ -18,6 +19,13 @@ LINE has no dialogs, so a question is answered in two steps: the Reply button
 message. That text is signed by LINE like a tap and carries the sender's user
 id, so it is authorised exactly like a tap; its ``webhookEventId`` is
 remembered in the decision's transaction, as a tap's is.
+
+Record before acknowledging (DESIGN.md decision 17): the events that may
+decide (a postback or a typed answer in a 1:1 chat) are stored in the inbox
+(:mod:`tapgate.core.inbox`) before the 200 and applied after it; the
+decision's transaction remembers the ``webhookEventId`` and deletes the
+stored row, so a replay after a crash acts once. The ``id`` command and a
+follow decide nothing and are answered as before, unstored.
 """
 
 from __future__ import annotations
@@ -25,8 +33,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 from aiohttp import web
@@ -39,9 +48,10 @@ from tapgate.core.buttons import (
     parse_postback_data,
 )
 from tapgate.core.gate import Gate
+from tapgate.core.inbox import Inbox, InboxItem
 from tapgate.core.questions import find_question
 from tapgate.core.taps import ANSWER_MAX, BatchTap, Tap, TapOutcome, check, tap, tap_batch
-from tapgate.webhooks._line_events import Event, EventReader, Malformed
+from tapgate.webhooks._line_events import Event, EventReader, Malformed, decode, encode
 from tapgate.webhooks._line_reply import LineReplier, ReplyFailed
 from tapgate.webhooks._line_signature import verify_signature
 
@@ -78,6 +88,8 @@ class LineWebhook:
     a recorded decision. The client that replies is created on the first
     reply, inside the running loop (its aiohttp session binds to the loop),
     and closed by :meth:`close`; replies skip line-bot-sdk (see ``_line_reply``).
+    ``inbox`` is the app's (one is made if none is given); its replays of
+    stored events come back through :meth:`_replay`.
     """
 
     def __init__(
@@ -90,6 +102,7 @@ class LineWebhook:
         timeout: float = 10.0,
         on_reject: Callable[[str], None] | None = None,
         on_decision: Callable[[float], None] | None = None,
+        inbox: Inbox | None = None,
     ) -> None:
         if not channel_secret:
             # HMAC with an empty key is a signature anyone can compute.
@@ -103,18 +116,23 @@ class LineWebhook:
         self._on_reject = on_reject
         self._on_decision = on_decision
         self._client: LineReplier | None = None
-        # Replies go out after the 200: LINE wants a fast answer, and the
-        # decision is recorded before the reply is even built.
-        self._replies: set[asyncio.Task[None]] = set()
+        # Decisions and replies are made after the 200, in tasks owned here:
+        # LINE wants a fast answer, and what decides is stored before it.
+        self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._inbox = inbox or Inbox(gate)
+        self._inbox.register("line", self._replay)
 
     async def handle(self, headers: Mapping[str, str], body: bytes) -> WebhookResult:
-        """Verify, parse and act on one webhook call; never raises for bad input.
+        """Verify, parse, store what may decide, answer; never raises for bad input.
 
         Returns 401 for a missing or wrong signature and 400 for a signed body
-        that is not a webhook payload, both before anything changes; otherwise
-        200 once every event is handled (a failed reply or event is logged:
-        the decision is already recorded, and LINE gains nothing from a retry).
+        that is not a webhook payload, both before anything changes; 503 when
+        the events that may decide could not be stored (LINE redelivers them,
+        same ids, when redelivery is on); otherwise 200 once they are stored
+        and the others handled. The stored ones are applied after the 200, in
+        order, in a task owned here (:meth:`settled` waits for it); a failed
+        event is logged and replied to, and stays stored for a replay.
         """
         signature = _header(headers, _SIGNATURE_HEADER)
         if not verify_signature(self._secret, body, signature):
@@ -126,10 +144,37 @@ class LineWebhook:
         except Malformed as error:
             _log.warning("LINE webhook refused: signed but malformed payload (%s)", error)
             return self._reject("payload", 400, "malformed payload")
-        for event in events:
-            if event.actionable:
+        acting = [event for event in events if event.actionable]
+        stored = [event for event in acting if self._may_decide(event)]
+        if stored:
+            try:
+                await self._inbox.record("line", [(e.event_id, encode(e)) for e in stored])
+            except Exception:  # no 200: nothing was stored, nothing must be lost
+                _log.exception("LINE events could not be stored; answered 503")
+                return WebhookResult(status=503, body={"error": "try again"})
+            self._start(self._apply(stored, started))
+        for event in acting:
+            if not self._may_decide(event):
                 await self._handle_event(event, started)
         return WebhookResult(status=200, body={"ok": True})
+
+    def _replay(self, item: InboxItem) -> None:
+        """A stored event that was acknowledged and never applied: apply it now."""
+        event = decode(item.payload)
+        if event is None:
+            _log.error("stored LINE event %s cannot be read; left alone", item.event_id)
+            return
+        self._start(self._apply([event], None))
+
+    async def _apply(self, events: list[Event], started: float | None) -> None:
+        await self._inbox.before_apply()
+        for event in events:
+            await self._handle_event(event, started)
+
+    def _start(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def __call__(self, request: web.Request) -> web.Response:
         """The aiohttp handler: the raw bytes in, :meth:`handle`'s answer out."""
@@ -143,9 +188,9 @@ class LineWebhook:
         return web.json_response(dict(result.body), status=result.status)
 
     async def settled(self) -> None:
-        """Wait for the replies already under way (tests, and a graceful shutdown)."""
-        while self._replies:
-            await asyncio.gather(*self._replies, return_exceptions=True)
+        """Wait for the decisions and replies under way (tests, and a graceful shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def close(self) -> None:
         """Let replies under way finish (bounded), then close the reply session."""
@@ -153,7 +198,7 @@ class LineWebhook:
         try:
             await asyncio.wait_for(self.settled(), self._timeout)
         except TimeoutError:
-            late = list(self._replies)
+            late = list(self._tasks)
             for task in late:
                 task.cancel()
             await asyncio.gather(*late, return_exceptions=True)  # off the session before it closes
@@ -166,7 +211,7 @@ class LineWebhook:
             self._on_reject(reason)
         return WebhookResult(status=status, body={"error": error})
 
-    async def _handle_event(self, event: Event, started: float) -> None:
+    async def _handle_event(self, event: Event, started: float | None) -> None:
         """Act once per event id, reply; one event's failure never touches the others.
 
         A tap's or an answer's event id is remembered in the same transaction
@@ -187,9 +232,7 @@ class LineWebhook:
             self._skipped(event)
             return
         if event.reply_token is not None and not self._closed:
-            task = asyncio.create_task(self._reply(event.reply_token, message))
-            self._replies.add(task)
-            task.add_done_callback(self._replies.discard)
+            self._start(self._reply(event.reply_token, message))
 
     @staticmethod
     def _may_decide(event: Event) -> bool:
@@ -206,7 +249,7 @@ class LineWebhook:
         redelivered = " (redelivery)" if event.redelivery else ""
         _log.info("LINE event %s already handled%s; skipped", event.event_id, redelivered)
 
-    async def _respond(self, event: Event, started: float) -> str | None:
+    async def _respond(self, event: Event, started: float | None) -> str | None:
         # In a group or room LINE does not promise the tapper's userId, and a
         # decision must be attributable to one approver.
         if event.source_type != "user" or event.user_id is None:
@@ -218,7 +261,7 @@ class LineWebhook:
             return f"Your LINE user id is {event.user_id}; add it to tapgate.yaml under approvers."
         return await self._postback(event, event.user_id, started)
 
-    async def _postback(self, event: Event, user_id: str, started: float) -> str | None:
+    async def _postback(self, event: Event, user_id: str, started: float | None) -> str | None:
         """A button: a decision, the Reply button's hint, or an unknown button refused."""
         parsed = parse_postback_data(event.data)
         batch = parse_batch_postback_data(event.data) if parsed is None else None
@@ -253,7 +296,7 @@ class LineWebhook:
         return f'Type your answer after "{prefix}" and send it.'
 
     async def _answer(
-        self, event: Event, user_id: str, reference: str, answer: str, started: float
+        self, event: Event, user_id: str, reference: str, answer: str, started: float | None
     ) -> str | None:
         """A typed ``answer <reference>: <answer>``: the question it names, answered.
 
@@ -283,7 +326,7 @@ class LineWebhook:
         action: TapAction | BatchAction,
         request_id: str,
         outcome: TapOutcome,
-        started: float,
+        started: float | None,
     ) -> str | None:
         """Log a tap's outcome, time a decision, and return what to reply (nothing twice)."""
         if outcome.kind == "duplicate":
@@ -295,7 +338,7 @@ class LineWebhook:
             request_id,
             outcome.kind,
         )
-        if outcome.applied and self._on_decision is not None:
+        if outcome.applied and self._on_decision is not None and started is not None:
             self._on_decision(time.perf_counter() - started)
         return outcome.message
 

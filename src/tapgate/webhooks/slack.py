@@ -5,8 +5,9 @@ bytes to the answer::
 
     raw body ──X-Slack-Signature, timestamp within 300 s──► 401
              ──UTF-8, form / JSON object──► 400
-             ──slack-bolt routes action_id / callback_id──► ack: 200 at once
-    tap ─(task owned here)─► workspace? ──core.taps.tap──► decision | ephemeral
+             ──slack-bolt routes action_id / callback_id──► listener
+    tap ──inbox.record (one INSERT)──► 503 | ack: 200
+        ─(task owned here)─► workspace? ──core.taps.tap──► decision | ephemeral
     Deny ─► core.taps.check ──► views.open (reason modal) | ephemeral
     modal submitted ─► ack (closes it) ─► tap(deny, reason) | ephemeral
     Reply (a question) ─► core.taps.check ──► views.open (answer modal) | ephemeral
@@ -20,18 +21,12 @@ message is rewritten by the outbox dispatcher (every message of the request,
 on every channel), so a successful tap needs no answer here; a refused or
 late one gets an ephemeral sentence.
 
-Bolt behaviours worked around here (slack-bolt 1.x, read in its source):
-
-- ``AsyncBoltRequest`` parses the body in its constructor, before any
-  middleware: with ``to_bolt_request`` unsigned bytes reach ``json.loads``,
-  and signed payloads of shapes bolt does not expect end in a 500. So the
-  signature is checked first, on the raw bytes, with the gate's clock, and
-  what bolt cannot digest is a 400. Bolt's own check is off: it would use
-  ``time.time()``, and slack_sdk's verifier raises on a non-numeric timestamp.
-- Single-team authorization calls ``auth.test`` before the first listener,
-  inside Slack's 3-second window; a static ``authorize`` calls nothing.
-- ``process_before_response=False`` runs listeners in unowned futures; here
-  the listener acks at once and hands its work to a task this object owns.
+Record before acknowledging (DESIGN.md decision 17): what decides is stored
+in the inbox (:mod:`tapgate.core.inbox`) under a stable event id
+(``_slack_inbox``) before the 200; the decision's transaction remembers the
+id and deletes the row, so a replay after a crash decides once. Opening a
+modal is not stored: it decides nothing, and its trigger id lives 3 seconds.
+Bolt is fenced in by ``_slack_bolt``.
 """
 
 from __future__ import annotations
@@ -39,22 +34,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
-from slack_bolt.async_app import AsyncAck, AsyncApp
-from slack_bolt.authorization import AuthorizeResult
-from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.async_app import AsyncAck
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from tapgate.core.buttons import SLACK_ACTIONS, SLACK_BATCH_ACTIONS
 from tapgate.core.gate import Gate
+from tapgate.core.inbox import Inbox, InboxItem
 from tapgate.core.models import Request
 from tapgate.core.taps import check, refuse, tap, tap_batch
+from tapgate.webhooks import _slack_inbox
 from tapgate.webhooks._slack_batches import SlackBatchTaps
+from tapgate.webhooks._slack_bolt import bolt_request, build_bolt
 from tapgate.webhooks._slack_payloads import (
     ANSWER_BLOCK,
     DENY_ALL_CALLBACK_ID,
@@ -97,6 +93,7 @@ MODAL_FAILED = "tapgate could not open the deny dialog; please tap Deny again."
 REPLY_MODAL_FAILED = "tapgate could not open the answer dialog; please tap Reply again."
 BLANK_ANSWER = "Type an answer: the agent is waiting for it."
 _Tapped = Interaction | BatchInteraction
+_UNRECORDED = 503  # the listener's own answer when the inbox could not store a tap
 
 
 class SlackWebhook:
@@ -106,8 +103,10 @@ class SlackWebhook:
     when its user id matches an approver's. ``on_reject`` hears why a call
     or tap was refused (``"signature"``, ``"payload"``, ``"workspace"``);
     ``on_decision`` hears the seconds from a verified tap to its recorded
-    decision. Nothing here contacts Slack until a tap needs an answer or
-    :meth:`start_socket_mode` is called.
+    decision. ``inbox`` is the app's (one is made if none is given); its
+    replays of stored taps come back through :meth:`_replay`. Nothing here
+    contacts Slack until a tap needs an answer or :meth:`start_socket_mode`
+    is called.
     """
 
     def __init__(
@@ -121,6 +120,7 @@ class SlackWebhook:
         timeout: float = 10.0,
         on_reject: Callable[[str], None] | None = None,
         on_decision: Callable[[float], None] | None = None,
+        inbox: Inbox | None = None,
     ) -> None:
         if not signing_secret:
             # HMAC with an empty key is a signature anyone can compute.
@@ -136,42 +136,27 @@ class SlackWebhook:
         # timeout is annotated int, but only ever handed to aiohttp.ClientTimeout(total=...).
         client_args: dict[str, Any] = {"base_url": api_base_url, "timeout": timeout}
         self._client = AsyncWebClient(token=bot_token, retry_handlers=[], **client_args)
-        self._bolt = self._build_bolt(
-            signing_secret, AsyncWebClient(retry_handlers=[], **client_args)
+        self._bolt = build_bolt(
+            signing_secret=signing_secret,
+            bot_token=bot_token,
+            client=AsyncWebClient(retry_handlers=[], **client_args),
+            logger=_log.getChild("bolt"),
+            actions={
+                **dict.fromkeys(SLACK_ACTIONS, self._on_action),
+                **dict.fromkeys(SLACK_BATCH_ACTIONS, self._on_batch_action),
+            },
+            views={
+                DENY_CALLBACK_ID: self._on_deny_submission,
+                DENY_ALL_CALLBACK_ID: self._on_deny_all_submission,
+                REPLY_CALLBACK_ID: self._on_reply_submission,
+            },
         )
+        self._inbox = inbox or Inbox(gate)
+        self._inbox.register("slack", self._replay)
         self._replies = SlackReplies(self._client, timeout=timeout)
         self._batches = SlackBatchTaps(gate, self._replies, self._same_workspace)
         self._tasks: set[asyncio.Task[None]] = set()
         self._socket: AsyncSocketModeHandler | None = None
-
-    def _build_bolt(self, signing_secret: str, client: AsyncWebClient) -> AsyncApp:
-        # The client bolt gets has no token: ``authorize`` supplies it per request
-        # (a token on the client too would only make bolt log that it ignores it).
-        # A plain function: bolt fills a bound method's ``self`` with None.
-        bot_token = self._bot_token
-
-        async def authorize(enterprise_id: str | None, team_id: str | None) -> AuthorizeResult:
-            return AuthorizeResult(
-                enterprise_id=enterprise_id, team_id=team_id, bot_token=bot_token
-            )
-
-        bolt = AsyncApp(
-            name="tapgate",
-            logger=_log.getChild("bolt"),
-            signing_secret=signing_secret,
-            client=client,
-            authorize=authorize,
-            request_verification_enabled=False,  # done first, on the raw bytes: see above
-            process_before_response=True,
-        )
-        for action_id in SLACK_ACTIONS:
-            bolt.action(action_id)(self._on_action)
-        for action_id in SLACK_BATCH_ACTIONS:
-            bolt.action(action_id)(self._on_batch_action)
-        bolt.view(DENY_CALLBACK_ID)(self._on_deny_submission)
-        bolt.view(DENY_ALL_CALLBACK_ID)(self._on_deny_all_submission)
-        bolt.view(REPLY_CALLBACK_ID)(self._on_reply_submission)
-        return bolt
 
     # -- HTTP and Socket Mode ---------------------------------------------------------
 
@@ -192,12 +177,12 @@ class SlackWebhook:
         if check != "ok":
             _log.warning("Slack webhook refused: signature %s", check)
             return self._refuse("signature", 401, "invalid request")
-        bolt_request = _bolt_request(body, request)
-        if bolt_request is None:
+        verified = bolt_request(body, request)
+        if verified is None:
             _log.warning("Slack webhook refused: signed but malformed payload")
             return self._refuse("payload", 400, "malformed payload")
-        response = await self._bolt.async_dispatch(bolt_request)
-        if response.status >= 500:  # our listeners never raise: bolt choked on the payload
+        response = await self._bolt.async_dispatch(verified)
+        if response.status >= 500 and response.status != _UNRECORDED:  # bolt choked on it
             _log.warning("Slack webhook refused: bolt could not process a signed payload")
             return self._refuse("payload", 400, "malformed payload")
         return await to_aiohttp_response(response)
@@ -224,20 +209,18 @@ class SlackWebhook:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
 
-    # -- bolt listeners: ack at once, work in an owned task ---------------------------
+    # -- bolt listeners: store a decision, ack, work in an owned task -----------------
 
     async def _on_action(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
         started = time.perf_counter()
         interaction = parse_action(body)
         if interaction is None:
             return self._refuse_bolt()
+        if interaction.action not in ("deny", "reply"):
+            return await self._record_then_ack(ack, body, interaction, started)
         response = await ack()
-        if interaction.action == "deny":
-            self._spawn(interaction, self._ask_reason(interaction))
-        elif interaction.action == "reply":
-            self._spawn(interaction, self._ask_answer(interaction))
-        else:
-            self._spawn(interaction, self._decide(interaction, started))
+        ask = self._ask_reason if interaction.action == "deny" else self._ask_answer
+        self._spawn(interaction, ask(interaction))
         return response
 
     async def _on_batch_action(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
@@ -245,11 +228,10 @@ class SlackWebhook:
         interaction = parse_batch_action(body)
         if interaction is None:
             return self._refuse_bolt()
-        response = await ack()
-        if interaction.action == "deny_all":  # a reason first, as a single Deny
-            self._spawn(interaction, self._batches.ask_reason(interaction))
-        else:
-            self._spawn(interaction, self._decide(interaction, started))
+        if interaction.action != "deny_all":
+            return await self._record_then_ack(ack, body, interaction, started)
+        response = await ack()  # a reason first, as a single Deny
+        self._spawn(interaction, self._batches.ask_reason(interaction))
         return response
 
     async def _on_deny_all_submission(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
@@ -258,9 +240,7 @@ class SlackWebhook:
         interaction = parse_deny_all_submission(body)
         if interaction is None:
             return self._refuse_bolt()
-        response = await ack()
-        self._spawn(interaction, self._decide(interaction, started))
-        return response
+        return await self._record_then_ack(ack, body, interaction, started)
 
     async def _on_deny_submission(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
         """The reason modal was submitted: close it at once, then deny.
@@ -273,9 +253,7 @@ class SlackWebhook:
         interaction = parse_deny_submission(body)
         if interaction is None:
             return self._refuse_bolt()
-        response = await ack()
-        self._spawn(interaction, self._decide(interaction, started))
-        return response
+        return await self._record_then_ack(ack, body, interaction, started)
 
     async def _on_reply_submission(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
         """A question's answer modal was submitted: a blank answer keeps it open, else answer.
@@ -289,9 +267,37 @@ class SlackWebhook:
             return self._refuse_bolt()
         if interaction.reason is None:
             return await ack(response_action="errors", errors={ANSWER_BLOCK: BLANK_ANSWER})
+        return await self._record_then_ack(ack, body, interaction, started)
+
+    async def _record_then_ack(
+        self, ack: AsyncAck, body: dict[str, Any], interaction: _Tapped, started: float
+    ) -> BoltResponse:
+        """Store the tap, then ack, then decide in an owned task (DESIGN.md decision 17).
+
+        No 200 goes out unless the tap is stored: a failed INSERT is a 503,
+        Slack shows the tapper an error, and their next tap is a new event.
+        """
+        event = _slack_inbox.event_id(body)
+        try:
+            await self._inbox.record("slack", [(event, _slack_inbox.encode(interaction))])
+        except Exception:
+            _log.exception("Slack tap on %s could not be stored", interaction.request_id)
+            return BoltResponse(status=_UNRECORDED, body={"error": "could not record the tap"})
         response = await ack()
-        self._spawn(interaction, self._decide(interaction, started))
+        self._spawn(interaction, self._apply(interaction, event, started))
         return response
+
+    def _replay(self, item: InboxItem) -> None:
+        """A stored tap that was acknowledged and never applied: decide it now."""
+        interaction = _slack_inbox.decode(item.payload)
+        if interaction is None:
+            _log.error("stored Slack tap %s cannot be read; left alone", item.event_id)
+            return
+        self._spawn(interaction, self._apply(interaction, item.event_id, None))
+
+    async def _apply(self, interaction: _Tapped, event: str, started: float | None) -> None:
+        await self._inbox.before_apply()
+        await self._decide(interaction, started, event)
 
     def _spawn(self, interaction: _Tapped, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(self._guarded(interaction, work))
@@ -310,17 +316,22 @@ class SlackWebhook:
 
     # -- the work ---------------------------------------------------------------------
 
-    async def _decide(self, interaction: _Tapped, started: float) -> None:
+    async def _decide(self, interaction: _Tapped, started: float | None, event: str) -> None:
         """Approve, allow for the session, or deny (with the modal's reason); or all of a batch.
 
-        A batch tap is always told its summary: only that says which calls it decided.
+        ``event`` goes with the decision (or the refusal): a replay of a tap
+        already applied is a ``duplicate`` and says nothing. A batch tap is
+        always told its summary: only that says which calls it decided.
         """
-        if not await self._same_workspace(interaction):
+        if not await self._same_workspace(interaction, event):
             return
+        reason = interaction.reason
         if isinstance(interaction, BatchInteraction):
-            outcome = await tap_batch(self._gate, interaction.tap, reason=interaction.reason)
+            outcome = await tap_batch(self._gate, interaction.tap, reason=reason, event=event)
         else:
-            outcome = await tap(self._gate, interaction.tap, reason=interaction.reason)
+            outcome = await tap(self._gate, interaction.tap, reason=reason, event=event)
+        if outcome.kind == "duplicate":
+            return
         _log.info(
             "Slack tap %s by %s on %s: %s",
             interaction.action,
@@ -328,7 +339,7 @@ class SlackWebhook:
             interaction.request_id,
             outcome.kind,
         )
-        if outcome.applied and self._on_decision is not None:
+        if outcome.applied and self._on_decision is not None and started is not None:
             self._on_decision(time.perf_counter() - started)
         if not outcome.applied or isinstance(interaction, BatchInteraction):
             await self._replies.tell(interaction, outcome.message)
@@ -356,16 +367,17 @@ class SlackWebhook:
         if not await open_modal(interaction, may.request):
             await self._replies.tell(interaction, failed)
 
-    async def _same_workspace(self, interaction: _Tapped) -> bool:
-        """False (and the tapper told) when ``team_id`` is set and the tap is from elsewhere."""
+    async def _same_workspace(self, interaction: _Tapped, event: str | None = None) -> bool:
+        """False (and the tapper told, once per ``event``) for a tap from another workspace."""
         if self._team_id is None or interaction.team == self._team_id:
             return True
         _log.warning(
             "Slack tap from workspace %s refused (expected %s)", interaction.team, self._team_id
         )
         self._note_reject("workspace")
-        refused = await refuse(self._gate, interaction.tap, why="another workspace")
-        await self._replies.tell(interaction, refused.message)
+        refused = await refuse(self._gate, interaction.tap, why="another workspace", event=event)
+        if refused.kind != "duplicate":
+            await self._replies.tell(interaction, refused.message)
         return False
 
     # -- refusals ---------------------------------------------------------------------
@@ -382,18 +394,3 @@ class SlackWebhook:
         _log.warning("Slack interaction refused: not a tapgate tap we can read")
         self._note_reject("payload")
         return BoltResponse(status=400, body={"error": "malformed interaction"})
-
-
-def _bolt_request(body: bytes, request: web.Request) -> AsyncBoltRequest | None:
-    """What ``to_bolt_request`` builds, from the verified bytes; ``None`` if bolt cannot.
-
-    Decoded as UTF-8 (what Slack sends) rather than with whatever charset the
-    request claims, so bolt parses exactly the bytes whose signature passed.
-    """
-    headers: dict[str, str | Sequence[str]] = dict(request.headers)
-    try:
-        text = body.decode("utf-8")
-        bolt_request = AsyncBoltRequest(body=text, query=request.query_string, headers=headers)
-    except Exception:  # JSON, UTF-8, nesting, or bolt's context extraction on odd shapes
-        return None
-    return bolt_request if isinstance(bolt_request.body, dict) else None

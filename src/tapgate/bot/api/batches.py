@@ -12,7 +12,7 @@ from __future__ import annotations
 from aiohttp import hdrs, web
 
 from tapgate.bot.api.batch_models import BatchIn, BatchOut
-from tapgate.bot.api.consumption import told
+from tapgate.bot.api.consumption import told_all
 from tapgate.bot.api.middleware import AGENT, model_response, read_body
 from tapgate.bot.api.models import (
     ApiError,
@@ -113,6 +113,8 @@ async def _answer(
     request: web.Request, state: BatchState, status: int, *, use: bool = False
 ) -> web.Response:
     """The batch's calls in order; with ``use`` (a wait), approvals read now are consumed."""
+    if use:
+        await told_all(request, state.requests.values())
     calls = []
     for item in state.batch.items:
         if item.request_id is None:
@@ -123,8 +125,6 @@ async def _answer(
             calls.append(tool_call_from_decision(decided, call, consumed=consumed))
             continue
         current = state.requests[item.request_id]
-        if use:
-            await told(request, current)
         calls.append(tool_call_from_request(current))
     out = BatchOut(id=state.batch.id, status=state.status, calls=calls)
     return model_response(out, status, _location(state.batch.id) if status == 201 else None)

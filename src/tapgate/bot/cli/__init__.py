@@ -4,8 +4,11 @@
 - :mod:`~tapgate.bot.cli.parser`: the arguments of the server-side commands
 - :mod:`~tapgate.bot.cli.commands`: the typed table from subcommand to callable
 - :mod:`~tapgate.bot.cli.config_commands`: ``check-config`` and ``explain`` (config only)
-- :mod:`~tapgate.bot.cli.ops`: ``serve``, ``db upgrade``, ``pending``, ``resolve``,
-  ``grants``, ``audit`` (the operator's commands)
+- :mod:`~tapgate.bot.cli.serve`: ``serve`` (binding, start and stop),
+  :mod:`~tapgate.bot.cli.banner`: what it says it loaded
+- :mod:`~tapgate.bot.cli.ops`: ``db upgrade``, ``pending``, ``resolve``, ``grants``
+  (the operator's commands; ``audit`` is :mod:`~tapgate.bot.cli.audit`)
+- :mod:`~tapgate.bot.cli.text`: colour on a terminal (``NO_COLOR``), durations, times
 - :mod:`~tapgate.bot.cli.database`: opening the operator's database, its failures as one line
 - :mod:`~tapgate.bot.cli.agent`: ``hook claude-code`` and ``run`` (the agent's side)
 

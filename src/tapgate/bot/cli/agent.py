@@ -31,15 +31,37 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_URL",
+    "HOOK_EPILOG",
+    "RUN_EPILOG",
     "TOKEN_ENV",
     "add_agent_commands",
     "connection_options",
     "hook_claude_code",
     "hook_misconfigured",
+    "retry_option",
     "run",
 ]
 
 DEFAULT_URL = "http://127.0.0.1:8080"
+
+RUN_EPILOG = """\
+exit status:
+  the command's  approved (or allowed by policy) and run; killed by signal N: 128 + N
+  2              no command, or a bad flag
+  69             the tapgate server is unreachable or failed (EX_UNAVAILABLE)
+  71             --sandbox: the sandbox cannot be applied here; nothing ran (EX_OSERR)
+  75             nobody decided in time, or --timeout ran out (EX_TEMPFAIL)
+  77             denied, by policy or by an approver (EX_NOPERM)
+  78             no agent token, or the server refused it (EX_CONFIG)
+  126 / 127      approved, but the command cannot be executed / was not found
+  130 / 143      Ctrl-C / SIGTERM while waiting: the request was cancelled, nothing ran
+tapgate's own reasons are printed on stderr as "tapgate: ..."."""
+
+HOOK_EPILOG = """\
+exit status:
+  0  always: the decision (allow, deny or ask) is the JSON on stdout, as Claude Code
+     expects; a server that cannot be reached answers --on-error, and a mistyped flag
+     is a JSON deny that names the mistake."""
 TOKEN_ENV = "TAPGATE_AGENT_TOKEN"  # noqa: S105 - the variable's name, not a token
 
 
@@ -59,12 +81,19 @@ def add_agent_commands(sub: Any, *, hook: Command, run: Command) -> None:
     """Add ``hook claude-code`` and ``run`` to the CLI's subcommands, bound to their entries."""
     from tapgate.client import DEFAULT_HOOK_TIMEOUT
 
-    hook_parser = sub.add_parser("hook", help="answer an agent's hook (Claude Code) with tapgate")
+    hook_parser = sub.add_parser(
+        "hook",
+        help="answer an agent's hook (Claude Code) with tapgate",
+        epilog=HOOK_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     hooks = hook_parser.add_subparsers(dest="hook_command", required=True, parser_class=_HookParser)
     claude = hooks.add_parser(
         "claude-code",
         help="a Claude Code PreToolUse / PermissionRequest hook: hook JSON in, decision out",
         allow_abbrev=False,  # "--token X" must be an error, not --token-env X
+        epilog=HOOK_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     connection_options(claude)
     claude.add_argument(
@@ -87,10 +116,15 @@ def add_agent_commands(sub: Any, *, hook: Command, run: Command) -> None:
         help="seconds to wait for an approver (default: %(default)g); keep it below the "
         "hook's timeout in Claude Code's settings",
     )
+    retry_option(claude)
     claude.set_defaults(func=hook, reject_extra=_hook_extra)
 
     run_parser = sub.add_parser(
-        "run", help="run a command only when tapgate approves it", allow_abbrev=False
+        "run",
+        help="run a command only when tapgate approves it",
+        allow_abbrev=False,
+        epilog=RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     connection_options(run_parser)
     run_parser.add_argument(
@@ -111,6 +145,7 @@ def add_agent_commands(sub: Any, *, hook: Command, run: Command) -> None:
         "refuse to run (status 71) where that is impossible, or with =best-effort warn and "
         "run unsandboxed",
     )
+    retry_option(run_parser)
     run_parser.add_argument("argv", nargs=argparse.REMAINDER, help="-- COMMAND [ARG ...]")
     run_parser.set_defaults(func=run)
 
@@ -128,6 +163,34 @@ def connection_options(parser: argparse.ArgumentParser, *, flag: str = "--url") 
         metavar="NAME",
         help=f"environment variable holding the agent token (default: {TOKEN_ENV})",
     )
+
+
+def retry_option(parser: argparse.ArgumentParser) -> None:
+    """``--retry-for``: how long a waiting agent rides out a server that fails or restarts."""
+    from tapgate.client import DEFAULT_RETRY_FOR
+
+    parser.add_argument(
+        "--retry-for",
+        type=_duration,
+        default=DEFAULT_RETRY_FOR,
+        metavar="DURATION",
+        help="keep retrying a tapgate server that is down or failing (a restart) this long, "
+        "then give the error answer: seconds, or 90s, 2m, 1h (default: %(default)gs; 0: a few "
+        "quick retries only); never past the request's deadline or --timeout",
+    )
+
+
+def _duration(text: str) -> float:
+    """Seconds in ``90``, ``90s``, ``2m`` or ``1h``; 0 is allowed (quick retries only)."""
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0}
+    number, unit = (text[:-1], units[text[-1]]) if text[-1:] in units else (text, 1.0)
+    try:
+        value = float(number) * unit
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a duration (90, 90s, 2m, 1h): {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a duration of 0 or more: {text!r}")
+    return value
 
 
 def _seconds(text: str) -> float:
@@ -176,6 +239,7 @@ def hook_claude_code(args: argparse.Namespace) -> int:
             on_error=args.on_error,
             on_expired=args.on_expired,
             timeout=args.timeout,
+            retry_for=args.retry_for,
         )
     except Exception as exc:
         answer = hook_refusal(raw, f"internal error ({type(exc).__name__})")
@@ -224,6 +288,7 @@ def run(args: argparse.Namespace) -> int:
         session=args.session,
         timeout=args.timeout,
         sandbox=args.sandbox,
+        retry_for=args.retry_for,
     )
 
 

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import IO
 
 from tapgate.bot.cli.database import with_gate
+from tapgate.bot.cli.text import format_time
 from tapgate.bot.config import Config
 from tapgate.core.audit_chain import ChainRow, Verdict, Verifier
 from tapgate.core.gate import Gate
@@ -49,7 +50,7 @@ def audit(args: argparse.Namespace, config: Config) -> int:
     entries = with_gate(config, lambda g: g.audit_log(since=since, request_id=args.request))
     for entry in entries:
         print(
-            f"{entry.at:%Y-%m-%d %H:%M:%S}  {entry.event:<9} {entry.actor:<16} "
+            f"{format_time(entry.at)}  {entry.event:<9} {entry.actor:<16} "
             f"{entry.request_id or '-'}  {json.dumps(dict(entry.detail), sort_keys=True)}"
         )
     return 0

@@ -19,7 +19,7 @@ from tapgate.bot.cli import agent
 if TYPE_CHECKING:
     from tapgate.bot.config import Config
 
-__all__ = ["COMMANDS", "Command", "UsageError", "load"]
+__all__ = ["COMMANDS", "Command", "UsageError", "load", "load_store"]
 
 Command = Callable[[argparse.Namespace], int]
 """A subcommand: the parsed command line in, the exit status out."""
@@ -34,6 +34,13 @@ def load(path: str | None) -> Config:
     from tapgate.bot.config import load_config, parse_config
 
     return load_config(path) if path else parse_config({})
+
+
+def load_store(path: str | None) -> Config:
+    """The store section and approver names at ``path`` (the operator's commands need no more)."""
+    from tapgate.bot.config import load_store_config, parse_config
+
+    return load_store_config(path) if path else parse_config({})
 
 
 def _check_config(args: argparse.Namespace) -> int:
@@ -51,37 +58,48 @@ def _explain(args: argparse.Namespace) -> int:
 def _db_upgrade(args: argparse.Namespace) -> int:
     from tapgate.bot.cli import ops
 
-    return ops.db_upgrade(args.url or load(args.config).store_url)
+    return ops.db_upgrade(args.url or load_store(args.config).store_url)
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from tapgate.bot.cli import ops
+    from tapgate.bot.cli import serve
 
-    return ops.serve(args, load(args.config))
+    if not args.config:
+        raise UsageError(
+            "serve needs a config: --config FILE or $TAPGATE_CONFIG "
+            "(to try tapgate: tapgate serve --config examples/local.yaml)"
+        )
+    return serve.serve(args, load(args.config))
 
 
 def _pending(args: argparse.Namespace) -> int:
     from tapgate.bot.cli import ops
 
-    return ops.pending(args, load(args.config))
+    return ops.pending(args, load_store(args.config))
 
 
 def _resolve(args: argparse.Namespace) -> int:
     from tapgate.bot.cli import ops
 
-    return ops.resolve(args, load(args.config))
+    return ops.resolve(args, load_store(args.config))
+
+
+def _inbox(args: argparse.Namespace) -> int:
+    from tapgate.bot.cli import inbox
+
+    return inbox.inbox(args, load(args.config))
 
 
 def _grants_list(args: argparse.Namespace) -> int:
     from tapgate.bot.cli import ops
 
-    return ops.grants_list(args, load(args.config))
+    return ops.grants_list(args, load_store(args.config))
 
 
 def _grants_revoke(args: argparse.Namespace) -> int:
     from tapgate.bot.cli import ops
 
-    return ops.grants_revoke(args, load(args.config))
+    return ops.grants_revoke(args, load_store(args.config))
 
 
 def _mcp_proxy(args: argparse.Namespace) -> int:
@@ -93,13 +111,13 @@ def _mcp_proxy(args: argparse.Namespace) -> int:
 def _audit(args: argparse.Namespace) -> int:
     from tapgate.bot.cli import audit
 
-    return audit.audit(args, load(args.config))
+    return audit.audit(args, load_store(args.config))
 
 
 def _audit_verify(args: argparse.Namespace) -> int:
     from tapgate.bot.cli import audit
 
-    return audit.verify(args, None if args.file is not None else load(args.config))
+    return audit.verify(args, None if args.file is not None else load_store(args.config))
 
 
 COMMANDS: Final[Mapping[str, Command]] = {
@@ -109,6 +127,7 @@ COMMANDS: Final[Mapping[str, Command]] = {
     "serve": _serve,
     "pending": _pending,
     "resolve": _resolve,
+    "inbox": _inbox,
     "grants list": _grants_list,
     "grants revoke": _grants_revoke,
     "audit": _audit,

@@ -11,7 +11,9 @@ import argparse
 import json
 from typing import Any
 
+from tapgate.bot.cli.banner import warnings
 from tapgate.bot.cli.commands import UsageError
+from tapgate.bot.cli.text import paint, readable_duration
 from tapgate.bot.config import Config, display_url
 from tapgate.core.models import ToolCall
 from tapgate.core.policy import Policy
@@ -23,7 +25,7 @@ def check_config(args: argparse.Namespace, config: Config) -> int:
     """Validate the config (loading it did) and summarise what it sets up."""
     spec = config.policy_spec()
     rules = len(spec.rules) + sum(len(r) for r in spec.agents.values())
-    print(f"config OK: {args.config or '(built-in defaults)'}")
+    print(paint("config OK", "green") + f": {args.config or '(built-in defaults)'}")
     print(f"  store: {display_url(config.store_url)}")
     print(
         f"  agents: {len(config.agents)}, approvers: {len(config.approvers)}, "
@@ -31,9 +33,30 @@ def check_config(args: argparse.Namespace, config: Config) -> int:
     )
     print(
         f"  tools: {len(spec.tools)}, rules: {rules}, "
-        f"default timeout: {spec.default_timeout:g}s, on_timeout: {spec.on_timeout}"
+        f"default timeout: {readable_duration(spec.default_timeout)}, "
+        f"on_timeout: {spec.on_timeout}"
     )
+    for text in warnings(config):
+        print(paint(f"  warning: {text}", "yellow"))
     return 0
+
+
+def _agent(args: argparse.Namespace, config: Config) -> str:
+    """The ``--agent`` to evaluate as; one the config does not list is a typo, refused.
+
+    Without ``--agent`` the call is evaluated as no configured agent, so only
+    the global rules apply, as they would to any agent without rules of its own.
+    """
+    names = [agent.name for agent in config.agents]
+    if args.agent is None:
+        unlisted = "(no agent)"
+        while unlisted in names:  # a config could name an agent so; stay outside the list
+            unlisted += "'"
+        return unlisted
+    if args.agent not in names:
+        known = ", ".join(names) or "none configured"
+        raise UsageError(f"--agent: unknown agent {args.agent!r} (the config's agents: {known})")
+    return str(args.agent)
 
 
 def explain(args: argparse.Namespace, config: Config) -> int:
@@ -45,7 +68,7 @@ def explain(args: argparse.Namespace, config: Config) -> int:
     if not isinstance(arguments, dict):
         raise UsageError('--args must be a JSON object, e.g. \'{"command": "ls"}\'')
     policy = Policy(config.policy_spec())
-    call = ToolCall(tool=args.tool, arguments=arguments, agent=args.agent, risk=args.risk)
+    call = ToolCall(tool=args.tool, arguments=arguments, agent=_agent(args, config), risk=args.risk)
     verdict = policy.evaluate(call)
     readings = policy.path_readings(call)
     out: dict[str, Any] = {
@@ -71,6 +94,6 @@ def explain(args: argparse.Namespace, config: Config) -> int:
         if verdict.action == "ask":
             print(
                 f"  approvers: {', '.join(out['approvers']) or '(none)'}; "
-                f"timeout {verdict.timeout:g}s"
+                f"timeout {readable_duration(verdict.timeout)}"
             )
     return 0

@@ -64,6 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         command: Command = args.func
         result = command(args)
     except (TapgateError, UsageError) as exc:
-        print(f"tapgate: error: {exc}", file=sys.stderr)
+        from tapgate.bot.cli.text import paint
+
+        print(f"tapgate: {paint('error', 'red', sys.stderr)}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     return result

@@ -20,7 +20,7 @@ import sys
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from tapgate.bot.cli.agent import connection_options
+from tapgate.bot.cli.agent import connection_options, retry_option
 from tapgate.client import EXIT_CONFIG
 
 if TYPE_CHECKING:
@@ -60,6 +60,7 @@ def add_mcp_proxy_command(sub: Any, command: Command) -> None:
         help="session id sent with every call (default: a new one per proxy process)",
     )
     connection_options(parser, flag="--tapgate-url")  # --url names the upstream here
+    retry_option(parser)
     parser.add_argument("argv", nargs=argparse.REMAINDER, help="-- COMMAND [ARG ...] (stdio)")
     parser.set_defaults(func=command)
 
@@ -98,6 +99,7 @@ def mcp_proxy(args: argparse.Namespace) -> int:
         token_env=args.token_env,
         session=args.session or f"mcp-{args.name}-{uuid.uuid4().hex[:12]}",
         trust_annotations=args.trust_annotations,
+        retry_for=args.retry_for,
     )
     try:
         asyncio.run(serve_mcp_proxy(options))

@@ -1,4 +1,4 @@
-"""Operator commands of the ``tapgate`` CLI: serve, db upgrade, pending, resolve, grants.
+"""Operator commands of the ``tapgate`` CLI: db upgrade, pending, resolve, grants.
 
 They open the same store the server uses (SQLite file or PostgreSQL), so an
 operator can act while the server runs; a decision made here reaches a
@@ -8,7 +8,10 @@ approver check, and the audit line says so.
 
 pending, resolve, grants and audit (:mod:`~tapgate.bot.cli.audit`) never
 create or migrate a database (:mod:`tapgate.bot.cli.database` opens it as it
-is); ``tapgate db upgrade`` does both.
+is); ``tapgate db upgrade`` does both. All of them load only the config's
+``store`` section and approver names (``load_store_config``), so they run
+where the chat secrets' variables are unset. ``serve`` is
+:mod:`~tapgate.bot.cli.serve`.
 """
 
 from __future__ import annotations
@@ -16,11 +19,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from tapgate.bot.cli.database import store_errors, with_gate
+from tapgate.bot.cli.text import format_time, paint, readable_duration
 from tapgate.bot.config import Config
 from tapgate.core.gate import Gate
 from tapgate.core.models import Grant, Request
@@ -34,29 +37,7 @@ __all__ = [
     "grants_revoke",
     "pending",
     "resolve",
-    "serve",
 ]
-
-
-def serve(args: argparse.Namespace, config: Config) -> int:
-    """Run the server until SIGTERM / SIGINT, then shut down gracefully."""
-    from aiohttp import web
-
-    from tapgate.bot.access_log import AccessLogger
-    from tapgate.bot.app import build_app
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    host = args.host or config.server.host
-    port = args.port or config.server.port
-    web.run_app(
-        build_app(config),
-        host=host,
-        port=port,
-        shutdown_timeout=15,
-        access_log_class=AccessLogger,
-        print=lambda text: print(text, flush=True),
-    )
-    return 0
 
 
 def db_upgrade(url: str) -> int:
@@ -86,9 +67,10 @@ def pending(args: argparse.Namespace, config: Config) -> int:
         print("no pending requests")
     now = datetime.now(UTC)
     for r in found:
-        left = max(0, int((r.expires_at - now).total_seconds()))
+        left = readable_duration((r.expires_at - now).total_seconds())
         print(
-            f"{r.id}  {r.agent}  {r.tool}  expires in {left}s  "
+            f"{paint(r.id, 'bold')}  {r.agent}  {r.tool}  "
+            f"expires in {left} ({format_time(r.expires_at)})  "
             f"approvers: {', '.join(r.approvers) or '(none)'}  rule: {r.rule}"
         )
     return 0

@@ -20,10 +20,16 @@ from tapgate import __version__
 from tapgate.bot.cli.agent import add_agent_commands
 from tapgate.bot.cli.commands import COMMANDS
 
-__all__ = ["DESCRIPTION", "SUBCOMMANDS", "build_parser"]
+__all__ = ["DESCRIPTION", "EPILOG", "SUBCOMMANDS", "build_parser"]
 
 DESCRIPTION = (
-    "The ``tapgate`` command line: run the server, check a config, explain a verdict, operate."
+    "tapgate: an approval gate for AI-agent tool calls. Run the server, check a config, "
+    "explain a verdict, and operate on requests, grants and the audit log."
+)
+EPILOG = (
+    "Exit status: 0 done, 2 bad input, a config mistake or a database that cannot be used "
+    "(one line on stderr, naming the YAML path). `tapgate COMMAND --help` describes each "
+    "command; docs/configuration.md the config file."
 )
 """What ``tapgate --help`` says first."""
 
@@ -35,8 +41,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     added (``hook`` and ``run`` come together); without it (``--help``, a
     mistyped name) every one is.
     """
-    parser = argparse.ArgumentParser(prog="tapgate", description=DESCRIPTION)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser = argparse.ArgumentParser(prog="tapgate", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"%(prog)s {__version__}",
+        help="print the installed version and exit",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     names = list(SUBCOMMANDS) if command is None else [command]
     for add in dict.fromkeys(SUBCOMMANDS[name] for name in names):  # hook and run: one builder
@@ -66,7 +77,11 @@ def _explain(sub: Any) -> None:
     _config_option(explain)
     explain.add_argument("--tool", required=True, help="tool name")
     explain.add_argument("--args", default="{}", help="tool arguments as a JSON object")
-    explain.add_argument("--agent", default="default", help="agent name (for per-agent rules)")
+    explain.add_argument(
+        "--agent",
+        help="an agent from the config's agents (applies its per-agent rules; "
+        "default: global rules only)",
+    )
     explain.add_argument("--risk", choices=RISKS, help="the risk the tool declares")
     explain.add_argument("--json", action="store_true", help="print a JSON object")
     explain.set_defaults(func=COMMANDS["explain"])
@@ -74,16 +89,21 @@ def _explain(sub: Any) -> None:
 
 def _serve(sub: Any) -> None:
     serve = sub.add_parser("serve", help="run the webhook server and agent API")
-    _config_option(serve)
+    _config_option(serve, required=True)
     serve.add_argument("--host", help="interface to bind (default: server.host)")
-    serve.add_argument("--port", type=int, help="port (default: server.port)")
+    serve.add_argument("--port", help="TCP port, 1-65535 (default: server.port)")
     serve.set_defaults(func=COMMANDS["serve"])
 
 
 def _pending(sub: Any) -> None:
     pending = sub.add_parser("pending", help="list requests waiting for a decision")
     _config_option(pending)
-    pending.add_argument("--limit", type=int, default=100)
+    pending.add_argument(
+        "--limit",
+        type=_positive,
+        default=100,
+        help="show at most this many (default: %(default)s)",
+    )
     pending.add_argument("--json", action="store_true", help="one JSON object per line")
     pending.set_defaults(func=COMMANDS["pending"])
 
@@ -92,11 +112,33 @@ def _resolve(sub: Any) -> None:
     resolve = sub.add_parser("resolve", help="decide a request by hand (audited break-glass)")
     _config_option(resolve)
     resolve.add_argument("id", help="request id")
-    resolve.add_argument("verdict", choices=("approve", "deny"))
-    resolve.add_argument("--as", dest="as_", required=True, help="the approver deciding")
-    resolve.add_argument("--reason", help="told to the agent")
-    resolve.add_argument("--scope", choices=("once", "session", "always"), default="once")
+    resolve.add_argument(
+        "verdict", choices=("approve", "deny"), help="approve: the call runs; deny: it does not"
+    )
+    resolve.add_argument(
+        "--as",
+        dest="as_",
+        metavar="NAME",
+        required=True,
+        help="the approver deciding, a name from the config's approvers (audited)",
+    )
+    resolve.add_argument("--reason", help="told to the agent (and the answer to a question)")
+    resolve.add_argument(
+        "--scope",
+        choices=("once", "session", "always"),
+        default="once",
+        help="with approve: once (this call), session (matching calls in its session) or "
+        "always (matching calls of this agent); default: once",
+    )
     resolve.set_defaults(func=COMMANDS["resolve"])
+
+
+def _inbox(sub: Any) -> None:
+    inbox = sub.add_parser("inbox", help="decide pending requests from this terminal, one key each")
+    _config_option(inbox)
+    inbox.add_argument("--as", dest="as_", required=True, help="the approver deciding")
+    inbox.add_argument("--interval", type=float, default=1.0, help="seconds between refreshes")
+    inbox.set_defaults(func=COMMANDS["inbox"])
 
 
 def _grants(sub: Any) -> None:
@@ -105,12 +147,14 @@ def _grants(sub: Any) -> None:
     listing = grants_sub.add_parser("list", help="list grants")
     _config_option(listing)
     listing.add_argument("--all", action="store_true", help="include revoked and expired")
-    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--json", action="store_true", help="one JSON object per line")
     listing.set_defaults(func=COMMANDS["grants list"])
     revoke = grants_sub.add_parser("revoke", help="revoke a grant")
     _config_option(revoke)
     revoke.add_argument("id", help="grant id")
-    revoke.add_argument("--as", dest="as_", default="operator", help="who revokes (audited)")
+    revoke.add_argument(
+        "--as", dest="as_", metavar="NAME", default="operator", help="who revokes (audited)"
+    )
     revoke.set_defaults(func=COMMANDS["grants revoke"])
 
 
@@ -131,7 +175,9 @@ def _audit(sub: Any) -> None:
         "verify", help="check the hash chain; exit 1 and name the first broken link"
     )
     # Placed before or after `verify`: a default here would replace the one `audit` parsed.
-    verify.add_argument("--config", default=argparse.SUPPRESS, help="YAML config file")
+    verify.add_argument(
+        "--config", metavar="FILE", default=argparse.SUPPRESS, help="YAML config file"
+    )
     verify.add_argument(
         "--file", help="check an exported `tapgate audit --format jsonl` copy ('-': stdin)"
     )
@@ -161,6 +207,7 @@ SUBCOMMANDS: dict[str, Callable[[Any], None]] = {
     "serve": _serve,
     "pending": _pending,
     "resolve": _resolve,
+    "inbox": _inbox,
     "grants": _grants,
     "audit": _audit,
     "hook": _agent,
@@ -170,9 +217,21 @@ SUBCOMMANDS: dict[str, Callable[[Any], None]] = {
 """Each first word of a command line and what adds its parser, in ``--help``'s order."""
 
 
-def _config_option(parser: argparse.ArgumentParser) -> None:
+def _config_option(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
+    default = "serve refuses to start without one" if required else "none: built-in defaults"
     parser.add_argument(
         "--config",
+        metavar="FILE",
         default=os.environ.get("TAPGATE_CONFIG"),
-        help="YAML config file (default: $TAPGATE_CONFIG; none = built-in defaults)",
+        help=f"YAML config file (default: $TAPGATE_CONFIG; {default})",
     )
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value

@@ -2,9 +2,12 @@
 
 One module per step and per section, so each is found in one guess:
 
-- :mod:`~tapgate.bot.config.loading`: ``load_config`` / ``parse_config`` (YAML, duplicate keys)
+- :mod:`~tapgate.bot.config.loading`: ``load_config`` / ``parse_config`` (YAML, duplicate keys),
+  ``load_store_config`` (the store and approver names only, for the operator's commands)
 - :mod:`~tapgate.bot.config.substitution`: ``${VAR}`` / ``${VAR:-default}`` substitution
 - :mod:`~tapgate.bot.config.model`: ``Config``, its cross-section checks, ``policy_spec()``
+- :mod:`~tapgate.bot.config.reach`: every approver the policy asks is reachable on a channel
+- :mod:`~tapgate.bot.config.quorum`: a quorum a rule can reach, escalation to somebody
 - :mod:`~tapgate.bot.config.server`, :mod:`~tapgate.bot.config.agents`,
   :mod:`~tapgate.bot.config.approvers`, :mod:`~tapgate.bot.config.channels`,
   :mod:`~tapgate.bot.config.policy`: one section each
@@ -20,7 +23,7 @@ from tapgate.bot.config.approvers import ApproverConfig
 from tapgate.bot.config.channels import ChannelsConfig, ConsoleConfig, LineConfig, SlackConfig
 from tapgate.bot.config.errors import format_path
 from tapgate.bot.config.fields import display_url, parse_duration
-from tapgate.bot.config.loading import load_config, parse_config
+from tapgate.bot.config.loading import load_config, load_store_config, parse_config
 from tapgate.bot.config.model import Config
 from tapgate.bot.config.policy import (
     AgentPolicyConfig,
@@ -49,6 +52,7 @@ __all__ = [
     "display_url",
     "format_path",
     "load_config",
+    "load_store_config",
     "parse_config",
     "parse_duration",
 ]

@@ -8,21 +8,56 @@ runs them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from typing import Annotated
+
+from pydantic import AfterValidator
+from pydantic_core import PydanticCustomError
 
 from tapgate.bot.config.errors import format_path
 from tapgate.bot.config.fields import NonEmptyStr, Section
 from tapgate.errors import ConfigError
 
-__all__ = ["ApproverConfig", "check_approvers"]
+__all__ = ["ApproverConfig", "LineUserId", "SlackUserId", "check_approvers"]
+
+_LINE_USER = re.compile(r"U[0-9a-f]{32}")
+_SLACK_USER = re.compile(r"[UW][A-Z0-9]+")
+
+
+def _line_user(value: str) -> str:
+    # A wrong id is accepted by LINE's push API only to fail later, and never
+    # matches a tap: the approver would silently be unreachable.
+    if not _LINE_USER.fullmatch(value):
+        raise PydanticCustomError(
+            "line_id",
+            "expected a LINE user id: U and 32 lower-case hex digits (send 'id' to the bot)",
+        )
+    return value
+
+
+def _slack_user(value: str) -> str:
+    if not _SLACK_USER.fullmatch(value):
+        raise PydanticCustomError(
+            "slack_id",
+            "expected a Slack member id: U or W, then upper-case letters and digits "
+            "(profile → ⋮ → Copy member ID)",
+        )
+    return value
+
+
+LineUserId = Annotated[NonEmptyStr, AfterValidator(_line_user)]
+"""A LINE user id as webhook events carry it: ``U`` + 32 lower-case hex digits."""
+SlackUserId = Annotated[NonEmptyStr, AfterValidator(_slack_user)]
+"""A Slack member id: ``U`` or ``W`` (Enterprise Grid), then upper-case letters and digits."""
 
 
 class ApproverConfig(Section):
     """A person who may approve, with a user id per platform and optional groups."""
 
     name: NonEmptyStr
-    line: NonEmptyStr | None = None
-    slack: NonEmptyStr | None = None
+    line: LineUserId | None = None
+    slack: SlackUserId | None = None
     slack_team: NonEmptyStr | None = None
     groups: tuple[NonEmptyStr, ...] = ()
 

@@ -12,6 +12,7 @@ them too.
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import re
 from typing import Annotated, Any
@@ -32,6 +33,7 @@ __all__ = [
     "MAX_DURATION",
     "MIN_TOKEN_LENGTH",
     "Duration",
+    "Glob",
     "HttpUrl",
     "NonEmptyStr",
     "Port",
@@ -137,6 +139,33 @@ def _token_text(value: Any) -> Any:
     return value
 
 
+def _glob(value: str) -> str:
+    """A tool or argument glob, compiled now so that a broken one fails the load.
+
+    ``fnmatch`` reads an unclosed ``[`` as a literal bracket, so ``deploy_[``
+    would quietly match only the text ``deploy_[``: almost always a typo. The
+    docs' way to match a literal ``[`` is ``[[]``, which stays valid.
+    """
+    index = 0
+    while index < len(value):
+        if value[index] == "[":
+            end = index + 1
+            end += value[end : end + 1] == "!"
+            end += value[end : end + 1] == "]"
+            end = value.find("]", end)
+            if end < 0:
+                raise _custom_error(
+                    "glob", f"unclosed [ at position {index + 1} (write [[] for a literal [)"
+                )
+            index = end
+        index += 1
+    try:
+        re.compile(fnmatch.translate(value), re.DOTALL)
+    except re.error as exc:  # e.g. a range written backwards in a newer fnmatch
+        raise _custom_error("glob", f"not a valid glob: {exc}") from None
+    return value
+
+
 def _http_url(value: str) -> str:
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -184,6 +213,9 @@ Secret = Annotated[SecretStr, BeforeValidator(_secret_text)]
 
 Token = Annotated[SecretStr, BeforeValidator(_token_text)]
 """An agent's bearer token: long enough that guessing it is hopeless."""
+
+Glob = Annotated[str, AfterValidator(_non_empty), AfterValidator(_glob)]
+"""A tool name or glob, or an argument glob (``fnmatch``: ``*``, ``?``, ``[abc]``, ``[!abc]``)."""
 
 HttpUrl = Annotated[str, AfterValidator(_http_url)]
 StoreUrl = Annotated[str, AfterValidator(_store_url)]

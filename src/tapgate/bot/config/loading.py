@@ -28,7 +28,7 @@ from tapgate.bot.config.model import Config
 from tapgate.bot.config.substitution import interpolate
 from tapgate.errors import ConfigError
 
-__all__ = ["load_config", "parse_config"]
+__all__ = ["load_config", "load_store_config", "parse_config"]
 
 
 def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Config:
@@ -37,7 +37,42 @@ def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = No
     ``env`` supplies ``${VAR}`` values (default: ``os.environ``) so tests and
     tools can load a config without touching the process environment.
     """
-    file = os.fspath(path)
+    return parse_config(_read_yaml(os.fspath(path)), env)
+
+
+def load_store_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Config:
+    """The file's ``store`` section and approver names only, as a :class:`Config`.
+
+    For the commands that work on the database (``pending``, ``resolve``,
+    ``grants``, ``audit``, ``db upgrade``): they run on an operator's shell,
+    where the chat secrets' and agent tokens' variables are rightly unset, so
+    nothing else in the file is interpolated or checked. The rest of the
+    returned config holds the defaults; it is not the server's config.
+    """
+    return parse_config(_store_part(_read_yaml(os.fspath(path))), env)
+
+
+def _store_part(data: object) -> object:
+    if not isinstance(data, dict):
+        return data  # refused by the model with its usual message
+    part: dict[str, object] = {}
+    if "store" in data:
+        part["store"] = data["store"]
+    approvers = data.get("approvers")
+    if isinstance(approvers, list):
+        part["approvers"] = [
+            {k: v for k, v in entry.items() if k in ("name", "groups")}
+            if isinstance(entry, dict)
+            else entry
+            for entry in approvers
+        ]
+    elif approvers is not None:
+        part["approvers"] = approvers
+    return part
+
+
+def _read_yaml(file: str) -> object:
+    """The YAML document in ``file``; every failure a one-line :class:`ConfigError`."""
     try:
         with open(file, encoding="utf-8") as handle:
             text = handle.read()
@@ -54,7 +89,7 @@ def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = No
         raise ConfigError("", _yaml_message(file, exc)) from None
     except yaml.YAMLError as exc:
         raise ConfigError("", f"{file}: invalid YAML: {exc}") from None
-    return parse_config(data, env)
+    return data
 
 
 def parse_config(data: object, env: Mapping[str, str] | None = None) -> Config:

@@ -20,6 +20,7 @@ from tapgate.bot.config.approvers import ApproverConfig, check_approvers
 from tapgate.bot.config.channels import ChannelsConfig
 from tapgate.bot.config.fields import Section
 from tapgate.bot.config.policy import PolicyConfig, check_policy, policy_spec
+from tapgate.bot.config.reach import check_reachable
 from tapgate.bot.config.server import ServerConfig, StoreConfig
 from tapgate.core.directory import Approver, Directory
 from tapgate.core.rules import PolicySpec
@@ -49,6 +50,7 @@ class Config(Section):
         check_agents(self.agents)
         check_approvers(self.approvers)
         check_policy(self.policy, self.approvers, self.agents)
+        check_reachable(self.policy, self.approvers, self.enabled_channels)
         return self
 
     @property

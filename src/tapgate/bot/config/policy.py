@@ -20,14 +20,22 @@ from tapgate.bot.config.approvers import ApproverConfig
 from tapgate.bot.config.errors import Loc, format_path
 from tapgate.bot.config.fields import (
     Duration,
+    Glob,
     NonEmptyStr,
     PositiveInt,
     Section,
     parse_duration,
 )
-from tapgate.bot.config.reach import DEFAULT_REMIND_EVERY, check_reach
-from tapgate.core.models import Action, Risk, Verdict
-from tapgate.core.rules import DEFAULT_RISK_ACTIONS, PolicySpec, Rule, ToolSpec
+from tapgate.bot.config.quorum import DEFAULT_REMIND_EVERY, check_reach
+from tapgate.core.models import Action, Risk, Scope, Verdict
+from tapgate.core.rules import (
+    ALL_SCOPES,
+    DEFAULT_ALWAYS_TTL,
+    DEFAULT_RISK_ACTIONS,
+    PolicySpec,
+    Rule,
+    ToolSpec,
+)
 from tapgate.errors import ConfigError
 
 __all__ = [
@@ -78,6 +86,17 @@ def _interval_or_off(value: Any) -> float:
 RemindEvery = Annotated[float, BeforeValidator(_interval_or_off)]
 """A reminder interval: a duration, or ``0`` / ``off`` for no reminders."""
 
+
+def _remember(value: tuple[Scope, ...]) -> tuple[Scope, ...]:
+    if "once" not in value:
+        # A once-approval is what every card offers: without it nobody could approve at all.
+        raise PydanticCustomError("remember", "must include once (approving this call only)")
+    return value
+
+
+Remember = Annotated[tuple[Scope, ...], AfterValidator(_remember)]
+"""What an approver may remember: ``[once, session]`` forbids "Always allow"."""
+
 WritablePath = Annotated[str, AfterValidator(_writable_path)]
 HiddenPath = Annotated[str, AfterValidator(_absolute_path)]
 
@@ -103,14 +122,16 @@ class ToolConfig(Section):
     prefix_words: PositiveInt = 2
     paths: tuple[NonEmptyStr, ...] | None = None
     sandbox: SandboxConfig | None = None
+    remember: Remember | None = None
+    always_ttl: Duration | None = None
 
 
 class RuleConfig(Section):
     """One policy rule: tool glob, argument globs, action, and who to ask."""
 
-    tool: NonEmptyStr
+    tool: Glob
     action: Action
-    args: dict[NonEmptyStr, NonEmptyStr] = Field(default_factory=dict)
+    args: dict[NonEmptyStr, Glob] = Field(default_factory=dict)
     approvers: tuple[NonEmptyStr, ...] = ()
     timeout: Duration | None = None
     reason: str | None = None
@@ -119,6 +140,8 @@ class RuleConfig(Section):
     remind_every: RemindEvery | None = None
     escalate_after: Duration | None = None
     escalate_to: tuple[NonEmptyStr, ...] = ()
+    remember: Remember | None = None
+    always_ttl: Duration | None = None
 
 
 class AgentPolicyConfig(Section):
@@ -139,9 +162,11 @@ class PolicyConfig(Section):
     escalate_to: tuple[NonEmptyStr, ...] = ()
     self_approval: bool = True
     risk_defaults: dict[Risk, Action] = Field(default_factory=dict)
-    tools: dict[NonEmptyStr, ToolConfig] = Field(default_factory=dict)
+    tools: dict[Glob, ToolConfig] = Field(default_factory=dict)
     rules: tuple[RuleConfig, ...] = ()
     agents: dict[NonEmptyStr, AgentPolicyConfig] = Field(default_factory=dict)
+    remember: Remember = ("once", "session", "always")
+    always_ttl: Duration = DEFAULT_ALWAYS_TTL
 
 
 def _rules(rules: Sequence[RuleConfig], loc: tuple[str, ...]) -> tuple[Rule, ...]:
@@ -153,6 +178,8 @@ def _rules(rules: Sequence[RuleConfig], loc: tuple[str, ...]) -> tuple[Rule, ...
             approvers=rule.approvers,
             timeout=rule.timeout,
             reason=rule.reason,
+            remember=_scopes(rule.remember),
+            always_ttl=rule.always_ttl,
             source=format_path((*loc, index)),
             quorum=rule.quorum,
             self_approval=rule.self_approval,
@@ -214,6 +241,8 @@ def policy_spec(
             fingerprint=tool.fingerprint,
             prefix_words=tool.prefix_words,
             paths=tool.paths,
+            remember=_scopes(tool.remember),
+            always_ttl=tool.always_ttl,
             source=format_path(("policy", "tools", name)),
         )
         for name, tool in policy.tools.items()
@@ -235,6 +264,8 @@ def policy_spec(
         escalate_to=policy.escalate_to,
         self_approval=policy.self_approval,
         owners={agent.name: agent.owner for agent in agent_configs if agent.owner},
+        remember=_scopes(policy.remember) or ALL_SCOPES,
+        always_ttl=policy.always_ttl,
     )
 
 
@@ -243,3 +274,7 @@ def _remind_every(policy: PolicyConfig, remind_after: float | None) -> float:
     if policy.remind_every is not None:
         return policy.remind_every
     return remind_after if remind_after is not None else DEFAULT_REMIND_EVERY
+
+
+def _scopes(remember: Sequence[Scope] | None) -> frozenset[Scope] | None:
+    return None if remember is None else frozenset(remember)

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from tapgate.core.store import audit, events
+from tapgate.core.store import audit, events, numbering
 from tapgate.core.store import engine as _engine
-from tapgate.core.store.lifecycle import Change, Transition, lock_decisions
+from tapgate.core.store.lifecycle import Change, Transition
 from tapgate.core.store.rows import request_from_row
 from tapgate.core.store.schema import approvals, requests
 
@@ -59,7 +59,7 @@ class Approve:
         if (conn.execute(quorum).scalar() or 1) <= 1:
             return change(conn)
         # Locks in every decider's order: the decision counter, then the request's row.
-        lock_decisions(conn)
+        numbering.bump(conn)  # the decision counter's lock first, as every decision takes it
         locked = select(requests).where(requests.c.id == change.request_id).with_for_update()
         row = conn.execute(locked).mappings().first()
         current = request_from_row(row) if row is not None else None

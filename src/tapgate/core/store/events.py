@@ -4,8 +4,10 @@ LINE (and any platform that retries a webhook it thinks was lost) sends the
 same event again with the same id. The id is remembered in the transaction
 that applies the event (a tap's decision, see
 :mod:`tapgate.core.store.lifecycle`), so a redelivery can neither decide twice
-nor be lost between "seen" and "decided". The heartbeat forgets ids long after
-platforms stop redelivering them.
+nor be lost between "seen" and "decided". The same transaction deletes the
+event's row from the webhook inbox (:mod:`tapgate.core.store.inbox`), so an
+event is "stored, not yet applied" or "applied", never both. The heartbeat
+forgets ids long after platforms stop redelivering them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from datetime import datetime
 from sqlalchemy import Connection, delete
 from sqlalchemy.dialects import postgresql, sqlite
 
+from tapgate.core.store.inbox import settle
 from tapgate.core.store.prepared import Prepared
 from tapgate.core.store.schema import webhook_events
 
@@ -28,8 +31,13 @@ _REMEMBER = {
 
 
 def remember(conn: Connection, source: str, event_id: str, now: datetime) -> bool:
-    """Record ``(source, event_id)``; ``False`` if it was there already (a redelivery)."""
+    """Record ``(source, event_id)``; ``False`` if it was there already (a redelivery).
+
+    Either way the event is applied once this transaction commits: its inbox
+    row, if it has one, goes with it (a replay of an applied event settles it).
+    """
     seen = {"source": source, "event_id": event_id, "received_at": now}
+    settle(conn, source, event_id)
     return _REMEMBER[conn.dialect.name].rowcount(conn, seen) == 1
 
 

@@ -11,18 +11,17 @@ request is decided: the dispatcher sends only rows whose request is still
 pending (one UPDATE less on the hot path).
 
 Creation lives here too, because asking can end an old life: an identical
-pending request is reused, and an overdue one is expired on the way. An
-identical call asked again after a decision finds that decision (DESIGN.md
-decision 12): an approval of scope once not yet consumed is consumed by it
-(one execution per approval), and a denial still within its request's life
-answers it again, so re-issuing a denied call pings nobody.
+pending request is reused, an overdue one expired on the way. An identical
+call asked after a decision finds it (DESIGN.md decision 12): an unconsumed
+once-approval is consumed by it (one execution per approval), and a live
+denial answers it again, so re-issuing a denied call pings nobody.
 
 Every decision is numbered (``decided_seq``) for the agents' decided-since
-cursor. The number comes from the one-row ``decision_seq`` table, bumped in
-the deciding transaction: on PostgreSQL the bump holds the row's lock until
-commit, so numbers are handed out in commit order and a reader that saw
-number n can never later find a smaller one appear. All requests expired by
-one statement share one number (the cursor orders by number, then id).
+cursor, from the one-row ``decision_seq`` table bumped in the deciding
+transaction: on PostgreSQL the bump holds the row's lock until commit, so
+numbers follow commit order and a reader that saw n never later finds a
+smaller one. The decisions of one transaction (a bulk expiry, an "Approve
+all") share one number (the cursor orders by number, then id).
 """
 
 from __future__ import annotations
@@ -34,17 +33,14 @@ from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import (
-    ColumnElement,
     Connection,
     String,
     bindparam,
     cast,
     exists,
     func,
-    literal,
     select,
     text,
-    true,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -52,12 +48,13 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 from tapgate.core.limits import NO_LIMITS, AgentLimits
 from tapgate.core.models import Delivery, Grant, Request, Scope
-from tapgate.core.store import audit, events, grants, outbox
+from tapgate.core.store import audit, events, grants, numbering, outbox
 from tapgate.core.store import requests as _requests
+from tapgate.core.store.expiry import expire
 from tapgate.core.store.grants import GrantKey
 from tapgate.core.store.prepared import Prepared
 from tapgate.core.store.rows import request_from_row, request_to_row
-from tapgate.core.store.schema import UTCDateTime, batches, decision_seq, requests
+from tapgate.core.store.schema import UTCDateTime, requests
 from tapgate.errors import StoreError
 
 __all__ = [
@@ -70,9 +67,6 @@ __all__ = [
     "create",
     "expire",
     "expire_one",
-    "expire_overdue",
-    "give_up",
-    "lock_decisions",
 ]
 
 Outcome = Literal[
@@ -94,9 +88,8 @@ TargetStatus = Literal["approved", "denied", "cancelled"]
 class Created:
     """The result of asking: a covering grant, or the request and whether it is new.
 
-    ``grant`` is set (and ``request`` is ``None``) when an active grant covers
-    the call. ``expired`` lists an identical request found overdue and expired
-    on the way, so the caller can announce it.
+    ``grant`` is set (``request`` ``None``) when an active grant covers the call;
+    ``expired`` lists an identical request expired on the way, to announce.
     """
 
     request: Request | None
@@ -129,9 +122,8 @@ class Transition:
     outcome: Outcome
 
 
-# Statements are built once and executed with parameters: building
-# ``insert(t).values({...})`` per call costs more than running it on SQLite.
-# An identical pending request is reused: the partial unique index decides.
+# Statements built once (building one per call costs more than running it on
+# SQLite). An identical pending request is reused: the partial unique index decides.
 _PENDING_CALL: dict[str, Any] = {
     "index_elements": ["agent", "session", "tool", "args_digest"],
     # A literal predicate: PostgreSQL infers the partial index from it even in a
@@ -176,12 +168,6 @@ _CONSUME = (
     )
     .values(consumed_at=bindparam("b_now", type_=UTCDateTime))
 )
-# Numbering decisions: bump the one counter row (its lock orders commits), then
-# read it back in the statement that decides.
-_BUMP_PREPARED = Prepared(
-    update(decision_seq).where(decision_seq.c.id == 1).values(n=decision_seq.c.n + 1)
-)
-_SEQ = select(decision_seq.c.n).where(decision_seq.c.id == 1).scalar_subquery()
 _DECIDE = (
     update(requests)
     .where(
@@ -196,14 +182,14 @@ _DECIDE = (
         resolution_reason=bindparam("b_reason"),
         resolution_detail=bindparam("b_detail"),
         scope=bindparam("b_scope"),
-        decided_seq=_SEQ,
+        decided_seq=numbering.SEQ,
     )
     .returning(*requests.c)
 )
-# The tapper must be one of the request's approvers: checked in the same UPDATE,
-# as an exact, case-sensitive match of one element of the JSON list. (A LIKE on
-# the JSON text was not: SQLite's LIKE ignores ASCII case, so "alice" could decide
-# for "Alice", and a name with a quote in it could match inside another.)
+# The tapper must be one of the request's approvers: checked in the same UPDATE, as
+# an exact, case-sensitive match of one element of the JSON list. (A LIKE on the JSON
+# text was not: SQLite's LIKE ignores ASCII case, so "alice" could decide for "Alice",
+# and a name with a quote in it could match inside another.)
 _APPROVERS = func.json_each(requests.c.approvers).table_valued("value")
 _DECIDE_AS_APPROVER = {
     "sqlite": _DECIDE.where(exists().where(_APPROVERS.c.value == bindparam("b_approver"))),
@@ -227,14 +213,6 @@ _APPROVE_AS_APPROVER_PREPARED = {
     )
     for name, statement in _DECIDE_AS_APPROVER.items()
 }
-# A batch member's decision makes the batch's cards stale (see store.batch_outbox).
-_BUMP_BATCH = (
-    update(batches)
-    .where(batches.c.id == bindparam("b_batch"))
-    .values(version=batches.c.version + 1)
-)
-# {"on_timeout": "deny"} built in SQL, so a bulk expiry stays one statement.
-_ON_TIMEOUT_DETAIL = literal('{"on_timeout": "') + requests.c.on_timeout + literal('"}')
 
 
 def create(
@@ -328,6 +306,7 @@ class Change:
     event: tuple[str, str] | None = None
     approvals: int = 1
     """Distinct approvals counted for an approval (see ``store.approvals``)."""
+    in_batch: bool = False  # batches.decide_all numbers and marks stale once per transaction
 
     def __call__(self, conn: Connection) -> Transition:
         if self.event is not None and not events.remember(conn, *self.event, self.now):
@@ -341,7 +320,8 @@ class Change:
             "b_scope": self.scope,
             "b_detail": json.dumps(self.detail, sort_keys=True) if self.detail else None,
         }
-        _BUMP_PREPARED.rowcount(conn, {})
+        if not self.in_batch:
+            numbering.bump(conn)
         statement = _DECIDE_PREPARED
         if self.approver_check:
             statement = _DECIDE_AS_APPROVER_PREPARED[conn.dialect.name]
@@ -353,7 +333,8 @@ class Change:
         if not rows:
             return self._not_applied(conn)
         decided = request_from_row(rows[0])
-        _bump_batches(conn, [decided])
+        if not self.in_batch:
+            numbering.stale_batches(conn, [decided])
         grant = self.grant(decided) if self.grant is not None else None
         if grant is not None:  # the decision itself is audited by a trigger
             grants.add(conn, grant, request_id=self.request_id, by=self.by, now=self.now)
@@ -389,64 +370,6 @@ class Change:
         audit.write(conn, self.now, "refused", self.request_id, self.by, detail)
 
 
-def lock_decisions(conn: Connection) -> None:
-    """Take the decision counter's lock first, as every deciding transaction does (no deadlock)."""
-    _BUMP_PREPARED.rowcount(conn, {})
-
-
-def expire(conn: Connection, ids: list[str], now: datetime) -> list[Request]:
-    """Expire those of ``ids`` still pending and overdue; the requests this expired."""
-    overdue = requests.c.expires_at <= now
-    return _end_by_timeout_verdict(conn, ids, now, overdue, by="timeout", reason=None)
-
-
-UNREACHABLE = "no approver could be reached"
-"""The reason of a request ended because every message to its approvers failed for good."""
-
-
-def give_up(conn: Connection, ids: list[str], now: datetime) -> list[Request]:
-    """End those of ``ids`` still pending by their ``on_timeout`` verdict: nobody can answer.
-
-    Audited (by the trigger) as an expiry by ``unreachable``, with the reason
-    the agent reads; a request decided meanwhile is left as it is.
-    """
-    return _end_by_timeout_verdict(conn, ids, now, true(), by="unreachable", reason=UNREACHABLE)
-
-
-def _end_by_timeout_verdict(
-    conn: Connection,
-    ids: list[str],
-    now: datetime,
-    condition: ColumnElement[bool],
-    *,
-    by: str,
-    reason: str | None,
-) -> list[Request]:
-    _BUMP_PREPARED.rowcount(conn, {})
-    result = conn.execute(
-        update(requests)
-        .where(requests.c.id.in_(ids), requests.c.status == "pending", condition)
-        .values(
-            status="expired",
-            resolved_at=now,
-            resolved_by=by,
-            resolution_reason=reason,
-            resolution_detail=_ON_TIMEOUT_DETAIL,
-            decided_seq=_SEQ,
-        )
-        .returning(*requests.c)
-    )  # the "expired" audit line is written by a trigger
-    ended = [request_from_row(r) for r in result.mappings()]
-    _bump_batches(conn, ended)
-    return ended
-
-
-def _bump_batches(conn: Connection, decided: Sequence[Request]) -> None:
-    """Mark the cards of the batches these requests belong to as stale (batch members only)."""
-    for batch_id in sorted({r.batch_id for r in decided if r.batch_id is not None}):
-        conn.execute(_BUMP_BATCH, {"b_batch": batch_id})
-
-
 def expire_one(conn: Connection, request_id: str, now: datetime) -> Transition:
     """Expire one request if it is pending and overdue: ``expired``, ``final`` or ``missing``."""
     expired = expire(conn, [request_id], now)
@@ -454,14 +377,3 @@ def expire_one(conn: Connection, request_id: str, now: datetime) -> Transition:
         return Transition(request=expired[0], outcome="expired")
     current = _requests.get(conn, request_id)
     return Transition(request=current, outcome="final" if current else "missing")
-
-
-def expire_overdue(conn: Connection, now: datetime, limit: int) -> list[Request]:
-    """Expire up to ``limit`` overdue pending requests; those this call expired."""
-    query = (
-        select(requests.c.id)
-        .where(requests.c.status == "pending", requests.c.expires_at <= now)
-        .limit(limit)
-    )
-    ids = list(conn.execute(query).scalars())
-    return expire(conn, ids, now) if ids else []

@@ -4,7 +4,7 @@ A permanent delivery failure (a blocked bot, LINE's monthly quota, a Slack
 app removed) is final for that message; when it was the last live message of
 a request (or of a batch's card, for every call on it), no approver will ever
 see the request, and it must not wait for nobody until it expires
-(``lifecycle.give_up`` ends it by its ``on_timeout`` verdict). "Live" is a
+(``expiry.give_up`` ends it by its ``on_timeout`` verdict). "Live" is a
 row still pending (it will be tried again) or sent (someone can tap it).
 """
 

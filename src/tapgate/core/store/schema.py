@@ -41,6 +41,7 @@ __all__ = [
     "outbox",
     "requests",
     "webhook_events",
+    "webhook_inbox",
 ]
 
 
@@ -111,7 +112,7 @@ requests = Table(
     Column("batch_id", String(32)),
     Column("consumed_at", UTCDateTime),
     Column("decided_seq", Integer),
-    # Migration 0006: quorum, separation of duties, repeated reminders, escalation.
+    # Migration 0007: quorum, separation of duties, repeated reminders, escalation.
     # ``approvals`` mirrors the ``approvals`` rows for the cards; the rows decide.
     Column("quorum", Integer, nullable=False, server_default="1"),
     Column("owner", String(200)),
@@ -143,7 +144,7 @@ requests = Table(
     ),
 )
 
-# One row per approval of a request with a quorum (migration 0006): the primary
+# One row per approval of a request with a quorum (migration 0007): the primary
 # key makes a second tap by the same approver count once, and the count of rows
 # (read under the request's row lock) is what completes the quorum.
 approvals = Table(
@@ -266,6 +267,20 @@ webhook_events = Table(
     Column("event_id", String(100), primary_key=True),
     Column("received_at", UTCDateTime, nullable=False),
     Index("ix_webhook_events_received_at", "received_at"),
+)
+
+# Verified webhook events stored before the platform gets its 200 (DESIGN.md
+# decision 17), deleted in the transaction that applies them: what is here was
+# acknowledged and not yet applied (migration 0006).
+webhook_inbox = Table(
+    "webhook_inbox",
+    metadata,
+    Column("source", String(16), primary_key=True),
+    Column("event_id", String(100), primary_key=True),
+    Column("payload", Text, nullable=False),
+    Column("received_at", UTCDateTime, nullable=False),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Index("ix_webhook_inbox_received_at", "received_at"),
 )
 
 # Calls an agent named itself (HumanLayer's call_id): the body it sent, and

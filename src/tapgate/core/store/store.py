@@ -5,18 +5,9 @@ each operation as one transaction on its runner (see
 :mod:`tapgate.core.store.engine`): reads with ``runner.read``, writes with
 ``runner.run``. What each operation does lives with its concept:
 
-- :mod:`~tapgate.core.store.lifecycle`: creating requests and every change of
-  their status (compare-and-set decisions, expiry);
-- :mod:`~tapgate.core.store.requests`: reading requests;
-- :mod:`~tapgate.core.store.grants`, :mod:`~tapgate.core.store.reminders`,
-  :mod:`~tapgate.core.store.events` (webhook event ids),
-  :mod:`~tapgate.core.store.audit` (and its hash chain, checked by
-  :meth:`Store.verify_audit`);
-- ``store.outbox`` (:mod:`~tapgate.core.store.outbox`) and ``store.calls``
-  (:mod:`~tapgate.core.store.calls`), reached as attributes.
-
-The methods stay here, thin, so that callers see one object and the concept
-modules stay free of runners and of ``async``.
+``lifecycle``, ``expiry``, ``requests``, ``grants``, ``reminders``, ``events``,
+``audit``, ``batches``; ``store.outbox`` / ``calls`` / ``inbox`` are attributes.
+Methods stay here, thin: callers see one object, concept modules no ``async``.
 """
 
 from __future__ import annotations
@@ -33,13 +24,23 @@ from sqlalchemy.exc import IntegrityError
 from tapgate.core.audit_chain import ChainRow, Verdict, Verifier
 from tapgate.core.limits import NO_LIMITS, AgentLimits
 from tapgate.core.models import AuditEntry, Delivery, Grant, Request, RequestStatus, Scope
-from tapgate.core.store import audit, batches, events, grants, lifecycle, reach, reminders
+from tapgate.core.store import (
+    audit,
+    batches,
+    events,
+    expiry,
+    grants,
+    lifecycle,
+    reach,
+    reminders,
+)
 from tapgate.core.store import engine as _engine
 from tapgate.core.store import requests as _requests
 from tapgate.core.store.approvals import Approvals
 from tapgate.core.store.batches import Ask, Batch, ItemFor
 from tapgate.core.store.calls import ClientCalls
 from tapgate.core.store.grants import GrantKey
+from tapgate.core.store.inbox import WebhookInbox
 from tapgate.core.store.leader import Leadership
 from tapgate.core.store.lifecycle import Created, TargetStatus, Transition
 from tapgate.core.store.notify import DecisionListener
@@ -59,6 +60,7 @@ class Store:
         self.outbox = Outbox(runner)
         self.calls = ClientCalls(runner)
         self.approvals = Approvals(runner)
+        self.inbox = WebhookInbox(runner)
 
     @classmethod
     async def open(cls, url: str, *, migrate: bool = True) -> Store:
@@ -191,6 +193,16 @@ class Store:
         """Mark a once-approval used (the agent was told); True for the first caller only."""
         return await self.runner.run(lambda c: lifecycle.consume(c, request_id, now))
 
+    async def consume_all(self, request_ids: Sequence[str], now: datetime) -> int:
+        """:meth:`consume` for a batch's approvals: one compare-and-set each, one transaction.
+
+        A batch's answer told its agent of 20 approvals in 20 transactions,
+        one after another on the long-poll's path (docs/benchmarks.md).
+        """
+        return await self.runner.run(
+            lambda c: sum(lifecycle.consume(c, i, now) for i in request_ids)
+        )
+
     async def decided_since(
         self, agent: str, after: tuple[int, str] | None, limit: int = 100
     ) -> list[Request]:
@@ -283,7 +295,7 @@ class Store:
 
     async def give_up(self, ids: list[str], now: datetime) -> list[Request]:
         """End pending requests nobody can be reached for, by their ``on_timeout`` verdict."""
-        return await self.runner.run(lambda c: lifecycle.give_up(c, ids, now))
+        return await self.runner.run(lambda c: expiry.give_up(c, ids, now))
 
     async def unreachable_after(self, item_id: int) -> list[str]:
         """The pending requests a just-failed outbox row was the last live message of."""
@@ -291,7 +303,7 @@ class Store:
 
     async def expire_overdue(self, now: datetime, limit: int = 500) -> list[Request]:
         """Expire pending requests whose deadline has passed; returns those this call expired."""
-        return await self.runner.run(lambda c: lifecycle.expire_overdue(c, now, limit))
+        return await self.runner.run(lambda c: expiry.expire_overdue(c, now, limit))
 
     # -- grants ---------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """Quorum, separation of duties, repeated reminders and escalation.
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-11-27
 
 - ``approvals``: one row per (request, approver) of a request with a quorum;
@@ -24,8 +24,8 @@ from alembic import op
 
 from tapgate.core.store.schema import UTCDateTime
 
-revision = "0006"
-down_revision = "0005"
+revision = "0007"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,101 @@
+"""slack-bolt, fenced: the app that routes interactions, and the request it is handed.
+
+Kept apart from ``slack.py`` (which decides what each interaction does)
+because these are the workarounds for how bolt behaves (slack-bolt 1.x, read
+in its source):
+
+- ``AsyncBoltRequest`` parses the body in its constructor, before any
+  middleware: with ``to_bolt_request`` unsigned bytes reach ``json.loads``,
+  and signed payloads of shapes bolt does not expect end in a 500. So the
+  signature is checked first, on the raw bytes, with the gate's clock, and
+  what bolt cannot digest is a 400. Bolt's own check is off: it would use
+  ``time.time()``, and slack_sdk's verifier raises on a non-numeric timestamp.
+- Single-team authorization calls ``auth.test`` before the first listener,
+  inside Slack's 3-second window; a static ``authorize`` calls nothing.
+- ``process_before_response=True``: bolt awaits the listener and only then
+  answers Slack, so a listener can store the tap before its ``ack``; the
+  listener hands its work to a task its webhook owns.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from aiohttp import web
+from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
+from slack_sdk.web.async_client import AsyncWebClient
+
+__all__ = ["Listener", "bolt_request", "build_bolt"]
+
+Listener = Callable[[AsyncAck, dict[str, Any]], Awaitable[BoltResponse]]
+
+
+class _TokenUnusedFilter(logging.Filter):
+    """Drops bolt's "As you gave `client` as well, `token` will be unused." warning.
+
+    ``AsyncApp`` reads ``$SLACK_BOT_TOKEN`` when it is given no token, and the
+    docs tell operators to keep the bot token in exactly that variable; bolt
+    then warns that the token beside our client is unused, on every start,
+    though the token reaches Slack through ``authorize`` as intended.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != warning_client_prioritized_and_token_skipped()
+
+
+def build_bolt(
+    *,
+    signing_secret: str,
+    bot_token: str,
+    client: AsyncWebClient,
+    logger: logging.Logger,
+    actions: Mapping[str, Listener],
+    views: Mapping[str, Listener],
+) -> AsyncApp:
+    """A bolt app routing ``actions`` (by ``action_id``) and ``views`` (by ``callback_id``).
+
+    ``client`` has no token: ``authorize`` supplies it per request (a token on
+    the client too would only make bolt log that it ignores it).
+    """
+
+    # A plain function: bolt fills a bound method's ``self`` with None.
+    async def authorize(enterprise_id: str | None, team_id: str | None) -> AuthorizeResult:
+        return AuthorizeResult(enterprise_id=enterprise_id, team_id=team_id, bot_token=bot_token)
+
+    if not any(isinstance(f, _TokenUnusedFilter) for f in logger.filters):
+        logger.addFilter(_TokenUnusedFilter())
+    bolt = AsyncApp(
+        name="tapgate",
+        logger=logger,
+        signing_secret=signing_secret,
+        client=client,
+        authorize=authorize,
+        request_verification_enabled=False,  # done first, on the raw bytes: see above
+        process_before_response=True,
+    )
+    for action_id, listener in actions.items():
+        bolt.action(action_id)(listener)
+    for callback_id, listener in views.items():
+        bolt.view(callback_id)(listener)
+    return bolt
+
+
+def bolt_request(body: bytes, request: web.Request) -> AsyncBoltRequest | None:
+    """What ``to_bolt_request`` builds, from the verified bytes; ``None`` if bolt cannot.
+
+    Decoded as UTF-8 (what Slack sends) rather than with whatever charset the
+    request claims, so bolt parses exactly the bytes whose signature passed.
+    """
+    headers: dict[str, str | Sequence[str]] = dict(request.headers)
+    try:
+        text = body.decode("utf-8")
+        built = AsyncBoltRequest(body=text, query=request.query_string, headers=headers)
+    except Exception:  # JSON, UTF-8, nesting, or bolt's context extraction on odd shapes
+        return None
+    return built if isinstance(built.body, dict) else None
