@@ -115,6 +115,10 @@ class Served:
         current = await self.gate.get_request(request.id)
         return current.status, current.resolved_by, current.resolution_reason
 
+    async def refusals(self, request: Request) -> list[tuple[str, str]]:
+        audit = await self.gate.audit_log(request_id=request.id)
+        return [(e.actor, e.detail["why"]) for e in audit if e.event == "refused"]
+
     async def beat(self) -> None:
         await self.app[HEARTBEAT].beat()
 
@@ -264,7 +268,7 @@ async def test_the_window_ending_denies_without_a_reason(served: Served) -> None
     assert served.told(late) == []  # nothing pending any more: ordinary chat
     assert await served.status(request) == ("denied", "alice", None)
     await served.beat()  # nothing left to end
-    assert len([e for e in await served.gate.audit_log(request_id=request.id)]) == 2
+    assert len(await served.gate.audit_log(request_id=request.id)) == 2
 
 
 async def test_a_tap_elsewhere_denies_without_a_reason_then_acts(served: Served) -> None:
@@ -305,7 +309,9 @@ async def test_another_approver_deciding_first_is_told(served: Served) -> None:
     [told] = served.told(reason)
     assert told.startswith("Already approved by bob at ") and told.endswith(" - deploy.")
     assert await served.status(request) == ("approved", "bob", None)
-    refused = [e for e in await served.gate.audit_log(request_id=request.id) if e.event == "refused"]
+    refused = [
+        e for e in await served.gate.audit_log(request_id=request.id) if e.event == "refused"
+    ]
     assert [(e.actor, e.detail["why"]) for e in refused] == [("alice", "already approved by bob")]
 
 
@@ -318,7 +324,9 @@ async def test_a_non_approver_cannot_open_a_reason(served: Served) -> None:
     chat = text("deny it", CAROL)
     assert await served.post(chat) == 200 and served.told(chat) == []
     assert (await served.status(request))[0] == "pending"
-    refused = [e for e in await served.gate.audit_log(request_id=request.id) if e.event == "refused"]
+    refused = [
+        e for e in await served.gate.audit_log(request_id=request.id) if e.event == "refused"
+    ]
     assert len(refused) == 1
 
 
