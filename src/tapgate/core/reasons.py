@@ -82,7 +82,10 @@ class Reasons:
         if request is None:
             if event is not None and not await self._gate.remember_event(answer.channel, event):
                 return None
-            return (await check(self._gate, answer)).message
+            may = await check(self._gate, answer)
+            if may.kind != "ready" or may.request is None:
+                return may.message
+            request, event = may.request, None  # open after all (a race): the event is claimed
         kind: ReasonKind = "reply" if answer.action == "reply" else "deny"
         now = self._gate.clock.now()
         approver = self._gate.directory.identify(answer.channel, answer.user_id)
@@ -102,7 +105,10 @@ class Reasons:
             try:
                 stored = await self._gate.store.reasons.ask(pending, self._event(event))
             except Busy as busy:  # the approver's earlier Deny…: a tap elsewhere ends it
-                told += _applied(await self._finish(busy.current))
+                ended = await self._finish(busy.current)
+                if busy.current.target == request.id and ended is not None:
+                    return ended.message or None  # its own typed reason was in flight
+                told += _applied(ended)
                 continue
             except IntegrityError:  # a concurrent ask of the same approver won the insert
                 continue
