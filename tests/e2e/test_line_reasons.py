@@ -399,7 +399,10 @@ async def test_the_request_expiring_first_is_a_deny_even_with_on_timeout_allow(
 ) -> None:
     served = await serve(db_url, fake_line, clock, aiohttp_client, on_timeout="allow")
     rotate, untouched = await served.ask("rotate"), await served.ask("rotate", key="other")
-    await served.post(deny_tap(rotate))
+    tap = deny_tap(rotate)
+    await served.post(tap)
+    [told] = served.told(tap)  # the window is cut to what is left of the request's life
+    assert "to deny rotate" in told and "within 1 minute;" in told
     served.clock.advance(61)  # the request's 60 s end before the 120 s window
     await served.beat()
     decision = (await served.gate.get_request(rotate.id)).decision()

@@ -114,7 +114,8 @@ class Reasons:
                 continue
             if stored is None:
                 return None
-            hint = ask_reason_message(request, self._window.total_seconds())
+            left = (stored.deadline - now).total_seconds()  # the request may end sooner
+            hint = ask_reason_message(request, left)
             return "\n".join([*told, hint if kind == "deny" else answer_hint(request.id)])
         raise RuntimeError(f"could not store the pending reason of {pending.approver}")
 
@@ -147,7 +148,7 @@ class Reasons:
         if settled == "duplicate" or current is None:
             return None
         outcome = await self._finish(current)  # "stale": ended just now, without the text
-        return outcome.message if outcome is not None else None
+        return outcome.message or None if outcome is not None else None  # "": a duplicate
 
     async def interrupt(self, *, user_id: str) -> str | None:
         """A tap elsewhere: end the approver's pending reason without text first.
