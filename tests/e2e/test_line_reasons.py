@@ -32,19 +32,31 @@ from tapgate.core.clock import ManualClock
 from tapgate.core.gate import Gate
 from tapgate.core.models import CONTACT_TOOL, Request, ToolCall
 from tapgate.errors import ConfigError
+from tapgate.notifiers.base import Notifier
 from tapgate.notifiers.line import LineNotifier
-from tests.fakes import FakeLine
+from tapgate.notifiers.slack import SlackNotifier
+from tests.fakes import FakeLine, FakeSlack
+from tests.fakes.slack import DEFAULT_BOT_TOKEN
 
 LINE_SECRET = "test-line-channel-secret"
 LINE_TOKEN = "line-test-channel-access-token"
 AGENT_TOKEN = "ci-agent-token-0123456789abcdef"
 ALICE, BOB, CAROL = "U" + "a1" * 16, "U" + "b0" * 16, "U" + "c4" * 16
+BOB_SLACK = "U0BOB"
 WINDOW = 120
 
 Client = TestClient[web.Request, web.Application]
 
 
-def config(db_url: str, fake_url: str, *, on_timeout: str = "deny", timeout: int = 3600) -> Any:
+def config(
+    db_url: str,
+    fake_url: str,
+    *,
+    on_timeout: str = "deny",
+    timeout: int = 3600,
+    slack_url: str | None = None,
+) -> Any:
+    slack = {"slack": {"bot_token": DEFAULT_BOT_TOKEN, "signing_secret": "s" * 20}}
     return parse_config(
         {
             "server": {"heartbeat_interval": 3600},  # beats are run by hand, on the manual clock
@@ -52,7 +64,7 @@ def config(db_url: str, fake_url: str, *, on_timeout: str = "deny", timeout: int
             "agents": [{"name": "ci", "token": AGENT_TOKEN}],
             "approvers": [
                 {"name": "alice", "line": ALICE},
-                {"name": "bob", "line": BOB},
+                {"name": "bob", "line": BOB, "slack": BOB_SLACK},
                 {"name": "carol", "line": CAROL},
             ],
             "channels": {
@@ -64,7 +76,8 @@ def config(db_url: str, fake_url: str, *, on_timeout: str = "deny", timeout: int
                     "timeout": 5,
                     "reason_window": f"{WINDOW}s",
                 },
-            },
+            }
+            | (slack if slack_url else {}),
             "policy": {
                 "rules": [
                     {"tool": t, "action": "ask", "approvers": ["alice", "bob"], "timeout": timeout}
@@ -166,10 +179,14 @@ async def serve(
     fake: FakeLine,
     clock: ManualClock,
     aiohttp_client: Callable[[web.Application], Awaitable[Client]],
+    slack: FakeSlack | None = None,
     **options: Any,
 ) -> Served:
-    notifier = LineNotifier(LINE_TOKEN, api_base_url=fake.url, timeout=5)
-    app = build_app(config(db_url, fake.url, **options), clock=clock, notifiers=[notifier])
+    notifiers: list[Notifier] = [LineNotifier(LINE_TOKEN, api_base_url=fake.url, timeout=5)]
+    if slack is not None:
+        notifiers.append(SlackNotifier(DEFAULT_BOT_TOKEN, api_base_url=slack.url, timeout=5))
+        options["slack_url"] = slack.url
+    app = build_app(config(db_url, fake.url, **options), clock=clock, notifiers=notifiers)
     return Served(app=app, client=await aiohttp_client(app), line=fake, clock=clock)
 
 
@@ -468,3 +485,30 @@ def test_a_bad_reason_window_is_a_config_error(window: object) -> None:
     line = {"channel_access_token": "t", "channel_secret": "s", "reason_window": window}
     with pytest.raises(ConfigError, match=r"channels\.line\.reason_window"):
         parse_config({"channels": {"line": line}}, env={})
+
+
+async def test_the_reason_shows_on_the_requests_other_cards(
+    db_url: str,
+    fake_line: FakeLine,
+    clock: ManualClock,
+    aiohttp_client: Callable[[web.Application], Awaitable[Client]],
+) -> None:
+    """LINE cannot edit its card, so the reply says it; Slack's card of the request is rewritten."""
+    async with FakeSlack() as slack:
+        served = await serve(db_url, fake_line, clock, aiohttp_client, slack=slack)
+        request = await served.ask()
+        for _ in range(1000):  # bob's Slack card is out before alice denies
+            if slack.posts:
+                break
+            await asyncio.sleep(0.005)
+        await served.post(deny_tap(request))
+        await served.post(text("not during the freeze <!channel>"))
+        for _ in range(1000):
+            if slack.updates:
+                break
+            await asyncio.sleep(0.005)
+        [update] = slack.updates
+        shown = json.dumps(update.blocks)
+        assert "Denied by alice" in shown
+        assert "Reason: not during the freeze &lt;!channel&gt;" in shown  # escaped: inert
+        await served.client.close()
