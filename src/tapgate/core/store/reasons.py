@@ -26,7 +26,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, delete, insert, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    RowMapping,
+    bindparam,
+    delete,
+    insert,
+    select,
+    update,
+)
 
 from tapgate.core.store import engine as _engine
 from tapgate.core.store import events
@@ -38,6 +47,7 @@ ReasonKind = Literal["deny", "reply"]
 ReasonState = Literal["waiting", "typed", "lapsed"]
 Settled = Literal["moved", "stale", "duplicate"]
 _T = pending_reasons.c
+_OF = select(pending_reasons).where(_T.approver == bindparam("b_approver"))  # built once
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -104,8 +114,13 @@ class PendingReasons:
         return await self.runner.run(run)
 
     async def of(self, approver: str) -> PendingReason | None:
-        """The approver's pending reason, if any."""
-        return await self.runner.read(lambda c: _one(c, _T.approver == approver))
+        """The approver's pending reason, if any (asked before every LINE postback: kept lean)."""
+
+        def run(conn: Connection) -> PendingReason | None:
+            row = conn.execute(_OF, {"b_approver": approver}).mappings().first()
+            return None if row is None else _reason(row)
+
+        return await self.runner.read(run)
 
     async def settle(
         self,
