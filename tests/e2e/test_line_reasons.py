@@ -512,3 +512,16 @@ async def test_the_reason_shows_on_the_requests_other_cards(
         assert "Denied by alice" in shown
         assert "Reason: not during the freeze &lt;!channel&gt;" in shown  # escaped: inert
         await served.client.close()
+
+
+async def test_the_id_command_is_never_taken_as_a_reason(served: Served) -> None:
+    request = await served.ask()
+    await served.post(deny_tap(request))
+    command = text("id")
+    assert await served.post(command) == 200
+    assert served.told(command) == [
+        f"Your LINE user id is {ALICE}; add it to tapgate.yaml under approvers."
+    ]
+    assert (await served.status(request))[0] == "pending"
+    await served.post(text("ok, now the reason"))
+    assert await served.status(request) == ("denied", "alice", "ok, now the reason")
