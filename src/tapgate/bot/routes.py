@@ -80,6 +80,7 @@ async def _line(app: web.Application) -> AsyncIterator[None]:
         on_reject=lambda reason: metrics.webhook_rejections.labels("line", reason).inc(),
         on_decision=metrics.tap_latency.observe,
         inbox=app[INBOX],
+        reason_window=line.reason_window,
     )
     app[LINE_WEBHOOK] = webhook
     try:

@@ -39,6 +39,7 @@ __all__ = [
     "grants",
     "metadata",
     "outbox",
+    "pending_reasons",
     "requests",
     "webhook_events",
     "webhook_inbox",
@@ -281,6 +282,25 @@ webhook_inbox = Table(
     Column("received_at", UTCDateTime, nullable=False),
     Column("attempts", Integer, nullable=False, server_default="0"),
     Index("ix_webhook_inbox_received_at", "received_at"),
+)
+
+# What an approver types next on LINE after "Deny…" or a question's Reply: one row
+# per approver at most, from the tap until the decision it ends in (migration 0008).
+pending_reasons = Table(
+    "pending_reasons",
+    metadata,
+    Column("approver", String(200), primary_key=True),
+    Column("id", String(32), nullable=False, unique=True),
+    Column("kind", String(16), nullable=False),
+    Column("target", String(64), nullable=False),
+    Column("channel", String(16), nullable=False),
+    Column("user_id", String(200), nullable=False),
+    Column("state", String(8), nullable=False),
+    Column("text", Text),
+    Column("asked_at", UTCDateTime, nullable=False),
+    Column("deadline", UTCDateTime, nullable=False),
+    Index("ix_pending_reasons_deadline", "deadline"),
+    Index("ix_pending_reasons_target", "target"),
 )
 
 # Calls an agent named itself (HumanLayer's call_id): the body it sent, and
