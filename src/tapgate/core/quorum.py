@@ -44,6 +44,7 @@ async def approve(
     by: str,
     scope: Scope = "once",
     grant_ttl: float | None = None,
+    grant_uses: int | None = None,
     reason: str | None = None,
     detail: dict[str, Any] | None = None,
     event: tuple[str, str] | None = None,
@@ -64,7 +65,9 @@ async def approve(
         now=now,
         reason=reason,
         scope=scope,
-        grant=grant_maker("approve", by=by, scope=scope, now=now, ttl=grant_ttl),
+        grant=grant_maker(
+            "approve", by=by, scope=scope, now=now, ttl=grant_ttl, uses=grant_uses
+        ),
         approver_check=True,
         detail=detail or {},
         event=event,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from re import Pattern
 from typing import Any
 
 from aiohttp import web
@@ -57,8 +58,10 @@ def build_bolt(
     logger: logging.Logger,
     actions: Mapping[str, Listener],
     views: Mapping[str, Listener],
+    commands: Mapping[str | Pattern[str], Listener] | None = None,
 ) -> AsyncApp:
-    """A bolt app routing ``actions`` (by ``action_id``) and ``views`` (by ``callback_id``).
+    """A bolt app routing ``actions`` (by ``action_id``), ``views`` (by ``callback_id``)
+    and slash ``commands`` (by name, or a pattern of names).
 
     ``client`` has no token: ``authorize`` supplies it per request (a token on
     the client too would only make bolt log that it ignores it).
@@ -83,6 +86,8 @@ def build_bolt(
         bolt.action(action_id)(listener)
     for callback_id, listener in views.items():
         bolt.view(callback_id)(listener)
+    for command, listener in (commands or {}).items():
+        bolt.command(command)(listener)
     return bolt
 
 

@@ -37,7 +37,7 @@ from tapgate.core.buttons import (
     SLACK_BATCH_ACTIONS,
     valid_request_id,
 )
-from tapgate.webhooks._slack_payloads import BatchInteraction, Interaction
+from tapgate.webhooks._slack_payloads import BatchInteraction, Interaction, RevokeInteraction
 
 __all__ = ["decode", "encode", "event_id"]
 
@@ -62,8 +62,12 @@ def event_id(body: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-def encode(interaction: Interaction | BatchInteraction) -> str:
-    """The interaction as the inbox stores it: what deciding and answering need."""
+def encode(interaction: Interaction | BatchInteraction | RevokeInteraction) -> str:
+    """The interaction as the inbox stores it: what deciding and answering need.
+
+    A Revoke tap is marked ``"revoke": true`` (its ``id`` a grant id), so no
+    older reader can take it for a tap on a request.
+    """
     data: dict[str, Any] = {
         "v": _VERSION,
         "batch": isinstance(interaction, BatchInteraction),
@@ -71,6 +75,8 @@ def encode(interaction: Interaction | BatchInteraction) -> str:
         "id": interaction.request_id,
         "user_id": interaction.user_id,
     }
+    if isinstance(interaction, RevokeInteraction):
+        data["revoke"] = True
     for name in _OPTIONAL:
         value = getattr(interaction, name)
         if value is not None:
@@ -78,7 +84,7 @@ def encode(interaction: Interaction | BatchInteraction) -> str:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
-def decode(payload: str) -> Interaction | BatchInteraction | None:
+def decode(payload: str) -> Interaction | BatchInteraction | RevokeInteraction | None:
     """What :func:`encode` stored; ``None`` for anything else (another version, damage)."""
     try:
         data = json.loads(payload)
@@ -93,6 +99,8 @@ def decode(payload: str) -> Interaction | BatchInteraction | None:
     well_formed = valid_request_id(target) and all(
         value is None or isinstance(value, str) for value in optional.values()
     )
+    if well_formed and data.get("revoke") is True:
+        return RevokeInteraction(grant_id=target, user_id=user_id, **optional)
     if well_formed and data.get("batch") is True and action in _BATCH_ACTIONS:
         return BatchInteraction(action=action, batch_id=target, user_id=user_id, **optional)
     if well_formed and data.get("batch") is False and action in _TAP_ACTIONS:

@@ -8,6 +8,8 @@ Owns ``POST /webhooks/line`` from the raw bytes to the reply in the chat (sent a
                                          | Reply postback ──core.taps.check──► hint
                                          | "answer <ref>: …" text ──core.questions, tap──► reply
                                          | "id" text / follow ──► reply with the user id
+                                         | "grants" / "help" text ──► ``_line_commands``
+                                         | Revoke postback ──► ``_line_grants`` (core.own_grants)
 
 What a tap *means* (who may decide, the compare-and-set, the sentences) is
 ``tapgate.core.taps``; this module only speaks LINE. The payload is read by
@@ -46,12 +48,15 @@ from tapgate.core.buttons import (
     answer_prefill,
     parse_batch_postback_data,
     parse_postback_data,
+    parse_revoke_postback_data,
 )
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox, InboxItem
 from tapgate.core.questions import find_question
 from tapgate.core.taps import ANSWER_MAX, BatchTap, Tap, TapOutcome, check, tap, tap_batch
+from tapgate.webhooks._line_commands import LineAnswer, run
 from tapgate.webhooks._line_events import Event, EventReader, Malformed, decode, encode
+from tapgate.webhooks._line_grants import revoke_answer
 from tapgate.webhooks._line_reply import LineReplier, ReplyFailed
 from tapgate.webhooks._line_signature import verify_signature
 
@@ -249,11 +254,13 @@ class LineWebhook:
         redelivered = " (redelivery)" if event.redelivery else ""
         _log.info("LINE event %s already handled%s; skipped", event.event_id, redelivered)
 
-    async def _respond(self, event: Event, started: float | None) -> str | None:
+    async def _respond(self, event: Event, started: float | None) -> LineAnswer | None:
         # In a group or room LINE does not promise the tapper's userId, and a
         # decision must be attributable to one approver.
         if event.source_type != "user" or event.user_id is None:
             return _ONE_TO_ONE_ONLY
+        if event.command is not None:
+            return await run(self._gate, event.command, event.user_id)
         if event.answer is not None:
             reference, answer = event.answer
             return await self._answer(event, event.user_id, reference, answer, started)
@@ -261,8 +268,13 @@ class LineWebhook:
             return f"Your LINE user id is {event.user_id}; add it to tapgate.yaml under approvers."
         return await self._postback(event, event.user_id, started)
 
-    async def _postback(self, event: Event, user_id: str, started: float | None) -> str | None:
-        """A button: a decision, the Reply button's hint, or an unknown button refused."""
+    async def _postback(
+        self, event: Event, user_id: str, started: float | None
+    ) -> LineAnswer | None:
+        """A button: a decision, a revoke, the Reply button's hint, or an unknown button refused."""
+        grant_id = parse_revoke_postback_data(event.data)
+        if grant_id is not None:  # a listed grant's Revoke (see _line_grants)
+            return await revoke_answer(self._gate, user_id, grant_id, event.event_id)
         parsed = parse_postback_data(event.data)
         batch = parse_batch_postback_data(event.data) if parsed is None else None
         if batch is not None:  # a batch card's Approve all / Deny all / Allow all
@@ -342,10 +354,13 @@ class LineWebhook:
             self._on_decision(time.perf_counter() - started)
         return outcome.message
 
-    async def _reply(self, reply_token: str, text: str) -> None:
-        """Reply with ``text``; a failure is logged, never raised."""
+    async def _reply(self, reply_token: str, answer: LineAnswer) -> None:
+        """Reply with ``answer`` (a text, or message objects); a failure is logged, never raised."""
         try:
-            await self._replier().reply(reply_token, text)
+            if isinstance(answer, str):
+                await self._replier().reply(reply_token, answer)
+            else:
+                await self._replier().reply_messages(reply_token, answer)
         except ReplyFailed as error:  # e.g. an expired reply token (about a minute)
             _log.warning("LINE reply failed: HTTP %s: %s", error.status, _excerpt(error.body))
         except (aiohttp.ClientError, TimeoutError, OSError) as error:

@@ -14,6 +14,8 @@ bytes to the answer::
     answer submitted ─► blank? ack with an error | ack ─► tap(reply, answer) | ephemeral
     Dismiss (a question, behind a confirm dialog) ─► tap(dismiss)
     Approve all ─► core.taps.tap_batch | Deny all ─► ``_slack_batches`` (reason modal)
+    /tapgate <subcommand> ─► ``_slack_commands`` ─► ack with an ephemeral answer
+    Revoke (a listed grant) ─inbox.record─► ack ─► ``_slack_grants`` (core.own_grants)
 
 What a tap *means* (who may, what is refused and audited, the words) is
 :mod:`tapgate.core.taps`; this module only speaks Slack. A decided request's
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -43,7 +46,7 @@ from slack_bolt.async_app import AsyncAck
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from tapgate.core.buttons import SLACK_ACTIONS, SLACK_BATCH_ACTIONS
+from tapgate.core.buttons import SLACK_ACTIONS, SLACK_BATCH_ACTIONS, SLACK_REVOKE_ACTION_ID
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox, InboxItem
 from tapgate.core.models import Request
@@ -51,6 +54,8 @@ from tapgate.core.taps import check, refuse, tap, tap_batch
 from tapgate.webhooks import _slack_inbox
 from tapgate.webhooks._slack_batches import SlackBatchTaps
 from tapgate.webhooks._slack_bolt import bolt_request, build_bolt
+from tapgate.webhooks._slack_commands import SlashCommands
+from tapgate.webhooks._slack_grants import SUMMARY, SlackGrantTaps
 from tapgate.webhooks._slack_payloads import (
     ANSWER_BLOCK,
     DENY_ALL_CALLBACK_ID,
@@ -58,11 +63,13 @@ from tapgate.webhooks._slack_payloads import (
     REPLY_CALLBACK_ID,
     BatchInteraction,
     Interaction,
+    RevokeInteraction,
     parse_action,
     parse_batch_action,
     parse_deny_all_submission,
     parse_deny_submission,
     parse_reply_submission,
+    parse_revoke,
 )
 from tapgate.webhooks._slack_replies import SlackReplies
 from tapgate.webhooks._slack_signature import (
@@ -92,7 +99,7 @@ TRY_AGAIN = "tapgate could not record that just now; please tap the button again
 MODAL_FAILED = "tapgate could not open the deny dialog; please tap Deny again."
 REPLY_MODAL_FAILED = "tapgate could not open the answer dialog; please tap Reply again."
 BLANK_ANSWER = "Type an answer: the agent is waiting for it."
-_Tapped = Interaction | BatchInteraction
+_Tapped = Interaction | BatchInteraction | RevokeInteraction
 _UNRECORDED = 503  # the listener's own answer when the inbox could not store a tap
 
 
@@ -136,6 +143,11 @@ class SlackWebhook:
         # timeout is annotated int, but only ever handed to aiohttp.ClientTimeout(total=...).
         client_args: dict[str, Any] = {"base_url": api_base_url, "timeout": timeout}
         self._client = AsyncWebClient(token=bot_token, retry_handlers=[], **client_args)
+        self._replies = SlackReplies(self._client, timeout=timeout)
+        self._grants = SlackGrantTaps(gate, self._replies, team_id=team_id, timeout=timeout)
+        self.commands = SlashCommands(team_id=team_id)
+        """``/tapgate``'s subcommands: another surface adds its own with ``commands.add``."""
+        self.commands.add("grants", self._grants.command, SUMMARY)
         self._bolt = build_bolt(
             signing_secret=signing_secret,
             bot_token=bot_token,
@@ -144,16 +156,17 @@ class SlackWebhook:
             actions={
                 **dict.fromkeys(SLACK_ACTIONS, self._on_action),
                 **dict.fromkeys(SLACK_BATCH_ACTIONS, self._on_batch_action),
+                SLACK_REVOKE_ACTION_ID: self._on_revoke,
             },
             views={
                 DENY_CALLBACK_ID: self._on_deny_submission,
                 DENY_ALL_CALLBACK_ID: self._on_deny_all_submission,
                 REPLY_CALLBACK_ID: self._on_reply_submission,
             },
+            commands={re.compile(r"^/"): self.commands.listener},  # whatever the app calls it
         )
         self._inbox = inbox or Inbox(gate)
         self._inbox.register("slack", self._replay)
-        self._replies = SlackReplies(self._client, timeout=timeout)
         self._batches = SlackBatchTaps(gate, self._replies, self._same_workspace)
         self._tasks: set[asyncio.Task[None]] = set()
         self._socket: AsyncSocketModeHandler | None = None
@@ -234,6 +247,13 @@ class SlackWebhook:
         self._spawn(interaction, self._batches.ask_reason(interaction))
         return response
 
+    async def _on_revoke(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
+        """A listed grant's Revoke: it changes state, so it is stored before the ack."""
+        interaction = parse_revoke(body)
+        if interaction is None:
+            return self._refuse_bolt()
+        return await self._record_then_ack(ack, body, interaction, time.perf_counter())
+
     async def _on_deny_all_submission(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
         """The "Deny all" modal was submitted: close it at once, then deny (as a single deny)."""
         started = time.perf_counter()
@@ -297,7 +317,10 @@ class SlackWebhook:
 
     async def _apply(self, interaction: _Tapped, event: str, started: float | None) -> None:
         await self._inbox.before_apply()
-        await self._decide(interaction, started, event)
+        if isinstance(interaction, RevokeInteraction):
+            await self._grants.revoke(interaction, event)
+        else:
+            await self._decide(interaction, started, event)
 
     def _spawn(self, interaction: _Tapped, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(self._guarded(interaction, work))
@@ -316,7 +339,9 @@ class SlackWebhook:
 
     # -- the work ---------------------------------------------------------------------
 
-    async def _decide(self, interaction: _Tapped, started: float | None, event: str) -> None:
+    async def _decide(
+        self, interaction: Interaction | BatchInteraction, started: float | None, event: str
+    ) -> None:
         """Approve, allow for the session, or deny (with the modal's reason); or all of a batch.
 
         ``event`` goes with the decision (or the refusal): a replay of a tap
@@ -367,7 +392,9 @@ class SlackWebhook:
         if not await open_modal(interaction, may.request):
             await self._replies.tell(interaction, failed)
 
-    async def _same_workspace(self, interaction: _Tapped, event: str | None = None) -> bool:
+    async def _same_workspace(
+        self, interaction: Interaction | BatchInteraction, event: str | None = None
+    ) -> bool:
         """False (and the tapper told, once per ``event``) for a tap from another workspace."""
         if self._team_id is None or interaction.team == self._team_id:
             return True
