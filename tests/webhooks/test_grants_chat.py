@@ -1,4 +1,4 @@
-"""Listing and revoking grants from the chat, end to end: Slack ``/tapgate grants``, LINE ``grants``.
+"""Listing and revoking grants from the chat, end to end: ``/tapgate grants``, LINE ``grants``.
 
 The real app with the real Slack and LINE notifiers pushing to the fake
 platforms; every slash command, click, postback and typed text is signed for
@@ -34,7 +34,7 @@ from tapgate.core.models import Grant, Request, ToolCall
 from tapgate.core.tap_texts import GRANT_GONE, NO_GRANTS, NOT_GRANT_OWNER, NOT_KNOWN
 from tapgate.webhooks import _slack_inbox
 from tapgate.webhooks._slack_payloads import parse_revoke
-from tests.fakes import dm_channel_for
+from tests.fakes import FakeLine, FakeSlack, dm_channel_for
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
 from tests.webhooks import test_batch_cards as both
 from tests.webhooks.test_batch_cards import ALICE, BOB, LINE_SECRET, SLACK_SECRET, TEAM, Served
@@ -44,8 +44,14 @@ DAY = 86400.0
 
 POLICY: dict[str, Any] = {
     "always_ttl": "2d",
-    "tools": {"deploy_web": {"fingerprint": ["env"]}},
-    "rules": [{"tool": "deploy_web", "action": "ask", "approvers": ["oncall"]}],
+    "tools": {
+        "deploy_web": {"fingerprint": ["env"]},
+        "restart": {"fingerprint": ["service"], "always_uses": 1},  # single-use Always
+    },
+    "rules": [
+        {"tool": "deploy_web", "action": "ask", "approvers": ["oncall"]},
+        {"tool": "restart", "action": "ask", "approvers": ["oncall"]},
+    ],
 }
 
 
@@ -67,7 +73,7 @@ async def served(
     clock: ManualClock,
     aiohttp_client: Callable[[web.Application], Awaitable[both.Client]],
 ) -> AsyncIterator[Served]:
-    async with both.FakeSlack() as slack, both.FakeLine(access_token=both.LINE_TOKEN) as line:
+    async with FakeSlack() as slack, FakeLine(access_token=both.LINE_TOKEN) as line:
         app = build_app(make_config(slack.url, line.url, db_url), clock=clock)
         client = await aiohttp_client(app)
         yield Served(app=app, client=client, slack=slack, line=line, clock=clock)
@@ -147,7 +153,10 @@ async def line_post(served: Served, *events: dict[str, Any]) -> list[dict[str, A
     """Post signed events; the message objects LINE was asked to reply with, in order."""
     body = json.dumps({"destination": both.BOT, "events": list(events)}).encode()
     digest = hmac.new(LINE_SECRET.encode(), body, hashlib.sha256).digest()
-    headers = {"Content-Type": "application/json", "X-Line-Signature": base64.b64encode(digest).decode()}
+    headers = {
+        "Content-Type": "application/json",
+        "X-Line-Signature": base64.b64encode(digest).decode(),
+    }
     async with served.client.post("/webhooks/line", data=body, headers=headers) as response:
         assert response.status == 200, await response.text()
     await served.app[LINE_WEBHOOK].settled()
@@ -155,12 +164,16 @@ async def line_post(served: Served, *events: dict[str, Any]) -> list[dict[str, A
     return [m for r in served.line.replies if r.reply_token in tokens for m in r.messages]
 
 
-async def line_text(served: Served, words: str, user: tuple[str, str] = ALICE) -> list[dict[str, Any]]:
+async def line_text(
+    served: Served, words: str, user: tuple[str, str] = ALICE
+) -> list[dict[str, Any]]:
     message = {"id": "468789577898262530", "type": "text", "quoteToken": "q1", "text": words}
     return await line_post(served, line_event(user, type="message", message=message))
 
 
-async def line_postback(served: Served, data: str, user: tuple[str, str] = ALICE) -> list[dict[str, Any]]:
+async def line_postback(
+    served: Served, data: str, user: tuple[str, str] = ALICE
+) -> list[dict[str, Any]]:
     return await line_post(served, line_event(user, type="postback", postback={"data": data}))
 
 
@@ -178,14 +191,18 @@ async def allowed_by_grant(served: Served, env: str = "staging") -> bool:
     return ticket.decision is not None and ticket.decision.source == "grant"
 
 
-async def always_from_slack(served: Served, env: str = "staging", who: tuple[str, str] = ALICE) -> Grant:
+async def always_from_slack(
+    served: Served, env: str = "staging", who: tuple[str, str] = ALICE
+) -> Grant:
     request = await ask(served, env)
     await served.slack_tap(both.click("approve_always", request.id, who, dm_channel_for(who[0])))
     [grant] = [g for g in await served.gate.grants() if g.request_id == request.id]
     return grant
 
 
-async def always_from_line(served: Served, env: str = "staging", who: tuple[str, str] = ALICE) -> Grant:
+async def always_from_line(
+    served: Served, env: str = "staging", who: tuple[str, str] = ALICE
+) -> Grant:
     request = await ask(served, env)
     await line_postback(served, f"v=1&a=approve_always&r={request.id}", who)
     [grant] = [g for g in await served.gate.grants() if g.request_id == request.id]
@@ -259,8 +276,8 @@ async def test_slack_revoking_someone_elses_grant_is_refused_and_audited(served:
     assert (await slash(served, "grants", BOB))[1]["text"] == NO_GRANTS  # alice's, not bob's
 
     await served.slack_tap(revoke_click(served, grant.id, BOB))
-    [answer] = served.slack.responses
-    assert answer.body["blocks"][0]["text"]["text"].startswith(NOT_GRANT_OWNER)
+    [replaced] = served.slack.responses
+    assert replaced.body["blocks"][0]["text"]["text"].startswith(NOT_GRANT_OWNER)
     await served.slack_tap(revoke_click(served, grant.id, STRANGER))
     assert served.ephemerals(STRANGER) == [NOT_KNOWN]  # a stranger gets no listing
 

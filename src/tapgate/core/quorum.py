@@ -65,9 +65,7 @@ async def approve(
         now=now,
         reason=reason,
         scope=scope,
-        grant=grant_maker(
-            "approve", by=by, scope=scope, now=now, ttl=grant_ttl, uses=grant_uses
-        ),
+        grant=grant_maker("approve", by=by, scope=scope, now=now, ttl=grant_ttl, uses=grant_uses),
         approver_check=True,
         detail=detail or {},
         event=event,

@@ -63,9 +63,7 @@ class LineReplier:
         """Reply with one text message; raises :class:`ReplyFailed` on an error status."""
         await self.reply_messages(reply_token, [{"type": "text", "text": text[:TEXT_LIMIT]}])
 
-    async def reply_messages(
-        self, reply_token: str, messages: Sequence[Mapping[str, Any]]
-    ) -> None:
+    async def reply_messages(self, reply_token: str, messages: Sequence[Mapping[str, Any]]) -> None:
         """Reply with up to five message objects (a Flex listing); raises :class:`ReplyFailed`."""
         body = json.dumps(
             {"replyToken": reply_token, "messages": list(messages)}, ensure_ascii=False

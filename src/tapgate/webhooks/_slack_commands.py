@@ -108,9 +108,7 @@ class SlashCommands:
             _log.warning("Slack slash command refused: not one we can read")
             return BoltResponse(status=400, body={"error": "malformed command"})
         answer = await self.answer(command)
-        _log.info(
-            "Slack %s %s by %s", command.command, command.subcommand or "-", command.user_id
-        )
+        _log.info("Slack %s %s by %s", command.command, command.subcommand or "-", command.user_id)
         return await ack(text=answer.text, blocks=answer.blocks, response_type="ephemeral")
 
     async def answer(self, command: SlashCommand) -> Answer:
@@ -129,7 +127,9 @@ class SlashCommands:
         lines.append(f"`{name} help`: this list")
         asked = command.subcommand
         lead = (
-            f"`{escape(asked[:40])}` is not a tapgate command. " if asked and asked != "help" else ""
+            f"`{escape(asked[:40])}` is not a tapgate command. "
+            if asked and asked != "help"
+            else ""
         )
         return Answer(text=f"{lead}What you can ask tapgate:\n" + "\n".join(lines))
 

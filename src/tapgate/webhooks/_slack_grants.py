@@ -60,7 +60,10 @@ def listing_answer(listing: Listing, *, lead: str | None = None) -> Answer:
             "text": {"type": "plain_text", "text": "Revoke"},
             "confirm": {
                 "title": {"type": "plain_text", "text": "Revoke this grant?"},
-                "text": {"type": "plain_text", "text": _clip(escape(item.line, place="plain_text"))},
+                "text": {
+                    "type": "plain_text",
+                    "text": _clip(escape(item.line, place="plain_text")),
+                },
                 "confirm": {"type": "plain_text", "text": "Revoke"},
                 "deny": {"type": "plain_text", "text": "Keep it"},
                 "style": "danger",
@@ -72,7 +75,10 @@ def listing_answer(listing: Listing, *, lead: str | None = None) -> Answer:
 
 
 def _section(text: str) -> dict[str, Any]:
-    return {"type": "section", "text": {"type": "plain_text", "text": escape(text, place="plain_text")}}
+    return {
+        "type": "section",
+        "text": {"type": "plain_text", "text": escape(text, place="plain_text")},
+    }
 
 
 def _clip(text: str) -> str:
@@ -80,7 +86,7 @@ def _clip(text: str) -> str:
 
 
 class SlackGrantTaps:
-    """The ``grants`` subcommand and the Revoke taps, for :class:`~tapgate.webhooks.slack.SlackWebhook`.
+    """``/tapgate grants`` and the Revoke taps, for :class:`~tapgate.webhooks.slack.SlackWebhook`.
 
     ``team_id`` is the webhook's pinned workspace: a Revoke from any other is
     refused (and audited) as a stranger's.

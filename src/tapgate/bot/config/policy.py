@@ -111,6 +111,7 @@ def _check_always_uses(uses: int | None, info: ValidationInfo) -> int | None:
         )
     return uses
 
+
 WritablePath = Annotated[str, AfterValidator(_writable_path)]
 HiddenPath = Annotated[str, AfterValidator(_absolute_path)]
 

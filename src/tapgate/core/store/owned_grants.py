@@ -120,7 +120,7 @@ class OwnedGrants:
         """Up to ``limit`` of ``approver``'s active grants, newest first, and their count."""
         return await self.runner.read(lambda c: mine(c, approver, now, limit))
 
-    async def revoke(  # noqa: PLR0913 - one revoke as the chat asked for it
+    async def revoke(
         self,
         grant_id: str,
         *,
@@ -131,7 +131,7 @@ class OwnedGrants:
         detail: Mapping[str, Any] | None = None,
         refuse: str | None = None,
     ) -> OwnRevoke:
-        """Revoke ``grant_id`` as ``approver`` in one transaction (the module docstring says how)."""
+        """Revoke ``grant_id`` as ``approver`` in one transaction (see the module docstring)."""
         asked = _Asked(
             grant_id=grant_id,
             approver=approver,
