@@ -99,7 +99,8 @@ TRY_AGAIN = "tapgate could not record that just now; please tap the button again
 MODAL_FAILED = "tapgate could not open the deny dialog; please tap Deny again."
 REPLY_MODAL_FAILED = "tapgate could not open the answer dialog; please tap Reply again."
 BLANK_ANSWER = "Type an answer: the agent is waiting for it."
-_Tapped = Interaction | BatchInteraction | RevokeInteraction
+_Tapped = Interaction | BatchInteraction
+_Stored = _Tapped | RevokeInteraction  # what the inbox keeps: everything that changes state
 _UNRECORDED = 503  # the listener's own answer when the inbox could not store a tap
 
 
@@ -290,7 +291,7 @@ class SlackWebhook:
         return await self._record_then_ack(ack, body, interaction, started)
 
     async def _record_then_ack(
-        self, ack: AsyncAck, body: dict[str, Any], interaction: _Tapped, started: float
+        self, ack: AsyncAck, body: dict[str, Any], interaction: _Stored, started: float
     ) -> BoltResponse:
         """Store the tap, then ack, then decide in an owned task (DESIGN.md decision 17).
 
@@ -315,19 +316,19 @@ class SlackWebhook:
             return
         self._spawn(interaction, self._apply(interaction, item.event_id, None))
 
-    async def _apply(self, interaction: _Tapped, event: str, started: float | None) -> None:
+    async def _apply(self, interaction: _Stored, event: str, started: float | None) -> None:
         await self._inbox.before_apply()
         if isinstance(interaction, RevokeInteraction):
             await self._grants.revoke(interaction, event)
         else:
             await self._decide(interaction, started, event)
 
-    def _spawn(self, interaction: _Tapped, work: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, interaction: _Stored, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(self._guarded(interaction, work))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _guarded(self, interaction: _Tapped, work: Coroutine[Any, Any, None]) -> None:
+    async def _guarded(self, interaction: _Stored, work: Coroutine[Any, Any, None]) -> None:
         try:
             await work
         except Exception:  # the store or Slack failed: say so rather than stay silent
@@ -339,9 +340,7 @@ class SlackWebhook:
 
     # -- the work ---------------------------------------------------------------------
 
-    async def _decide(
-        self, interaction: Interaction | BatchInteraction, started: float | None, event: str
-    ) -> None:
+    async def _decide(self, interaction: _Tapped, started: float | None, event: str) -> None:
         """Approve, allow for the session, or deny (with the modal's reason); or all of a batch.
 
         ``event`` goes with the decision (or the refusal): a replay of a tap
@@ -392,9 +391,7 @@ class SlackWebhook:
         if not await open_modal(interaction, may.request):
             await self._replies.tell(interaction, failed)
 
-    async def _same_workspace(
-        self, interaction: Interaction | BatchInteraction, event: str | None = None
-    ) -> bool:
+    async def _same_workspace(self, interaction: _Tapped, event: str | None = None) -> bool:
         """False (and the tapper told, once per ``event``) for a tap from another workspace."""
         if self._team_id is None or interaction.team == self._team_id:
             return True
