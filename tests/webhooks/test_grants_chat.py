@@ -416,3 +416,18 @@ async def test_a_grant_ended_by_the_clock_is_no_longer_listed(served: Served) ->
     assert (await slash(served, "grants"))[1]["text"] == NO_GRANTS
     assert await line_text(served, "grants", BOB) == [{"type": "text", "text": NO_GRANTS}]
     assert not await allowed_by_grant(served)
+
+
+async def test_a_session_grant_is_listed_with_its_session_and_revocable(served: Served) -> None:
+    call = ToolCall(tool="deploy_web", arguments={"env": "qa"}, agent="ci", session="s-42")
+    ticket = await served.gate.submit(call)
+    assert ticket.request is not None
+    channel = dm_channel_for(BOB[0])
+    await served.slack_tap(both.click("approve_session", ticket.request.id, BOB, channel))
+    [grant] = await served.gate.grants()
+    [listing] = await line_text(served, "grants", BOB)
+    assert "deploy_web with env=qa in session s-42 for ci, no expiry" in json.dumps(listing)
+    told = await line_postback(served, revoke_postback_data(grant.id), BOB)
+    assert told[0]["text"] == "Revoked: deploy_web with env=qa in session s-42; it will ask again."
+    again = await served.gate.submit(call)
+    assert again.request is not None  # asked again in the same session

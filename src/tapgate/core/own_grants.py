@@ -18,6 +18,9 @@ decided here, for every channel:
 - **exactly once**: the revoke, the event id that carried it and its audit
   line are one transaction (:mod:`tapgate.core.store.owned_grants`).
 
+Session grants ("Allow for session") are listed too, naming their session:
+they are as much the approver's standing answer as an Always grant.
+
 The sentences are :mod:`tapgate.core.tap_texts`'.
 """
 
@@ -28,6 +31,7 @@ from typing import Literal
 
 from tapgate.core.always import covers
 from tapgate.core.gate import Gate
+from tapgate.core.masking import mask_text
 from tapgate.core.models import Grant
 from tapgate.core.tap_texts import (
     GRANT_GONE,
@@ -40,6 +44,8 @@ from tapgate.core.tap_texts import (
 )
 
 __all__ = ["Asker", "Listed", "Listing", "Revoked", "list_own", "revoke_own"]
+
+_SESSION_MAX = 40
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -102,10 +108,7 @@ async def list_own(gate: Gate, asker: Asker, *, limit: int) -> Listing:
     )
     if not found:
         return Listing(approver=approver, message=NO_GRANTS)
-    items = tuple(
-        Listed(grant=grant, line=grant_line(grant, covers(grant.tool, grant.fingerprint)))
-        for grant in found
-    )
+    items = tuple(Listed(grant=grant, line=grant_line(grant, _covers(grant))) for grant in found)
     heading = grants_heading(len(items), total)
     return Listing(approver=approver, message=heading, items=items, total=total)
 
@@ -136,7 +139,7 @@ async def revoke_own(
     )
     if done.kind == "revoked":
         assert done.grant is not None  # a revoke always hands back the grant it revoked
-        message = revoked_message(covers(done.grant.tool, done.grant.fingerprint))
+        message = revoked_message(_covers(done.grant))
     else:
         message = {
             "gone": GRANT_GONE,
@@ -145,6 +148,17 @@ async def revoke_own(
             "duplicate": "",
         }[done.kind]
     return Revoked(kind=done.kind, message=message, approver=approver)
+
+
+def _covers(grant: Grant) -> str:
+    """What ``grant`` lets through, in words; a session grant names its session (agent text)."""
+    words = covers(grant.tool, grant.fingerprint)
+    if grant.scope != "session" or not grant.session:
+        return words
+    session = mask_text(" ".join(grant.session.split()))
+    if len(session) > _SESSION_MAX:
+        session = session[: _SESSION_MAX - 1] + "…"
+    return f"{words} in session {session}"
 
 
 def _detail(asker: Asker) -> dict[str, str]:
