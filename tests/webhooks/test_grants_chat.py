@@ -98,14 +98,16 @@ def slack_headers(served: Served, body: bytes, secret: str = SLACK_SECRET) -> di
     }
 
 
-def command_body(served: Served, text: str, user: tuple[str, str], team: str = TEAM) -> bytes:
+def command_body(
+    served: Served, text: str, user: tuple[str, str], channel_name: str = "general"
+) -> bytes:
     """A slash command as Slack posts it: form fields, not ``payload=``."""
     fields = {
         "token": "legacy-verification-token",
-        "team_id": team,
+        "team_id": TEAM,
         "team_domain": "tapgate",
         "channel_id": "C0GENERAL",
-        "channel_name": "general",
+        "channel_name": channel_name,
         "user_id": user[0],
         "user_name": "someone",
         "command": "/tapgate",
@@ -119,10 +121,15 @@ def command_body(served: Served, text: str, user: tuple[str, str], team: str = T
 
 
 async def slash(
-    served: Served, text: str, user: tuple[str, str] = ALICE, *, secret: str = SLACK_SECRET
+    served: Served,
+    text: str,
+    user: tuple[str, str] = ALICE,
+    *,
+    secret: str = SLACK_SECRET,
+    channel_name: str = "general",
 ) -> tuple[int, dict[str, Any]]:
     """``/tapgate <text>``: the status and the JSON answer (ephemeral) in the 200."""
-    body = command_body(served, text, user)
+    body = command_body(served, text, user, channel_name)
     headers = slack_headers(served, body, secret)
     async with served.client.post("/webhooks/slack", data=body, headers=headers) as response:
         answer = await response.json(content_type=None)
@@ -303,6 +310,16 @@ async def test_a_slash_command_with_a_bad_signature_is_401_and_lists_nothing(
     async with served.client.post("/webhooks/slack", data=body, headers=stale) as response:
         assert response.status == 401
     assert served.slack.responses == [] and served.slack.ephemerals == []
+
+
+async def test_a_command_from_a_channel_named_payload_is_still_a_command(
+    served: Served,
+) -> None:
+    grant = await always_from_slack(served)
+    status, answer = await slash(served, "grants", channel_name="payload-alerts")
+    assert status == 200 and buttons(answer["blocks"]) == [grant.id]
+    status, answer = await slash(served, "payload")
+    assert status == 200 and answer["text"].startswith("`payload` is not a tapgate command.")
 
 
 async def test_slack_help_and_an_unknown_subcommand_say_what_there_is(served: Served) -> None:
