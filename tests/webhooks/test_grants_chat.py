@@ -404,7 +404,7 @@ async def test_a_redelivered_line_revoke_revokes_once_and_replies_once(served: S
 async def test_line_help_lists_the_commands_and_other_chat_is_ignored(served: Served) -> None:
     [help_text] = await line_text(served, "help")
     assert help_text["text"].startswith("What you can type to tapgate:")
-    assert '"grants": your grants made with Always allow' in help_text["text"]
+    assert '"grants": your grants (Always allow, Allow for session)' in help_text["text"]
     assert await line_text(served, "show me my grants please") == []
 
 

@@ -35,7 +35,7 @@ LIST_MAX = 10
 LINE_MAX = 240
 _ALT_TEXT_MAX = 400
 _RED = "#D93025"
-SUMMARY = "your grants made with Always allow, with a Revoke button each"
+SUMMARY = "your grants (Always allow, Allow for session), each with a Revoke button"
 
 
 async def grants_answer(gate: Gate, user_id: str) -> str | Sequence[Mapping[str, Any]]:

@@ -42,7 +42,7 @@ _log = logging.getLogger(__name__)
 LIST_MAX = 20
 """Grants one listing shows (the newest); the heading says how many more there are."""
 _CONFIRM_MAX = 300
-SUMMARY = "list the grants you made with Always allow, with a Revoke button each"
+SUMMARY = "list the grants you made (Always allow, Allow for session), each with a Revoke button"
 
 
 def listing_answer(listing: Listing, *, lead: str | None = None) -> Answer:
