@@ -29,6 +29,7 @@ __all__ = [
     "NOT_APPROVER_BATCH",
     "NOT_FOUND",
     "NOT_GRANT_OWNER",
+    "NOT_KNOWN",
     "NOT_QUESTION",
     "NOT_REMEMBERED",
     "NO_GRANTS",
@@ -45,6 +46,7 @@ __all__ = [
     "counted_message",
     "duration_text",
     "grant_line",
+    "grants_heading",
     "is_question",
     "no_question_matches",
     "partial_message",
@@ -70,6 +72,7 @@ NOT_REMEMBERED = "This answer cannot be remembered for this tool; approve this c
 NO_GRANTS = "You have no active grants."
 NOT_GRANT_OWNER = "Only the approver who made a grant can revoke it from the chat."
 GRANT_GONE = "That grant does not exist or was already revoked."
+NOT_KNOWN = "tapgate does not know you as an approver, so you have no grants to list or revoke."
 ASK_REASON = "Type the reason (or 'skip')"
 TYPE_ANSWER = "Type your answer and send it."
 REASON_SKIPPED = "skip"
@@ -224,8 +227,16 @@ def duration_text(seconds: float) -> str:
     return f"{round(seconds)} seconds"
 
 
-def always_label(covers: str, ttl: float) -> str:
-    """What "Always allow" covers: "Always: deploy_web with env=staging, 30 days"."""
+def always_label(covers: str, ttl: float, uses: int | None = None) -> str:
+    """What "Always allow" covers: "Always: deploy_web with env=staging, 30 days".
+
+    A single-use grant (``always_uses: 1``) says "once" instead of its
+    lifetime, the limit the approver will meet first; a few uses say both.
+    """
+    if uses == 1:
+        return f"Always: {covers}, once"
+    if uses is not None:
+        return f"Always: {covers}, {uses} times within {duration_text(ttl)}"
     return f"Always: {covers}, {duration_text(ttl)}"
 
 
@@ -238,6 +249,16 @@ def grant_line(grant: Grant, covers: str) -> str:
     """One listed grant: "deploy_web with env=staging for ci, until 2025-07-01 12:03 UTC"."""
     until = f"until {grant.expires_at:%Y-%m-%d %H:%M} UTC" if grant.expires_at else "no expiry"
     return f"{covers} for {grant.agent}, {until}"
+
+
+def grants_heading(shown: int, total: int) -> str:
+    """Above a listing: "Your active grants (2):", or which of how many are shown."""
+    if shown >= total:
+        return f"Your active grants ({total}):"
+    return (
+        f"Your active grants: the newest {shown} of {total}. "
+        f"Revoke some to see the other {total - shown}."
+    )
 
 
 def revoked_message(covers: str) -> str:

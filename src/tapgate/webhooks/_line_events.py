@@ -43,6 +43,7 @@ from linebot.v3.webhook import UnknownEvent
 from linebot.v3.webhooks import MessageEvent, PostbackEvent, TextMessageContent
 
 from tapgate.core.buttons import parse_answer
+from tapgate.webhooks._line_commands import command_word
 
 __all__ = ["Event", "EventReader", "Malformed", "decode", "encode"]
 
@@ -60,7 +61,8 @@ class Event:
     """The fields of one LINE event that tapgate acts on, read at the boundary.
 
     ``answer`` is ``(reference, answer)`` when the event is a text message
-    typed as an answer to a question.
+    typed as an answer to a question; ``command`` the word of a typed
+    command (``grants``: see ``_line_commands``).
     """
 
     kind: str
@@ -72,6 +74,7 @@ class Event:
     data: str | None = None
     text: str | None = None
     answer: tuple[str, str] | None = None
+    command: str | None = None
 
     @property
     def is_id_command(self) -> bool:
@@ -80,8 +83,9 @@ class Event:
 
     @property
     def actionable(self) -> bool:
-        """A tap, a new follower, the ``id`` command or an answer; other events are ignored."""
-        return self.kind in ("postback", "follow") or self.is_id_command or self.answer is not None
+        """A tap, a new follower, a command or an answer; other events are ignored."""
+        typed = self.is_id_command or self.command is not None or self.answer is not None
+        return self.kind in ("postback", "follow") or typed
 
 
 class EventReader:
@@ -125,6 +129,7 @@ def _event(item: Any, raw: dict[str, Any], index: int) -> Event:
         data=item.postback.data if isinstance(item, PostbackEvent) else None,
         text=text,
         answer=parse_answer(text),
+        command=command_word(text),
     )
 
 
@@ -160,7 +165,8 @@ def _acted_on(raw: dict[str, Any]) -> bool:
         text = message.get("text")
         if not isinstance(text, str):
             return False
-        return text.strip().casefold() == _ID_COMMAND or parse_answer(text) is not None
+        typed = command_word(text) is not None or parse_answer(text) is not None
+        return text.strip().casefold() == _ID_COMMAND or typed
     return raw.get("type") in _ACTED_ON
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from tapgate.core.buttons import (
     SLACK_ACTIONS,
     SLACK_BATCH_ACTIONS,
+    SLACK_REVOKE_ACTION_ID,
     BatchAction,
     TapAction,
     valid_request_id,
@@ -35,11 +36,13 @@ __all__ = [
     "REPLY_CALLBACK_ID",
     "BatchInteraction",
     "Interaction",
+    "RevokeInteraction",
     "parse_action",
     "parse_batch_action",
     "parse_deny_all_submission",
     "parse_deny_submission",
     "parse_reply_submission",
+    "parse_revoke",
 ]
 
 DENY_CALLBACK_ID = "tapgate_deny"
@@ -125,6 +128,34 @@ class BatchInteraction(_From):
             action=self.action,
             batch_id=self.batch_id,
         )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RevokeInteraction(_From):
+    """A tap on the Revoke button of a grant that ``/tapgate grants`` listed.
+
+    ``response_url`` is the listing's own: the answer replaces the listing.
+    """
+
+    grant_id: str
+
+    @property
+    def action(self) -> str:
+        """What logs and the inbox call it."""
+        return "revoke"
+
+    @property
+    def request_id(self) -> str:
+        """What logs name: the grant."""
+        return self.grant_id
+
+
+def parse_revoke(body: object) -> RevokeInteraction | None:
+    """The tap in a ``block_actions`` payload of a Revoke button, or ``None``."""
+    clicked = _clicked(body)
+    if clicked is None or clicked.action_id != SLACK_REVOKE_ACTION_ID:
+        return None
+    return RevokeInteraction(grant_id=clicked.value, **clicked.where)
 
 
 def parse_batch_action(body: object) -> BatchInteraction | None:

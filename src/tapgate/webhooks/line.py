@@ -9,6 +9,8 @@ Owns ``POST /webhooks/line`` from the raw bytes to the reply in the chat (sent a
                                          | other text ──core.reasons.typed──► the reason, or nothing
                                          | "answer <ref>: …" text ──core.questions, tap──► reply
                                          | "id" text / follow ──► reply with the user id
+                                         | "grants" / "help" text ──► ``_line_commands``
+                                         | Revoke postback ──► ``_line_grants`` (core.own_grants)
 
 What a tap *means* (who may decide, the compare-and-set, the sentences) is
 ``tapgate.core.taps``; this module only speaks LINE. The payload is read by
@@ -48,13 +50,16 @@ from tapgate.core.buttons import (
     parse_batch_postback_data,
     parse_deny_reason_postback_data,
     parse_postback_data,
+    parse_revoke_postback_data,
 )
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox, InboxItem
 from tapgate.core.questions import find_question
 from tapgate.core.reasons import Reasons
 from tapgate.core.taps import ANSWER_MAX, BatchTap, Tap, TapOutcome, tap, tap_batch
+from tapgate.webhooks._line_commands import LineAnswer, run
 from tapgate.webhooks._line_events import Event, EventReader, Malformed, decode, encode
+from tapgate.webhooks._line_grants import revoke_answer
 from tapgate.webhooks._line_reply import LineReplier, ReplyFailed
 from tapgate.webhooks._line_signature import verify_signature
 
@@ -256,7 +261,7 @@ class LineWebhook:
         redelivered = " (redelivery)" if event.redelivery else ""
         _log.info("LINE event %s already handled%s; skipped", event.event_id, redelivered)
 
-    async def _respond(self, event: Event, started: float | None) -> str | None:
+    async def _respond(self, event: Event, started: float | None) -> LineAnswer | None:
         # In a group or room LINE does not promise the tapper's userId, and a
         # decision must be attributable to one approver.
         if event.source_type != "user" or event.user_id is None:
@@ -264,6 +269,8 @@ class LineWebhook:
         user_id = event.user_id
         if event.kind == "postback":
             return await self._postback(event, user_id, started)
+        if event.command is not None:  # "grants", "help": never a reason, and it ends nothing
+            return await run(self._gate, event.command, user_id)
         if event.answer is not None:  # addressed to one question: whatever was pending ends
             before = await self._reasons.interrupt(user_id=user_id)
             reference, answer = event.answer
@@ -273,8 +280,16 @@ class LineWebhook:
             return await self._reasons.typed(user_id=user_id, text=event.text, event=event.event_id)
         return f"Your LINE user id is {user_id}; add it to tapgate.yaml under approvers."
 
-    async def _postback(self, event: Event, user_id: str, started: float | None) -> str | None:
-        """Deny… and Reply ask for text; any other button first ends what was pending."""
+    async def _postback(
+        self, event: Event, user_id: str, started: float | None
+    ) -> LineAnswer | None:
+        """Deny… and Reply ask for text; a decision's button first ends what was pending.
+
+        A listed grant's Revoke decides no request, so a reason being typed stays pending.
+        """
+        grant_id = parse_revoke_postback_data(event.data)
+        if grant_id is not None:  # a listed grant's Revoke (see _line_grants)
+            return await revoke_answer(self._gate, user_id, grant_id, event.event_id)
         parsed = parse_postback_data(event.data)
         deny_for = parse_deny_reason_postback_data(event.data)
         if deny_for is not None or (parsed is not None and parsed[0] == "reply"):
@@ -357,10 +372,13 @@ class LineWebhook:
             self._on_decision(time.perf_counter() - started)
         return outcome.message
 
-    async def _reply(self, reply_token: str, text: str) -> None:
-        """Reply with ``text``; a failure is logged, never raised."""
+    async def _reply(self, reply_token: str, answer: LineAnswer) -> None:
+        """Reply with ``answer`` (a text, or message objects); a failure is logged, never raised."""
         try:
-            await self._replier().reply(reply_token, text)
+            if isinstance(answer, str):
+                await self._replier().reply(reply_token, answer)
+            else:
+                await self._replier().reply_messages(reply_token, answer)
         except ReplyFailed as error:  # e.g. an expired reply token (about a minute)
             _log.warning("LINE reply failed: HTTP %s: %s", error.status, _excerpt(error.body))
         except (aiohttp.ClientError, TimeoutError, OSError) as error:

@@ -14,6 +14,8 @@ bytes to the answer::
     answer submitted ─► blank? ack with an error | ack ─► tap(reply, answer) | ephemeral
     Dismiss (a question, behind a confirm dialog) ─► tap(dismiss)
     Approve all ─► core.taps.tap_batch | Deny all ─► ``_slack_batches`` (reason modal)
+    /tapgate <subcommand> ─► ``_slack_commands`` ─► ack with an ephemeral answer
+    Revoke (a listed grant) ─inbox.record─► ack ─► ``_slack_grants`` (core.own_grants)
 
 What a tap *means* (who may, what is refused and audited, the words) is
 :mod:`tapgate.core.taps`; this module only speaks Slack. A decided request's
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -43,7 +46,7 @@ from slack_bolt.async_app import AsyncAck
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from tapgate.core.buttons import SLACK_ACTIONS, SLACK_BATCH_ACTIONS
+from tapgate.core.buttons import SLACK_ACTIONS, SLACK_BATCH_ACTIONS, SLACK_REVOKE_ACTION_ID
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox, InboxItem
 from tapgate.core.models import Request
@@ -51,6 +54,8 @@ from tapgate.core.taps import check, refuse, tap, tap_batch
 from tapgate.webhooks import _slack_inbox
 from tapgate.webhooks._slack_batches import SlackBatchTaps
 from tapgate.webhooks._slack_bolt import bolt_request, build_bolt
+from tapgate.webhooks._slack_commands import SlashCommands
+from tapgate.webhooks._slack_grants import SUMMARY, SlackGrantTaps
 from tapgate.webhooks._slack_payloads import (
     ANSWER_BLOCK,
     DENY_ALL_CALLBACK_ID,
@@ -58,11 +63,13 @@ from tapgate.webhooks._slack_payloads import (
     REPLY_CALLBACK_ID,
     BatchInteraction,
     Interaction,
+    RevokeInteraction,
     parse_action,
     parse_batch_action,
     parse_deny_all_submission,
     parse_deny_submission,
     parse_reply_submission,
+    parse_revoke,
 )
 from tapgate.webhooks._slack_replies import SlackReplies
 from tapgate.webhooks._slack_signature import (
@@ -93,6 +100,7 @@ MODAL_FAILED = "tapgate could not open the deny dialog; please tap Deny again."
 REPLY_MODAL_FAILED = "tapgate could not open the answer dialog; please tap Reply again."
 BLANK_ANSWER = "Type an answer: the agent is waiting for it."
 _Tapped = Interaction | BatchInteraction
+_Stored = _Tapped | RevokeInteraction  # what the inbox keeps: everything that changes state
 _UNRECORDED = 503  # the listener's own answer when the inbox could not store a tap
 
 
@@ -136,6 +144,11 @@ class SlackWebhook:
         # timeout is annotated int, but only ever handed to aiohttp.ClientTimeout(total=...).
         client_args: dict[str, Any] = {"base_url": api_base_url, "timeout": timeout}
         self._client = AsyncWebClient(token=bot_token, retry_handlers=[], **client_args)
+        self._replies = SlackReplies(self._client, timeout=timeout)
+        self._grants = SlackGrantTaps(gate, self._replies, team_id=team_id, timeout=timeout)
+        self.commands = SlashCommands(team_id=team_id)
+        """``/tapgate``'s subcommands: another surface adds its own with ``commands.add``."""
+        self.commands.add("grants", self._grants.command, SUMMARY)
         self._bolt = build_bolt(
             signing_secret=signing_secret,
             bot_token=bot_token,
@@ -144,16 +157,17 @@ class SlackWebhook:
             actions={
                 **dict.fromkeys(SLACK_ACTIONS, self._on_action),
                 **dict.fromkeys(SLACK_BATCH_ACTIONS, self._on_batch_action),
+                SLACK_REVOKE_ACTION_ID: self._on_revoke,
             },
             views={
                 DENY_CALLBACK_ID: self._on_deny_submission,
                 DENY_ALL_CALLBACK_ID: self._on_deny_all_submission,
                 REPLY_CALLBACK_ID: self._on_reply_submission,
             },
+            commands={re.compile(r"^/"): self.commands.listener},  # whatever the app calls it
         )
         self._inbox = inbox or Inbox(gate)
         self._inbox.register("slack", self._replay)
-        self._replies = SlackReplies(self._client, timeout=timeout)
         self._batches = SlackBatchTaps(gate, self._replies, self._same_workspace)
         self._tasks: set[asyncio.Task[None]] = set()
         self._socket: AsyncSocketModeHandler | None = None
@@ -234,6 +248,13 @@ class SlackWebhook:
         self._spawn(interaction, self._batches.ask_reason(interaction))
         return response
 
+    async def _on_revoke(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
+        """A listed grant's Revoke: it changes state, so it is stored before the ack."""
+        interaction = parse_revoke(body)
+        if interaction is None:
+            return self._refuse_bolt()
+        return await self._record_then_ack(ack, body, interaction, time.perf_counter())
+
     async def _on_deny_all_submission(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
         """The "Deny all" modal was submitted: close it at once, then deny (as a single deny)."""
         started = time.perf_counter()
@@ -270,7 +291,7 @@ class SlackWebhook:
         return await self._record_then_ack(ack, body, interaction, started)
 
     async def _record_then_ack(
-        self, ack: AsyncAck, body: dict[str, Any], interaction: _Tapped, started: float
+        self, ack: AsyncAck, body: dict[str, Any], interaction: _Stored, started: float
     ) -> BoltResponse:
         """Store the tap, then ack, then decide in an owned task (DESIGN.md decision 17).
 
@@ -295,16 +316,19 @@ class SlackWebhook:
             return
         self._spawn(interaction, self._apply(interaction, item.event_id, None))
 
-    async def _apply(self, interaction: _Tapped, event: str, started: float | None) -> None:
+    async def _apply(self, interaction: _Stored, event: str, started: float | None) -> None:
         await self._inbox.before_apply()
-        await self._decide(interaction, started, event)
+        if isinstance(interaction, RevokeInteraction):
+            await self._grants.revoke(interaction, event)
+        else:
+            await self._decide(interaction, started, event)
 
-    def _spawn(self, interaction: _Tapped, work: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, interaction: _Stored, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(self._guarded(interaction, work))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _guarded(self, interaction: _Tapped, work: Coroutine[Any, Any, None]) -> None:
+    async def _guarded(self, interaction: _Stored, work: Coroutine[Any, Any, None]) -> None:
         try:
             await work
         except Exception:  # the store or Slack failed: say so rather than stay silent

@@ -214,6 +214,8 @@ grants = Table(
     Column("request_id", String(32)),
     Column("revoked_at", UTCDateTime),
     Column("revoked_by", String(200)),
+    # Migration 0009: calls a single-use (``always_uses``) grant may still allow.
+    Column("uses_left", Integer),
     CheckConstraint("scope IN ('session', 'always')", name="scope"),
     Index("ix_grants_agent_tool", "agent", "tool"),
 )

@@ -6,7 +6,8 @@ each operation as one transaction on its runner (see
 ``runner.run``. What each operation does lives with its concept:
 
 ``lifecycle``, ``expiry``, ``requests``, ``grants``, ``reminders``, ``events``,
-``audit``, ``batches``; ``store.outbox`` / ``calls`` / ``inbox`` / ``reasons`` are attributes.
+``audit``, ``batches``; ``store.outbox`` / ``calls`` / ``inbox`` / ``reasons`` /
+``owned_grants`` are attributes.
 Methods stay here, thin: callers see one object, concept modules no ``async``.
 """
 
@@ -45,6 +46,7 @@ from tapgate.core.store.leader import Leadership
 from tapgate.core.store.lifecycle import Created, TargetStatus, Transition
 from tapgate.core.store.notify import DecisionListener
 from tapgate.core.store.outbox import Outbox
+from tapgate.core.store.owned_grants import OwnedGrants
 from tapgate.core.store.reasons import PendingReasons
 from tapgate.errors import RequestNotFound, StoreError
 
@@ -63,6 +65,7 @@ class Store:
         self.approvals = Approvals(runner)
         self.inbox = WebhookInbox(runner)
         self.reasons = PendingReasons(runner)
+        self.owned_grants = OwnedGrants(runner)
 
     @classmethod
     async def open(cls, url: str, *, migrate: bool = True) -> Store:
