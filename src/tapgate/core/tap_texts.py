@@ -24,6 +24,8 @@ from tapgate.core.models import CONTACT_TOOL, Grant, Request
 __all__ = [
     "ASK_REASON",
     "BATCH_NOT_FOUND",
+    "EDIT_IN_WEB_INBOX",
+    "EDIT_KEEP_MASKED",
     "GRANT_GONE",
     "NOT_APPROVER",
     "NOT_APPROVER_BATCH",
@@ -40,6 +42,8 @@ __all__ = [
     "batch_message",
     "clock_time",
     "counted_message",
+    "edit_denied",
+    "edited_reason",
     "duration_text",
     "grant_line",
     "is_question",
@@ -69,6 +73,12 @@ GRANT_GONE = "That grant does not exist or was already revoked."
 ASK_REASON = "Type the reason (or 'skip')"
 REASON_SKIPPED = "skip"
 """What an approver types to deny without a reason (any case)."""
+
+EDIT_IN_WEB_INBOX = "To edit this call before approving it, open it in the web inbox (/inbox)."
+"""LINE has no dialogs: its cards say where edits are made (one line)."""
+EDIT_KEEP_MASKED = (
+    "This value hides a secret: leave it exactly as shown to keep it, or type the whole new value."
+)
 
 _PAST = {"approved": "approved", "denied": "denied", "cancelled": "cancelled", "expired": "expired"}
 _QUESTION_PAST = {**_PAST, "approved": "answered", "denied": "dismissed"}
@@ -213,3 +223,15 @@ def grant_line(grant: Grant, covers: str) -> str:
 def revoked_message(covers: str) -> str:
     """A revoke that took: "Revoked: deploy_web with env=staging; it will ask again"."""
     return f"Revoked: {covers}; it will ask again."
+
+
+def edit_denied(reason: str) -> str:
+    """An edit the policy refuses: nothing is decided, and the approver can change it again."""
+    return f"The policy does not allow the edited call: {mask_text(reason)[:300]}"
+
+
+def edited_reason(by: str, changed: Sequence[str]) -> str:
+    """The decision's reason for an edited approval: who, and which arguments changed."""
+    names = ", ".join(mask_text(name)[:40] for name in changed[:5])
+    more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+    return f"approved by {by} with edited arguments ({names}{more})"

@@ -27,7 +27,7 @@ all") share one number (the cursor orders by number, then id).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -47,7 +47,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
 
 from tapgate.core.limits import NO_LIMITS, AgentLimits
-from tapgate.core.models import Delivery, Grant, Request, Scope
+from tapgate.core.models import Delivery, Grant, Request, Scope, args_digest, canonical_json
 from tapgate.core.store import audit, events, grants, numbering, outbox
 from tapgate.core.store import requests as _requests
 from tapgate.core.store.expiry import expire
@@ -152,8 +152,24 @@ _SELECT_DECIDED_SAME = (
             (requests.c.status == "approved")
             & (requests.c.scope == "once")
             & requests.c.consumed_at.is_(None)
+            # an edited approval covers the edited call only (``_SELECT_EDITED_SAME``)
+            & requests.c.edited_digest.is_(None)
         )
         | ((requests.c.status == "denied") & (requests.c.expires_at > bindparam("b_now"))),
+    )
+    .order_by(requests.c.resolved_at.desc())
+    .limit(1)
+)
+# The agent re-issues the call as an approver edited it: that approval answers it once.
+_SELECT_EDITED_SAME = (
+    select(requests)
+    .where(
+        requests.c.agent == bindparam("b_agent"),
+        requests.c.tool == bindparam("b_tool"),
+        requests.c.edited_digest == bindparam("b_digest"),
+        requests.c.session == bindparam("b_session"),
+        requests.c.status == "approved",
+        requests.c.consumed_at.is_(None),
     )
     .order_by(requests.c.resolved_at.desc())
     .limit(1)
@@ -183,6 +199,8 @@ _DECIDE = (
         resolution_detail=bindparam("b_detail"),
         scope=bindparam("b_scope"),
         decided_seq=numbering.SEQ,
+        edited_arguments=bindparam("b_edited"),
+        edited_digest=bindparam("b_edited_digest"),
     )
     .returning(*requests.c)
 )
@@ -267,6 +285,8 @@ def _decided_like(conn: Connection, request: Request, now: datetime) -> Request 
     }
     row = conn.execute(_SELECT_DECIDED_SAME, params).mappings().first()
     if row is None:
+        row = conn.execute(_SELECT_EDITED_SAME, params).mappings().first()
+    if row is None:
         return None
     found = request_from_row(row)
     if found.status == "approved" and not consume(conn, found.id, now):
@@ -307,6 +327,8 @@ class Change:
     approvals: int = 1
     """Distinct approvals counted for an approval (see ``store.approvals``)."""
     in_batch: bool = False  # batches.decide_all numbers and marks stale once per transaction
+    edited: Mapping[str, Any] | None = None
+    """An approval's edited arguments (``core.edits``): stored with their digest."""
 
     def __call__(self, conn: Connection) -> Transition:
         if self.event is not None and not events.remember(conn, *self.event, self.now):
@@ -319,6 +341,8 @@ class Change:
             "b_reason": self.reason,
             "b_scope": self.scope,
             "b_detail": json.dumps(self.detail, sort_keys=True) if self.detail else None,
+            "b_edited": None if self.edited is None else canonical_json(self.edited),
+            "b_edited_digest": None if self.edited is None else args_digest(self.edited),
         }
         if not self.in_batch:
             numbering.bump(conn)

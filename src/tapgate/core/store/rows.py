@@ -19,6 +19,7 @@ from tapgate.core.models import (
     Risk,
     Scope,
     Verdict,
+    args_digest,
     canonical_json,
 )
 
@@ -69,6 +70,12 @@ def request_to_row(request: Request) -> dict[str, Any]:
         "escalate_at": request.escalate_at,
         "escalate_to": json.dumps(list(request.escalate_to)) if request.escalate_to else None,
         "escalated_at": request.escalated_at,
+        "edited_arguments": (
+            None if request.edited_arguments is None else canonical_json(request.edited_arguments)
+        ),
+        "edited_digest": (
+            None if request.edited_arguments is None else args_digest(request.edited_arguments)
+        ),
     }
 
 
@@ -106,6 +113,9 @@ def request_from_row(row: Mapping[Any, Any]) -> Request:
         escalate_at=row["escalate_at"],
         escalate_to=tuple(json.loads(row["escalate_to"])) if row["escalate_to"] else (),
         escalated_at=row["escalated_at"],
+        edited_arguments=(
+            json.loads(row["edited_arguments"]) if row["edited_arguments"] is not None else None
+        ),
     )
 
 
@@ -166,6 +176,11 @@ def decision_to_json(decision: Decision) -> dict[str, Any]:
         "decided_by": decision.decided_by,
         "reason": decision.reason,
         "rule": decision.rule,
+        **(
+            {"arguments": dict(decision.arguments), "edited": True}
+            if decision.edited and decision.arguments is not None
+            else {}
+        ),
     }
 
 
@@ -179,4 +194,6 @@ def decision_from_json(saved: Mapping[str, Any]) -> Decision:
         reason=saved["reason"],
         rule=saved["rule"],
         request_id=saved.get("request_id"),
+        arguments=saved.get("arguments"),
+        edited=saved.get("edited") is True,
     )
