@@ -38,7 +38,7 @@ from typing import Any
 
 from tapgate.core.gate import Gate
 from tapgate.core.limits import EDIT_MAX_BYTES
-from tapgate.core.masking import MASK, mask_arguments
+from tapgate.core.masking import MASK, mask_arguments, reveal_invisible
 from tapgate.core.models import Request, ToolCall, args_digest, canonical_json
 from tapgate.core.tap_texts import EDIT_KEEP_MASKED, edit_denied, edited_reason, is_question
 from tapgate.core.taps import Tap, TapOutcome, check, tap
@@ -47,6 +47,7 @@ from tapgate.errors import RequestNotFound
 __all__ = [
     "FIELDS_MAX",
     "FIELD_MAX",
+    "WHOLE",
     "EditCheck",
     "EditField",
     "approve_edit",
@@ -72,7 +73,8 @@ class EditField:
     id: str
     key: str
     text: str
-    """The prefill: the value itself for a string, else JSON; masked where it hides a secret."""
+    """The prefill: the value itself for a string, else JSON; masked where it hides a secret,
+    invisible characters shown (``⟨U+202E⟩``). Submitted as shown, the value is kept."""
     json: bool
     masked: bool
     """The prefill hides a secret: left as shown, the original value is kept."""
@@ -123,7 +125,7 @@ def _fields(request: Request) -> list[EditField]:
             EditField(
                 id=f"arg{index}",
                 key=key,
-                text=prefill,
+                text=reveal_invisible(prefill),
                 json=not isinstance(value, str),
                 masked=prefill != text,
             )

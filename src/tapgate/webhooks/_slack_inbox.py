@@ -21,7 +21,7 @@ to the hash of the whole payload, canonical JSON, which is still stable for
 the same bytes.
 
 What is stored is the parsed :class:`Interaction` / :class:`BatchInteraction`
-(versioned JSON), not the raw payload: the replay needs no bolt, and reads
+(versioned JSON; an edit's judged arguments in ``edited``), not the raw payload: the replay needs no bolt, and reads
 exactly what the live path decided on. The ``trigger_id`` is left out: it
 expires 3 seconds after the click, long before any replay.
 """
@@ -75,6 +75,8 @@ def encode(interaction: Interaction | BatchInteraction) -> str:
         value = getattr(interaction, name)
         if value is not None:
             data[name] = value
+    if isinstance(interaction, Interaction) and interaction.edited is not None:
+        data["edited"] = dict(interaction.edited)  # what the approver approved, to replay it
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -95,8 +97,13 @@ def decode(payload: str) -> Interaction | BatchInteraction | None:
     )
     if well_formed and data.get("batch") is True and action in _BATCH_ACTIONS:
         return BatchInteraction(action=action, batch_id=target, user_id=user_id, **optional)
+    edited = data.get("edited")
+    if edited is not None and (not isinstance(edited, dict) or action != "approve"):
+        return None
     if well_formed and data.get("batch") is False and action in _TAP_ACTIONS:
-        return Interaction(action=action, request_id=target, user_id=user_id, **optional)
+        return Interaction(
+            action=action, request_id=target, user_id=user_id, edited=edited, **optional
+        )
     return None
 
 

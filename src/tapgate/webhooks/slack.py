@@ -14,6 +14,8 @@ bytes to the answer::
     answer submitted ─► blank? ack with an error | ack ─► tap(reply, answer) | ephemeral
     Dismiss (a question, behind a confirm dialog) ─► tap(dismiss)
     Approve all ─► core.taps.tap_batch | Deny all ─► ``_slack_batches`` (reason modal)
+    Edit… ─► ``_slack_edits`` (edit modal) ─► submitted: judged, errors in the modal | stored,
+        ack ─► core.edits.approve_edit
 
 What a tap *means* (who may, what is refused and audited, the words) is
 :mod:`tapgate.core.taps`; this module only speaks Slack. A decided request's
@@ -43,7 +45,8 @@ from slack_bolt.async_app import AsyncAck
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from tapgate.core.buttons import SLACK_ACTIONS, SLACK_BATCH_ACTIONS
+from tapgate.core.buttons import SLACK_ACTIONS, SLACK_BATCH_ACTIONS, SLACK_EDIT_ACTION_ID
+from tapgate.core.edits import approve_edit
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox, InboxItem
 from tapgate.core.models import Request
@@ -51,10 +54,12 @@ from tapgate.core.taps import check, refuse, tap, tap_batch
 from tapgate.webhooks import _slack_inbox
 from tapgate.webhooks._slack_batches import SlackBatchTaps
 from tapgate.webhooks._slack_bolt import bolt_request, build_bolt
+from tapgate.webhooks._slack_edits import SlackEdits
 from tapgate.webhooks._slack_payloads import (
     ANSWER_BLOCK,
     DENY_ALL_CALLBACK_ID,
     DENY_CALLBACK_ID,
+    EDIT_CALLBACK_ID,
     REPLY_CALLBACK_ID,
     BatchInteraction,
     Interaction,
@@ -62,6 +67,8 @@ from tapgate.webhooks._slack_payloads import (
     parse_batch_action,
     parse_deny_all_submission,
     parse_deny_submission,
+    parse_edit_action,
+    parse_edit_submission,
     parse_reply_submission,
 )
 from tapgate.webhooks._slack_replies import SlackReplies
@@ -144,17 +151,20 @@ class SlackWebhook:
             actions={
                 **dict.fromkeys(SLACK_ACTIONS, self._on_action),
                 **dict.fromkeys(SLACK_BATCH_ACTIONS, self._on_batch_action),
+                SLACK_EDIT_ACTION_ID: self._on_edit_action,
             },
             views={
                 DENY_CALLBACK_ID: self._on_deny_submission,
                 DENY_ALL_CALLBACK_ID: self._on_deny_all_submission,
                 REPLY_CALLBACK_ID: self._on_reply_submission,
+                EDIT_CALLBACK_ID: self._on_edit_submission,
             },
         )
         self._inbox = inbox or Inbox(gate)
         self._inbox.register("slack", self._replay)
         self._replies = SlackReplies(self._client, timeout=timeout)
         self._batches = SlackBatchTaps(gate, self._replies, self._same_workspace)
+        self._edits = SlackEdits(gate, self._replies, self._same_workspace)
         self._tasks: set[asyncio.Task[None]] = set()
         self._socket: AsyncSocketModeHandler | None = None
 
@@ -269,6 +279,26 @@ class SlackWebhook:
             return await ack(response_action="errors", errors={ANSWER_BLOCK: BLANK_ANSWER})
         return await self._record_then_ack(ack, body, interaction, started)
 
+    async def _on_edit_action(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
+        """"Edit…" opens a modal and decides nothing: ack, then open it in an owned task."""
+        interaction = parse_edit_action(body)
+        if interaction is None:
+            return self._refuse_bolt()
+        response = await ack()
+        self._spawn(interaction, self._edits.open_modal(interaction))
+        return response
+
+    async def _on_edit_submission(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
+        """The edit modal was submitted: judged first, so a refusal stays in the modal."""
+        started = time.perf_counter()
+        parsed = parse_edit_submission(body)
+        if parsed is None:
+            return self._refuse_bolt()
+        judged = await self._edits.judge(*parsed)
+        if isinstance(judged, dict):
+            return await ack(response_action="errors", errors=judged)
+        return await self._record_then_ack(ack, body, judged, started)
+
     async def _record_then_ack(
         self, ack: AsyncAck, body: dict[str, Any], interaction: _Tapped, started: float
     ) -> BoltResponse:
@@ -328,6 +358,8 @@ class SlackWebhook:
         reason = interaction.reason
         if isinstance(interaction, BatchInteraction):
             outcome = await tap_batch(self._gate, interaction.tap, reason=reason, event=event)
+        elif interaction.edited is not None:
+            outcome = await approve_edit(self._gate, interaction.tap, interaction.edited, event=event)
         else:
             outcome = await tap(self._gate, interaction.tap, reason=reason, event=event)
         if outcome.kind == "duplicate":
