@@ -55,7 +55,7 @@ def annotation_risk(*, read_only: bool | None, destructive: bool | None) -> Risk
 
 
 async def refusal(gate: RemoteGate, call: ToolCall) -> str | Mapping[str, Any]:
-    """The arguments to call the tool with when tapgate allows ``call``; else why not, for the model.
+    """The arguments to run ``call`` with when tapgate allows it; else why not, for the model.
 
     The arguments are ``call``'s own, or the ones an approver edited before
     approving (MCP's ``tools/call`` carries any arguments, so an edit always

@@ -213,8 +213,11 @@ def judge(gate: Gate, request: Request, arguments: Mapping[str, Any], approver: 
     if verdict.action == "deny":
         return edit_denied(verdict.reason)
     if verdict.action == "ask":
-        expand = gate.directory.expand
-        if approver not in (*expand(verdict.approvers), *expand(verdict.escalate_to)):
+        reach = gate.directory.expand(verdict.approvers)
+        if verdict.escalate_after is not None and verdict.escalate_to:
+            # expand(()) means everyone: only a rule that escalates adds its approvers
+            reach += gate.directory.expand(verdict.escalate_to)
+        if approver not in reach:
             return edit_denied(f"the edited call goes to other approvers (rule {verdict.rule})")
         if verdict.quorum > 1:
             return edit_denied(f"the edited call needs {verdict.quorum} approvals")
@@ -239,7 +242,7 @@ async def prepare(gate: Gate, answer: Tap, texts: Mapping[str, str | None]) -> E
         return EditCheck(outcome=may, errors=errors)
     refused = judge(gate, request, edited, may.approver)
     if refused is not None:
-        await _audit_refused(gate, answer, may.approver, request, edited, refused)
+        await _audit_refused(gate, answer, may.approver, request, arguments=edited, why=refused)
         return EditCheck(outcome=may, errors={WHOLE: refused})
     return EditCheck(outcome=may, arguments=edited)
 
@@ -268,7 +271,7 @@ async def approve_edit(
     if refused is not None:
         if event is not None and not await gate.remember_event(answer.channel, event):
             return TapOutcome(kind="duplicate", approver=approver, message="")
-        await _audit_refused(gate, answer, approver, request, arguments, refused)
+        await _audit_refused(gate, answer, approver, request, arguments=arguments, why=refused)
         return TapOutcome(kind="edit_refused", approver=approver, message=refused)
     detail = {"edit": _edit_detail(request, arguments, changed)}
     reason = edited_reason(approver or answer.user_id, changed)
@@ -309,6 +312,7 @@ async def _audit_refused(
     answer: Tap,
     approver: str | None,
     request: Request,
+    *,
     arguments: Mapping[str, Any],
     why: str,
 ) -> None:

@@ -34,10 +34,10 @@ try:
         HITLResponse,
         RejectDecision,
     )
-    from pydantic import TypeAdapter
     from langchain_core.runnables import RunnableConfig
     from langgraph.pregel import Pregel
     from langgraph.types import Command, GraphOutput, Interrupt
+    from pydantic import TypeAdapter
 except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
     raise ImportError(
         "tapgate.integrations.langgraph needs LangChain and LangGraph: "

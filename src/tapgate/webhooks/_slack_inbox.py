@@ -21,8 +21,9 @@ to the hash of the whole payload, canonical JSON, which is still stable for
 the same bytes.
 
 What is stored is the parsed :class:`Interaction` / :class:`BatchInteraction`
-(versioned JSON; an edit's judged arguments in ``edited``), not the raw payload: the replay needs no bolt, and reads
-exactly what the live path decided on. The ``trigger_id`` is left out: it
+(versioned JSON; an edit's judged arguments in ``edited``), not the raw
+payload: the replay needs no bolt, and reads exactly what the live path
+decided on. The ``trigger_id`` is left out: it
 expires 3 seconds after the click, long before any replay.
 """
 
@@ -98,8 +99,9 @@ def decode(payload: str) -> Interaction | BatchInteraction | None:
     if well_formed and data.get("batch") is True and action in _BATCH_ACTIONS:
         return BatchInteraction(action=action, batch_id=target, user_id=user_id, **optional)
     edited = data.get("edited")
-    if edited is not None and (not isinstance(edited, dict) or action != "approve"):
-        return None
+    well_formed = well_formed and (
+        edited is None or (isinstance(edited, dict) and action == "approve")
+    )
     if well_formed and data.get("batch") is False and action in _TAP_ACTIONS:
         return Interaction(
             action=action, request_id=target, user_id=user_id, edited=edited, **optional

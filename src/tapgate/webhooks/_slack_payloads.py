@@ -97,7 +97,7 @@ class Interaction(_From):
     action: TapAction
     request_id: str
     edited: Mapping[str, Any] | None = None
-    """An edit's arguments, judged before the ack (``core.edits``); approved instead of the call's."""
+    """An edit's arguments, judged before the ack (``core.edits``), approved instead."""
 
     @property
     def tap(self) -> Tap:
@@ -282,7 +282,7 @@ def _interaction(
     *,
     reason: str | None,
 ) -> Interaction:
-    """An :class:`Interaction` by ``user`` (as :func:`_tapper` read it), with its typed ``reason``."""
+    """An :class:`Interaction` by ``user`` (as :func:`_tapper` read it) and its typed ``reason``."""
     return Interaction(
         action=action,
         request_id=request_id,

@@ -280,7 +280,7 @@ class SlackWebhook:
         return await self._record_then_ack(ack, body, interaction, started)
 
     async def _on_edit_action(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
-        """"Edit…" opens a modal and decides nothing: ack, then open it in an owned task."""
+        """ "Edit…" opens a modal and decides nothing: ack, then open it in an owned task."""
         interaction = parse_edit_action(body)
         if interaction is None:
             return self._refuse_bolt()
@@ -359,7 +359,9 @@ class SlackWebhook:
         if isinstance(interaction, BatchInteraction):
             outcome = await tap_batch(self._gate, interaction.tap, reason=reason, event=event)
         elif interaction.edited is not None:
-            outcome = await approve_edit(self._gate, interaction.tap, interaction.edited, event=event)
+            outcome = await approve_edit(
+                self._gate, interaction.tap, interaction.edited, event=event
+            )
         else:
             outcome = await tap(self._gate, interaction.tap, reason=reason, event=event)
         if outcome.kind == "duplicate":
