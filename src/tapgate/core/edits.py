@@ -40,7 +40,13 @@ from tapgate.core.gate import Gate
 from tapgate.core.limits import EDIT_MAX_BYTES
 from tapgate.core.masking import MASK, mask_arguments, reveal_invisible
 from tapgate.core.models import Request, ToolCall, args_digest, canonical_json
-from tapgate.core.tap_texts import EDIT_KEEP_MASKED, edit_denied, edited_reason, is_question
+from tapgate.core.tap_texts import (
+    EDIT_KEEP_MASKED,
+    NOT_APPROVER,
+    edit_denied,
+    edited_reason,
+    is_question,
+)
 from tapgate.core.taps import Tap, TapOutcome, check, tap
 from tapgate.errors import RequestNotFound
 
@@ -260,22 +266,53 @@ async def approve_edit(
     try:
         request = await gate.get_request(answer.request_id)
     except RequestNotFound:
-        return await tap(gate, answer, event=event)  # the tap says it is gone
-    changed = [k for k in sorted(request.arguments) if _differs(request, arguments, k)]
-    if not changed or not request.is_pending:
-        return await tap(gate, answer, event=event)  # plain approval, or told it is too late
+        request = None
+    if request is None or not request.is_pending:
+        return await tap(gate, answer, event=event)  # the tap says it is gone, or too late
     approver = gate.directory.identify(answer.channel, answer.user_id, answer.team)
-    refused = not_editable(request) or _conforms(request, arguments)
-    if refused is None and approver is not None:
-        refused = judge(gate, request, arguments, approver)
-    if refused is not None:
-        if event is not None and not await gate.remember_event(answer.channel, event):
-            return TapOutcome(kind="duplicate", approver=approver, message="")
-        await _audit_refused(gate, answer, approver, request, arguments=arguments, why=refused)
-        return TapOutcome(kind="edit_refused", approver=approver, message=refused)
+    changed = [k for k in sorted(request.arguments) if _differs(request, arguments, k)]
+    why = _refusal(gate, request, arguments, approver)
+    if why is None and not changed:
+        return await tap(gate, answer, event=event)  # nothing edited: a plain approval
+    if why is not None:
+        return await _refuse(
+            gate, answer, approver, request, arguments=arguments, why=why, event=event
+        )
     detail = {"edit": _edit_detail(request, arguments, changed)}
     reason = edited_reason(approver or answer.user_id, changed)
     return await tap(gate, answer, reason=reason, event=event, edited=arguments, detail=detail)
+
+
+_NOT_APPROVER = "not an approver"
+
+
+async def _refuse(
+    gate: Gate,
+    answer: Tap,
+    approver: str | None,
+    request: Request,
+    *,
+    arguments: Mapping[str, Any],
+    why: str,
+    event: str | None,
+) -> TapOutcome:
+    """Refuse an edit (audited once per ``event``); a stranger is told only that."""
+    if event is not None and not await gate.remember_event(answer.channel, event):
+        return TapOutcome(kind="duplicate", approver=approver, message="")
+    await _audit_refused(gate, answer, approver, request, arguments=arguments, why=why)
+    if why == _NOT_APPROVER:  # told so, not what the policy thinks of the edit
+        return TapOutcome(kind="not_approver", approver=approver, message=NOT_APPROVER)
+    return TapOutcome(kind="edit_refused", approver=approver, message=why)
+
+
+def _refusal(
+    gate: Gate, request: Request, arguments: Mapping[str, Any], approver: str | None
+) -> str | None:
+    """Why ``approver`` may not approve ``arguments`` for ``request`` (strangers first)."""
+    if approver is None or approver not in request.approvers:
+        return _NOT_APPROVER
+    why = not_editable(request) or _conforms(request, arguments)
+    return why or judge(gate, request, arguments, approver)
 
 
 def _differs(request: Request, arguments: Mapping[str, Any], key: str) -> bool:
