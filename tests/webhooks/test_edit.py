@@ -11,6 +11,7 @@ a long-poll, the Claude Code hook, ``guard`` over ``RemoteGate`` and
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import hmac
 import io
@@ -19,6 +20,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -28,17 +30,20 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from tapgate.bot.api.events import event_out
 from tapgate.bot.app import build_app
 from tapgate.bot.config import parse_config
-from tapgate.bot.keys import GATE
+from tapgate.bot.keys import GATE, INBOX
 from tapgate.bot.routes import SLACK_WEBHOOK
 from tapgate.client import GuardError, RemoteGate, guard
 from tapgate.client._hook import claude_code_hook
 from tapgate.client._run import EXIT_EDITED, run_approved
 from tapgate.core.gate import Gate
 from tapgate.core.masking import MASK
-from tapgate.core.models import Request, args_digest
+from tapgate.core.models import GateEvent, Request, args_digest
 from tapgate.notifiers.slack import SlackNotifier
+from tapgate.webhooks import _slack_inbox
+from tapgate.webhooks._slack_payloads import parse_edit_submission
 from tests.fakes import FakeSlack, SlackMessage, dm_channel_for
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
 
@@ -482,3 +487,45 @@ async def test_tapgate_run_runs_an_exact_edit_and_refuses_any_other(
     assert status == 0, said
     out = capfd.readouterr().out
     assert "edited text" in out and "original" not in out
+
+
+async def test_an_edit_stored_before_a_crash_is_replayed_with_its_arguments(
+    served: Served,
+) -> None:
+    """Record before acknowledging: what the inbox keeps carries the judged arguments."""
+    request = await served.gate.get_request(await submit_deploy(served))
+    view = await served.open_edit(request)
+    payload = edit_submission(view, {"ref": "from-the-inbox"})
+    parsed = parse_edit_submission(payload)
+    assert parsed is not None
+    edited = {**DEPLOY, "ref": "from-the-inbox"}
+    interaction = dataclasses.replace(parsed[0], edited=edited)
+    stored = _slack_inbox.encode(interaction)
+    assert _slack_inbox.decode(stored) == dataclasses.replace(interaction, trigger_id=None)
+    denying = json.loads(stored) | {"action": "deny"}
+    assert _slack_inbox.decode(json.dumps(denying)) is None  # an edit only ever approves
+
+    inbox = served.app[INBOX]
+    await inbox.record("slack", [(_slack_inbox.event_id(payload), stored)])  # then the crash
+    assert await inbox.replay(received_before=datetime.now(UTC) + timedelta(seconds=1)) == 1
+    await served.settled()
+    decided = await served.gate.get_request(request.id)
+    assert decided.status == "approved" and decided.edited_arguments == edited
+    assert (await served.post(payload))[0] == 200  # Slack's own delivery, late: decides nothing
+    await served.settled()
+    audit = await served.gate.store.audit_log(request_id=request.id)
+    assert [e.event for e in audit].count("approved") == 1
+    assert await inbox.pending() == 0
+
+
+async def test_the_event_stream_says_a_result_was_edited_masked(served: Served) -> None:
+    events: list[GateEvent] = []
+    served.gate.bus.subscribe(events.append)
+    request = await served.gate.get_request(await submit_deploy(served))
+    view = await served.open_edit(request)
+    assert (await served.edit(view, {"ref": "b2"}))[0] == 200
+    await until(lambda: any(e.kind == "resolved" for e in events))
+    resolved = event_out(next(e for e in events if e.kind == "resolved"))
+    assert resolved.edited and resolved.edited_arguments is not None
+    assert resolved.edited_arguments["ref"] == "b2"
+    assert resolved.edited_arguments["api_token"] == MASK  # the stream may be logged
