@@ -20,6 +20,7 @@ require("langgraph")
 from claude_agent_sdk import PermissionResultAllow
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain.agents.middleware.human_in_the_loop import DecisionType, InterruptOnConfig
 from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic_ai import Agent
@@ -109,21 +110,23 @@ async def test_the_openai_agents_sdk_refuses_an_edit_it_cannot_apply(served: Ser
     assert "the call was not run" in result.final_output
 
 
-def hitl_agent(ran: list[str], allowed: list[str]) -> Any:
+def hitl_agent(ran: list[str], allowed: list[DecisionType]) -> Any:
     tools, model = lg.tools_and_model("deploy", ran, env="prod")
-    middleware = HumanInTheLoopMiddleware(
-        interrupt_on={t.name: {"allowed_decisions": allowed} for t in tools}
-    )
+    configs: dict[str, bool | InterruptOnConfig] = {
+        t.name: InterruptOnConfig(allowed_decisions=allowed) for t in tools
+    }
+    middleware = HumanInTheLoopMiddleware(interrupt_on=configs)
     return create_agent(model, tools=tools, middleware=[middleware], checkpointer=InMemorySaver())
 
 
 async def test_langgraph_answers_an_edit_decision_where_the_tool_allows_one(
     served: Served,
 ) -> None:
-    for allowed, ran_expected in (
+    cases: list[tuple[list[DecisionType], list[str]]] = [
         (["approve", "edit", "reject"], ["deploy staging"]),
         (["approve", "reject"], []),
-    ):
+    ]
+    for allowed, ran_expected in cases:
         ran: list[str] = []
         agent = hitl_agent(ran, allowed)
         async with RemoteGate(served.url, CI, long_poll=0.2) as gate:
