@@ -201,7 +201,6 @@ LATER_COLUMNS = frozenset(
         "escalate_to",
         "escalated_at",
         "edited_arguments",
-        "edited_digest",
     ]
 )
 OLD_COLUMNS = frozenset(c.name for c in requests.c if c.name not in LATER_COLUMNS)

@@ -178,7 +178,11 @@ class Request:
     """The approvers escalation adds (already expanded, minus those asked from the start)."""
     escalated_at: datetime | None = None
     edited_arguments: Mapping[str, Any] | None = None
-    """The arguments an approver approved instead of ``arguments`` (an edit, ``core.edits``)."""
+    """The arguments an approver approved instead of ``arguments`` (an edit, ``core.edits``).
+
+    ``arguments`` stay the agent's proposal; ``args_digest`` is then the edited
+    call's digest, the one call the approval covers (a re-issue must match it).
+    """
 
     @property
     def is_pending(self) -> bool:

@@ -146,30 +146,15 @@ _SELECT_DECIDED_SAME = (
     .where(
         requests.c.agent == bindparam("b_agent"),
         requests.c.tool == bindparam("b_tool"),
+        # an edited approval's digest is the edited call's: it covers nothing else
         requests.c.args_digest == bindparam("b_digest"),
         requests.c.session == bindparam("b_session"),
         (
             (requests.c.status == "approved")
             & (requests.c.scope == "once")
             & requests.c.consumed_at.is_(None)
-            # an edited approval covers the edited call only (``_SELECT_EDITED_SAME``)
-            & requests.c.edited_digest.is_(None)
         )
         | ((requests.c.status == "denied") & (requests.c.expires_at > bindparam("b_now"))),
-    )
-    .order_by(requests.c.resolved_at.desc())
-    .limit(1)
-)
-# The agent re-issues the call as an approver edited it: that approval answers it once.
-_SELECT_EDITED_SAME = (
-    select(requests)
-    .where(
-        requests.c.agent == bindparam("b_agent"),
-        requests.c.tool == bindparam("b_tool"),
-        requests.c.edited_digest == bindparam("b_digest"),
-        requests.c.session == bindparam("b_session"),
-        requests.c.status == "approved",
-        requests.c.consumed_at.is_(None),
     )
     .order_by(requests.c.resolved_at.desc())
     .limit(1)
@@ -199,8 +184,12 @@ _DECIDE = (
         resolution_detail=bindparam("b_detail"),
         scope=bindparam("b_scope"),
         decided_seq=numbering.SEQ,
+        # An edited approval covers the edited call: its digest is what a re-issue
+        # must match to use it (``arguments`` stay the proposal, for the record).
         edited_arguments=bindparam("b_edited"),
-        edited_digest=bindparam("b_edited_digest"),
+        args_digest=func.coalesce(
+            bindparam("b_edited_digest", type_=String), requests.c.args_digest
+        ),
     )
     .returning(*requests.c)
 )
@@ -284,8 +273,6 @@ def _decided_like(conn: Connection, request: Request, now: datetime) -> Request 
         "b_now": now,
     }
     row = conn.execute(_SELECT_DECIDED_SAME, params).mappings().first()
-    if row is None:
-        row = conn.execute(_SELECT_EDITED_SAME, params).mappings().first()
     if row is None:
         return None
     found = request_from_row(row)

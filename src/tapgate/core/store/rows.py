@@ -19,7 +19,6 @@ from tapgate.core.models import (
     Risk,
     Scope,
     Verdict,
-    args_digest,
     canonical_json,
 )
 
@@ -72,9 +71,6 @@ def request_to_row(request: Request) -> dict[str, Any]:
         "escalated_at": request.escalated_at,
         "edited_arguments": (
             None if request.edited_arguments is None else canonical_json(request.edited_arguments)
-        ),
-        "edited_digest": (
-            None if request.edited_arguments is None else args_digest(request.edited_arguments)
         ),
     }
 

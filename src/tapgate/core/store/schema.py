@@ -122,10 +122,9 @@ requests = Table(
     Column("escalate_at", UTCDateTime),
     Column("escalate_to", Text),
     Column("escalated_at", UTCDateTime),
-    # Migration 0008: an approval with edited arguments (``core.edits``); the digest
-    # is what the approval covers for consumption and re-issue.
+    # Migration 0008: an approval's edited arguments (``core.edits``); such a
+    # request's ``args_digest`` is then the edited call's, what the approval covers.
     Column("edited_arguments", Text),
-    Column("edited_digest", String(64)),
     CheckConstraint(f"status IN {REQUEST_STATUSES}", name="status"),
     Index("ix_requests_status_expires_at", "status", "expires_at"),
     Index("ix_requests_batch_id", "batch_id"),
@@ -134,7 +133,6 @@ requests = Table(
     Index("ix_requests_agent_decided_seq", "agent", "decided_seq"),
     # A re-issued call finds its earlier request (approved and unconsumed, or denied).
     Index("ix_requests_call", "agent", "tool", "args_digest"),
-    Index("ix_requests_edited_call", "agent", "tool", "edited_digest"),
     # At most one pending request per identical call: the database, not a race
     # between two coroutines, decides whether an ask reuses a request.
     Index(

@@ -4,14 +4,15 @@ Revision ID: 0008
 Revises: 0007
 Create Date: 2026-11-24
 
-- ``requests.edited_arguments``: the edited call (canonical JSON), set by the
-  compare-and-set that approves it; ``NULL`` for every other decision.
-- ``requests.edited_digest``: its SHA-256, what an edited approval covers: a
-  re-issue of the *edited* call consumes it, a re-issue of the original call
-  never does (an approval never covers more than what the approver saw).
-  Indexed like ``args_digest`` for that lookup.
+``requests.edited_arguments``: the edited call (canonical JSON), set by the
+compare-and-set that approves it; ``NULL`` for every other decision. The
+same compare-and-set sets the request's ``args_digest`` to the edited call's
+digest, so the approval covers exactly what the approver saw: a re-issue of
+the *edited* call uses it up (the existing ``ix_requests_call`` lookup), a
+re-issue of the original call asks again. ``arguments`` keep the proposal;
+the decision's audit line holds both digests.
 
-Existing requests keep both ``NULL``: none of them was edited.
+Existing requests keep ``NULL``: none of them was edited.
 """
 
 import sqlalchemy as sa
@@ -26,12 +27,8 @@ depends_on = None
 def upgrade() -> None:
     with op.batch_alter_table("requests") as batch:
         batch.add_column(sa.Column("edited_arguments", sa.Text))
-        batch.add_column(sa.Column("edited_digest", sa.String(64)))
-    op.create_index("ix_requests_edited_call", "requests", ["agent", "tool", "edited_digest"])
 
 
 def downgrade() -> None:
-    op.drop_index("ix_requests_edited_call", "requests")
     with op.batch_alter_table("requests") as batch:
-        batch.drop_column("edited_digest")
         batch.drop_column("edited_arguments")
