@@ -294,7 +294,11 @@ class SlackWebhook:
         parsed = parse_edit_submission(body)
         if parsed is None:
             return self._refuse_bolt()
-        judged = await self._edits.judge(*parsed)
+        try:
+            judged = await self._edits.judge(*parsed)
+        except Exception:  # the store failed: no 200, so Slack shows the approver an error
+            _log.exception("Slack edit of %s could not be judged", parsed[0].request_id)
+            return BoltResponse(status=_UNRECORDED, body={"error": "could not judge the edit"})
         if isinstance(judged, dict):
             return await ack(response_action="errors", errors=judged)
         return await self._record_then_ack(ack, body, judged, started)
