@@ -38,10 +38,12 @@ from tapgate.bot.keys import GATE, STORE
 from tapgate.bot.routes import LINE_WEBHOOK
 from tapgate.core.buttons import answer_prefill
 from tapgate.core.clock import ManualClock
+from tapgate.core.edits import approve_edit
 from tapgate.core.gate import Gate
 from tapgate.core.models import CONTACT_TOOL, Decision, Request
 from tapgate.core.store import Store
 from tapgate.core.store.calls import ClientCall
+from tapgate.core.taps import Tap
 from tapgate.notifiers.recording import RecordingNotifier
 from tests.fakes import FakeLine
 from tests.fakes.taps import signed_line_tap, signed_line_text
@@ -656,3 +658,19 @@ async def test_client_calls_keep_the_first_writer_and_exactly_one_answer(
         await store.calls.add(replace(again, call_id="c2"))
     with pytest.raises(IntegrityError):  # a request that does not exist
         await store.calls.add(replace(again, call_id="c3", request_id="nope"))
+
+
+async def test_an_edited_approval_is_not_an_approval_of_the_call_as_sent(served: Served) -> None:
+    """The SDK would run its own call: it is told no, and what the approver approved instead."""
+
+    @served.sdk().require_approval()
+    def deploy(env: str) -> str:
+        raise AssertionError("must not run: the approver approved another call")
+
+    task = asyncio.create_task(asyncio.to_thread(deploy, env="prod"))
+    request = await served.pending("deploy")
+    tap = Tap(channel="line", user_id=ALICE, action="approve", request_id=request.id)
+    assert (await approve_edit(served.gate, tap, {"env": "staging"})).applied
+    said = await asyncio.wait_for(task, 10)
+    assert "alice approved this call only with edited arguments" in said
+    assert '{"env":"staging"}' in said

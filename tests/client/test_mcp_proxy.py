@@ -24,7 +24,9 @@ from mcp.types import CallToolResult, TextContent
 
 from tapgate.bot.keys import GATE
 from tapgate.core.clock import ManualClock
-from tests.client.test_hook_claude_code import TAPGATE, TOKEN, Served, cli, serve
+from tapgate.core.edits import approve_edit
+from tapgate.core.taps import Tap
+from tests.client.test_hook_claude_code import ALICE, TAPGATE, TOKEN, Served, cli, serve
 from tests.fakes.taps import free_port
 
 UPSTREAM = Path(__file__).with_name("mcp_upstream.py")
@@ -343,3 +345,14 @@ def test_an_upstream_that_cannot_start_exits_69(tmp_path: Path) -> None:
     )
     assert done.returncode == 69, done.stderr
     assert "tapgate: MCP server 'notes':" in done.stderr
+
+
+async def test_an_approvers_edit_runs_upstream_with_the_edited_arguments(served: Served) -> None:
+    async with proxied(served.url) as session:
+        answer = asyncio.create_task(call(session, "write_note", name="chores", text="sweep"))
+        request = await served.pending()
+        tap = Tap(channel="line", user_id=ALICE, action="approve", request_id=request.id)
+        edited = {"name": "chores", "text": "sweep and mop"}
+        assert (await approve_edit(served.app[GATE], tap, edited)).applied
+        result = await answer
+    assert not result.is_error and text(result) == "wrote 13 characters to chores"

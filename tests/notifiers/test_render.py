@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from linebot.v3.messaging import FlexMessage, PostbackAction
 from slack_sdk.models.blocks import Block
 
-from tapgate.core.buttons import parse_deny_reason_postback_data
+from tapgate.core.buttons import SLACK_EDIT_ACTION_ID, parse_deny_reason_postback_data
 from tapgate.core.masking import MASK, is_secret_key, mask_arguments, mask_text
 from tapgate.core.models import Request, args_digest
 from tapgate.notifiers._file_diff import unified_diff as _diff
@@ -308,7 +308,7 @@ def test_no_session_button_when_a_session_grant_is_impossible(overrides: dict[st
     view = view_of("Bash", {"command": "ls"}, **overrides)
     assert not view.can_allow_session
     slack_ids = [e["action_id"] for e in render_slack(view)["blocks"][-1]["elements"]]
-    assert slack_ids == [ACTION_APPROVE, ACTION_DENY]
+    assert slack_ids == [ACTION_APPROVE, ACTION_DENY, SLACK_EDIT_ACTION_ID]
     line_actions = [line_button(a["data"]) for a in postback_actions(render_line(view))]
     assert [a[0] for a in line_actions if a] == ["approve", "deny_reason"]
 
@@ -666,8 +666,14 @@ def test_slack_buttons_carry_the_request_id() -> None:
     assert actions["type"] == "actions"
     assert actions["block_id"] == f"tapgate:{REQUEST_ID}"
     buttons = {button["action_id"]: button for button in actions["elements"]}
-    assert list(buttons) == [ACTION_APPROVE, ACTION_DENY, ACTION_APPROVE_SESSION]
+    assert list(buttons) == [
+        ACTION_APPROVE,
+        ACTION_DENY,
+        ACTION_APPROVE_SESSION,
+        SLACK_EDIT_ACTION_ID,
+    ]
     assert {button["value"] for button in buttons.values()} == {REQUEST_ID}
+    assert "confirm" not in buttons[SLACK_EDIT_ACTION_ID]  # it only opens the edit modal
     assert buttons[ACTION_APPROVE]["style"] == "primary"
     assert buttons[ACTION_DENY]["style"] == "danger"
     assert "confirm" in buttons[ACTION_APPROVE_SESSION]

@@ -200,10 +200,11 @@ LATER_COLUMNS = frozenset(
         "escalate_at",
         "escalate_to",
         "escalated_at",
+        "edited_arguments",
     ]
 )
 OLD_COLUMNS = frozenset(c.name for c in requests.c if c.name not in LATER_COLUMNS)
-"""The requests table as revision 0002 had it (migrations 0004 and 0007 added the rest)."""
+"""The requests table as revision 0002 had it (migrations 0004, 0007 and 0010 added the rest)."""
 
 
 async def test_rows_written_before_the_migration_are_covered_by_the_genesis(

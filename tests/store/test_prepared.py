@@ -32,6 +32,8 @@ async def test_returning_matches_conn_execute(store: Store, clock: ManualClock) 
         "b_reason": "ok",
         "b_scope": "once",
         "b_detail": None,
+        "b_edited": None,
+        "b_edited_digest": None,
     }
     prepared = Prepared(DECIDE)
 
@@ -62,6 +64,8 @@ async def test_rowcount_and_unknown_parameter(store: Store, clock: ManualClock) 
         "b_reason": None,
         "b_scope": "once",
         "b_detail": None,
+        "b_edited": None,
+        "b_edited_digest": None,
     }
     assert await store.runner.run(lambda c: prepared.rowcount(c, params)) == 0
     with pytest.raises(KeyError):

@@ -11,7 +11,10 @@ The arguments are read again when the decision comes back: a list or dict
 the tool was given can be changed by other code during the minutes a human
 takes to decide, and an approval of ``{"env": "staging"}`` must not run the
 tool on ``"prod"``. If what the tool would now get differs from what was
-approved, it does not run (:class:`ArgumentsChanged`). Plain values and
+approved, it does not run (:class:`ArgumentsChanged`). An approver who edited
+the call before approving it (``decision.edited``) has approved other
+arguments: the tool runs with those, or not at all when a parameter it
+edited cannot be rebuilt from JSON (:class:`GuardError`). Plain values and
 containers are compared by value, other objects (clients, locks, paths) by
 identity, so an object whose text changes on its own never blocks a call.
 
@@ -157,6 +160,7 @@ def guard(
                 if not decision.allowed:
                     return refused(decision)
                 unchanged(decided, args, kwargs)
+                args, kwargs = _as_approved(name, signature, args, kwargs, decision)
                 return await fn(*args, **kwargs)
 
             return guarded_async
@@ -171,11 +175,56 @@ def guard(
             if not decision.allowed:
                 return refused(decision)
             unchanged(decided, args, kwargs)
+            args, kwargs = _as_approved(name, signature, args, kwargs, decision)
             return fn(*args, **kwargs)
 
         return guarded
 
     return cast(_Raising | _Returning, decorate)
+
+
+def _as_approved(
+    name: str,
+    signature: inspect.Signature,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    decision: Decision,
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments to call the tool with: as given, or as an approver edited them.
+
+    An edited parameter gets the approved JSON value (a tuple stays a tuple);
+    one whose live value JSON cannot carry (a path, a client, an object) cannot
+    be rebuilt from the edit, so the tool does not run (:class:`GuardError`):
+    running the original would run what the approver did not approve.
+    """
+    if not decision.edited or decision.arguments is None:
+        return args, kwargs
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    for key, value in decision.arguments.items():
+        if key not in bound.arguments:
+            raise GuardError(f"{name}: the approved edit names {key!r}, not a parameter; not run")
+        live = bound.arguments[key]
+        if _snapshot(_jsonable(live)) == _snapshot(value):
+            continue
+        if not _plain(live):
+            raise GuardError(
+                f"{name}: an approver edited {key!r}, a {type(live).__name__} that cannot "
+                "be rebuilt from the edit; not run"
+            )
+        bound.arguments[key] = tuple(value) if isinstance(live, tuple) else value
+    return bound.args, bound.kwargs
+
+
+def _plain(value: Any) -> bool:
+    """True for a value JSON carries as it is (``_jsonable`` changes nothing but a tuple)."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return True
+    if isinstance(value, list | tuple):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False
 
 
 def _run_async_check(gate: AsyncChecker, call: ToolCall) -> Decision:

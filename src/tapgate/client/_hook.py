@@ -13,6 +13,11 @@ from stdout. Two events can carry a permission decision, and both are served:
   "ask": a hook that wants the dialog to appear gives no decision, so that
   verdict is answered with only a ``systemMessage`` for the user.
 
+An approver who edited the call before approving it answers ``allow`` with
+the edited tool input as ``updatedInput`` (``hookSpecificOutput.updatedInput``
+for ``PreToolUse``, ``decision.updatedInput`` for ``PermissionRequest``):
+Claude Code runs the edited call, never the original.
+
 (Shapes as in the Claude Agent SDK's ``PreToolUseHookSpecificOutput`` and
 ``PermissionRequestHookSpecificOutput``, anthropics/claude-agent-sdk-python.)
 
@@ -26,6 +31,7 @@ what went wrong, so a broken gate never silently lets a call through.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -101,22 +107,34 @@ def parse_hook_input(raw: str) -> HookInput:
     )
 
 
-def hook_output(event: HookEvent, verdict: HookVerdict, reason: str) -> dict[str, Any]:
-    """The JSON object Claude Code reads from the hook's stdout for ``verdict``."""
+def hook_output(
+    event: HookEvent,
+    verdict: HookVerdict,
+    reason: str,
+    updated_input: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON object Claude Code reads from the hook's stdout for ``verdict``.
+
+    ``updated_input`` (an allow only): the tool input an approver edited,
+    which Claude Code runs instead of its own (``updatedInput``, the whole input).
+    """
     if event == "PreToolUse":
-        return {
-            "hookSpecificOutput": {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": verdict,
-                "permissionDecisionReason": reason,
-            }
+        output: dict[str, Any] = {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": verdict,
+            "permissionDecisionReason": reason,
         }
+        if updated_input is not None and verdict == "allow":
+            output["updatedInput"] = dict(updated_input)
+        return {"hookSpecificOutput": output}
     if verdict == "ask":
         # No decision: Claude Code shows its own permission dialog; tell the user why.
         return {"systemMessage": reason}
     decision: dict[str, Any] = {"behavior": verdict}
     if verdict == "deny":
         decision["message"] = reason
+    elif updated_input is not None:
+        decision["updatedInput"] = dict(updated_input)
     return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}
 
 
@@ -168,7 +186,8 @@ def claude_code_hook(
     if decision.status == "expired" and not decision.allowed:
         problem = f"request {decision.request_id} expired: {decision.reason}"
         return _fallback(event, on_expired, problem, "--on-expired")
-    return hook_output(event, decision.verdict, _reason(decision))
+    edited = decision.arguments if decision.edited else None
+    return hook_output(event, decision.verdict, _reason(decision), edited)
 
 
 def hook_refusal(raw: str, problem: str) -> dict[str, Any]:

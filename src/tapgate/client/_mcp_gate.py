@@ -14,6 +14,8 @@ server. Nothing here ever lets a call through that tapgate did not allow.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
+from typing import Any
 
 import anyio
 
@@ -52,19 +54,21 @@ def annotation_risk(*, read_only: bool | None, destructive: bool | None) -> Risk
     return None
 
 
-async def refusal(gate: RemoteGate, call: ToolCall) -> str | None:
-    """``None`` when tapgate allows ``call``; otherwise why it must not run, for the model.
+async def refusal(gate: RemoteGate, call: ToolCall) -> str | Mapping[str, Any]:
+    """The arguments to run ``call`` with when tapgate allows it; else why not, for the model.
 
-    Waits as long as the request lives on the server. A wait the MCP client
-    cancels (it gave up on the tool call) withdraws the request, so no
-    approver is left deciding a call nobody will run.
+    The arguments are ``call``'s own, or the ones an approver edited before
+    approving (MCP's ``tools/call`` carries any arguments, so an edit always
+    applies). Waits as long as the request lives on the server. A wait the
+    MCP client cancels (it gave up on the tool call) withdraws the request,
+    so no approver is left deciding a call nobody will run.
     """
     try:
         decision = await _decision(gate, call)
     except Exception as exc:  # the model must get an answer, whatever failed
         return f"tapgate: {failure(gate.base_url, exc)}; the tool was not called"
     if decision.allowed:
-        return None
+        return decision.arguments if decision.edited and decision.arguments else call.arguments
     if decision.status == "expired":
         return f"tapgate: request {decision.request_id} expired: {decision.reason}"
     return f"tapgate: {describe(decision)}"

@@ -117,9 +117,11 @@ class _Proxy:
             session=self._options.session,
             risk=await self._risk(params.name),
         )
-        refused = await refusal(self._gate, call)
-        if refused is not None:
-            return _error(refused)
+        allowed = await refusal(self._gate, call)
+        if isinstance(allowed, str):
+            return _error(allowed)
+        if allowed is not call.arguments:  # an approver edited the call: run it as edited
+            params = params.model_copy(update={"arguments": dict(allowed)})
         try:
             return await self._upstream.send_request(
                 types.CallToolRequest(params=params), types.CallToolResult

@@ -6,12 +6,20 @@ configured with ``shell: command`` is judged by the shell-aware policy
 What runs is ``argv`` itself, without a shell: the approved text and the
 executed program cannot differ by a shell's interpretation.
 
+An approver may edit the command before approving it. The original never
+runs then; the edited text runs only if it is a plain command line that
+``shlex`` splits and joins back to exactly the approved text (quoted words,
+no operators a shell would read differently, no leading assignment), else
+``run`` refuses with status 65 and says why.
+
 Exit status: the command's own (a signal ``N`` gives ``128 + N``), or one of
 tapgate's, taken from ``sysexits.h`` where the meaning matches so that they
 stay clear of the 1, 2, 126, 127 and 128+ that commands and shells use:
 
 ==== =================================================================
 69   the tapgate server is unreachable or failed (``EX_UNAVAILABLE``)
+65   approved only as an approver edited it, and the edit cannot be run as an
+     exact command line (``EX_DATAERR``): nothing runs, neither edit nor original
 75   nobody decided in time: the request expired (``EX_TEMPFAIL``)
 77   denied, by policy or by an approver (``EX_NOPERM``)
 71   ``--sandbox``: the command cannot be confined here (``EX_OSERR``)
@@ -51,6 +59,7 @@ __all__ = [
     "EXIT_CANNOT_EXECUTE",
     "EXIT_CONFIG",
     "EXIT_DENIED",
+    "EXIT_EDITED",
     "EXIT_EXPIRED",
     "EXIT_INTERRUPTED",
     "EXIT_NOT_FOUND",
@@ -60,6 +69,7 @@ __all__ = [
     "run_approved",
 ]
 
+EXIT_EDITED = 65
 EXIT_UNAVAILABLE = 69
 EXIT_EXPIRED = 75
 EXIT_DENIED = 77
@@ -112,9 +122,9 @@ def run_approved(
     call = ToolCall(tool=tool, arguments={"command": command}, session=session)
     bound = retry_for if timeout is None else min(retry_for, timeout)
     refusal = _ask(err, url, token, call, timeout, retry_for=bound)
-    if refusal is not None:
+    if isinstance(refusal, int):
         return refusal
-    return _execute(argv, err, box)
+    return _execute(argv if refusal is None else refusal, err, box)
 
 
 def _confine(
@@ -138,8 +148,8 @@ def _confine(
 
 def _ask(
     err: TextIO, url: str, token: str, call: ToolCall, timeout: float | None, *, retry_for: float
-) -> int | None:
-    """Wait for the decision on ``call``: ``None`` to run it, else tapgate's exit status."""
+) -> int | list[str] | None:
+    """Wait for the decision on ``call``: ``None`` to run it, the edited argv, or an exit status."""
     waiting = Waiting(err, str(call.arguments["command"]), timeout)
     signals = Signals(err)
 
@@ -171,18 +181,47 @@ def _ask(
 
 def _refusal(
     err: TextIO, decision: Decision | None, timeout: float | None, *, asked: bool
-) -> int | None:
-    """The exit status when ``decision`` does not let the command run, else ``None``."""
+) -> int | list[str] | None:
+    """The exit status when ``decision`` does not let the command run, else ``None``.
+
+    An edited approval gives the edited argv instead, or exit status 65.
+    """
     if decision is None:
         return _fail(err, f"nobody decided within {timeout:g}s; request withdrawn", EXIT_EXPIRED)
     if not decision.allowed and decision.status == "expired":
         return _fail(err, f"request expired: {decision.reason}", EXIT_EXPIRED)
     if not decision.allowed:
         return _fail(err, f"denied: {describe(decision)}", EXIT_DENIED)
+    if decision.edited:
+        return _edited_argv(err, decision)
     if asked:  # a human approved: say who, before the command's output starts
         err.write(f"tapgate: {describe(decision)}\n")
         err.flush()
     return None
+
+
+def _edited_argv(err: TextIO, decision: Decision) -> int | list[str]:
+    """The argv of an edited approval, or status 65 when it is no exact command line."""
+    edited = decision.arguments or {}
+    command = edited.get("command")
+    why = None
+    argv: list[str] = []
+    if set(edited) != {"command"} or not isinstance(command, str):
+        why = "the edit changed more than the command line"
+    else:
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:
+            why = f"the edited command cannot be split into words ({exc})"
+    if why is None and (not argv or shlex.join(argv) != command):
+        why = "the edited command is not an exact command line (a shell would read it differently)"
+    if why is None and _ASSIGNMENT.match(argv[0]):
+        why = "the edited command starts with an assignment"
+    if why is not None:
+        return _fail(err, f"approved only as edited, and {why}; not running anything", EXIT_EDITED)
+    err.write(f"tapgate: {describe(decision)}; running the command as edited\n")
+    err.flush()
+    return argv
 
 
 def _interrupted(

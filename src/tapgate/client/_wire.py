@@ -119,6 +119,9 @@ def decision_from(body: dict[str, Any]) -> Decision | None:
     if verdict not in _VERDICTS or status not in _STATUSES or source not in _SOURCES:
         raise _bad(f"not a decided tool call: decision={verdict!r} status={status!r}")
     rule, request_id = body.get("rule"), body.get("id")
+    edited, arguments = body.get("edited") is True, body.get("arguments")
+    if edited and (not isinstance(arguments, dict) or verdict != "allow"):
+        raise _bad("an edited decision without the edited arguments")
     return Decision(
         verdict=cast(Verdict, verdict),
         status=cast(DecisionStatus, status),
@@ -127,6 +130,8 @@ def decision_from(body: dict[str, Any]) -> Decision | None:
         reason=_text(body, "reason"),
         rule=rule if isinstance(rule, str) else None,
         request_id=request_id if isinstance(request_id, str) else None,
+        arguments=cast(dict[str, Any], arguments) if edited else None,
+        edited=edited,
     )
 
 

@@ -18,6 +18,8 @@ other, so it lives here.
   ``value``. Its per-call buttons are the single request's own.
 - "Always allow" (``approve_always``) joined ``v=1`` like ``reply``: an older
   parser refuses it as unknown rather than misreading it.
+- Slack's "Edit…" (:data:`SLACK_EDIT_ACTION_ID`) opens the edit dialog; it
+  is no :data:`TapAction`, so no surface can read it as an answer.
 - A grant's Revoke button (:func:`revoke_postback_data`): LINE
   ``v=1&a=revoke&g=<grant id>`` (``g``: never readable as a request or a
   batch), Slack :data:`SLACK_REVOKE_ACTION_ID` with the grant id as ``value``.
@@ -48,6 +50,7 @@ __all__ = [
     "SLACK_ACTION_IDS",
     "SLACK_BATCH_ACTIONS",
     "SLACK_BATCH_ACTION_IDS",
+    "SLACK_EDIT_ACTION_ID",
     "SLACK_REVOKE_ACTION_ID",
     "BatchAction",
     "TapAction",
@@ -121,6 +124,12 @@ SLACK_BATCH_ACTION_IDS: Mapping[BatchAction, str] = {
     "approve_all_session": "tapgate_approve_all_session",
 }
 SLACK_BATCH_ACTIONS: Mapping[str, BatchAction] = {v: k for k, v in SLACK_BATCH_ACTION_IDS.items()}
+SLACK_EDIT_ACTION_ID = "tapgate_edit"
+"""``action_id`` of a single request's "Edit…" button (``value``: the request id).
+
+Not a :data:`TapAction`: it opens a dialog and decides nothing; the dialog's
+submission approves (``core.edits``). No LINE postback exists for it.
+"""
 SLACK_REVOKE_ACTION_ID = "tapgate_revoke_grant"
 """``action_id`` of a listed grant's Revoke button; its ``value`` is the grant id."""
 _REVOKE: Mapping[str, Literal["revoke"]] = {"revoke": "revoke"}

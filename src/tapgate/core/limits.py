@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["NO_LIMITS", "AgentLimits"]
+__all__ = ["EDIT_MAX_BYTES", "NO_LIMITS", "AgentLimits"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -27,3 +27,11 @@ class AgentLimits:
 
 NO_LIMITS = AgentLimits()
 """What an agent without configured limits gets (the in-process gate's default)."""
+
+EDIT_MAX_BYTES = 256 * 1024
+"""The largest edited call (canonical JSON, UTF-8) an approver may approve (``core.edits``).
+
+A person types an edit: a quarter of a mebibyte holds every field a chat
+dialog can show, and keeps the audit line of the edit (proposal and edit,
+masked) reasonable.
+"""

@@ -123,6 +123,13 @@ class Decision:
     reason: str
     rule: str | None = None
     request_id: str | None = None
+    arguments: Mapping[str, Any] | None = None
+    """The arguments to run the tool with when an approver edited them (``edited``), else ``None``.
+
+    An edited approval covers these arguments only: an agent that cannot run
+    the edited call must not run the original one either.
+    """
+    edited: bool = False
     kind: Literal["decision"] = "decision"
 
     @property
@@ -170,6 +177,12 @@ class Request:
     escalate_to: tuple[str, ...] = ()
     """The approvers escalation adds (already expanded, minus those asked from the start)."""
     escalated_at: datetime | None = None
+    edited_arguments: Mapping[str, Any] | None = None
+    """The arguments an approver approved instead of ``arguments`` (an edit, ``core.edits``).
+
+    ``arguments`` stay the agent's proposal; ``args_digest`` is then the edited
+    call's digest, the one call the approval covers (a re-issue must match it).
+    """
 
     @property
     def is_pending(self) -> bool:
@@ -203,6 +216,8 @@ class Request:
             reason=self.resolution_reason or default_reason,
             rule=self.rule,
             request_id=self.id,
+            arguments=self.edited_arguments if self.status == "approved" else None,
+            edited=self.status == "approved" and self.edited_arguments is not None,
         )
 
 

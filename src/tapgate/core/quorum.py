@@ -11,6 +11,7 @@ answers with its own sentence.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -48,12 +49,14 @@ async def approve(
     reason: str | None = None,
     detail: dict[str, Any] | None = None,
     event: tuple[str, str] | None = None,
+    edited: Mapping[str, Any] | None = None,
 ) -> Request | Progress:
     """Approve as ``by``: the decided request, a :class:`Progress`, or the gate's refusal.
 
     Raises what :meth:`Gate.resolve <tapgate.core.gate.Gate.resolve>` raises
     for a refused tap (already decided, expired, not an approver, a
-    redelivered event).
+    redelivered event). ``edited``: the arguments an approver edited
+    (:mod:`tapgate.core.edits`), approved instead of the agent's.
     """
     now = gate.clock.now()
     if reason is not None:
@@ -69,6 +72,7 @@ async def approve(
         approver_check=True,
         detail=detail or {},
         event=event,
+        edited=edited,
     )
     transition = await gate.store.approvals.approve(change)
     if transition.outcome == "duplicate":

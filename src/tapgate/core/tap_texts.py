@@ -24,6 +24,8 @@ from tapgate.core.models import CONTACT_TOOL, Grant, Request
 __all__ = [
     "ASK_REASON",
     "BATCH_NOT_FOUND",
+    "EDIT_IN_WEB_INBOX",
+    "EDIT_KEEP_MASKED",
     "GRANT_GONE",
     "NOT_APPROVER",
     "NOT_APPROVER_BATCH",
@@ -45,6 +47,8 @@ __all__ = [
     "clock_time",
     "counted_message",
     "duration_text",
+    "edit_denied",
+    "edited_reason",
     "grant_line",
     "grants_heading",
     "is_question",
@@ -77,6 +81,12 @@ ASK_REASON = "Type the reason (or 'skip')"
 TYPE_ANSWER = "Type your answer and send it."
 REASON_SKIPPED = "skip"
 """What an approver types to deny without a reason (any case)."""
+
+EDIT_IN_WEB_INBOX = "To edit this call before approving it, open it in the web inbox (/inbox)."
+"""LINE has no dialogs: its cards say where edits are made (one line)."""
+EDIT_KEEP_MASKED = (
+    "This value hides a secret: leave it exactly as shown to keep it, or type the whole new value."
+)
 
 _PAST = {"approved": "approved", "denied": "denied", "cancelled": "cancelled", "expired": "expired"}
 _QUESTION_PAST = {**_PAST, "approved": "answered", "denied": "dismissed"}
@@ -264,3 +274,15 @@ def grants_heading(shown: int, total: int) -> str:
 def revoked_message(covers: str) -> str:
     """A revoke that took: "Revoked: deploy_web with env=staging; it will ask again"."""
     return f"Revoked: {covers}; it will ask again."
+
+
+def edit_denied(reason: str) -> str:
+    """An edit the policy refuses: nothing is decided, and the approver can change it again."""
+    return f"The policy does not allow the edited call: {mask_text(reason)[:300]}"
+
+
+def edited_reason(by: str, changed: Sequence[str]) -> str:
+    """The decision's reason for an edited approval: who, and which arguments changed."""
+    names = ", ".join(mask_text(name)[:40] for name in changed[:5])
+    more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+    return f"approved by {by} with edited arguments ({names}{more})"

@@ -31,6 +31,7 @@ tool call. Typed LINE answers name their question by a short reference:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -91,6 +92,7 @@ TapKind = Literal[
     "partial",
     "counted",
     "self_approval",
+    "edit_refused",
 ]
 
 _SCOPE_OF: dict[TapAction, Scope] = {"approve_session": "session", "approve_always": "always"}
@@ -106,7 +108,8 @@ class TapOutcome:
     ``ready`` (from :func:`check` and the question lookup only) means nothing
     happened yet and ``request`` may be acted on by this person. ``partial``: counted,
     the quorum waits for more; ``counted``: counted before; ``self_approval``:
-    refused, the tapper owns the agent.
+    refused, the tapper owns the agent; ``edit_refused``: an edit the policy
+    (or the edit's own checks, :mod:`tapgate.core.edits`) refuses, nothing decided.
     """
 
     kind: TapKind
@@ -173,13 +176,22 @@ def _identify(gate: Gate, tap: Tap | BatchTap) -> _Tapper:
 
 
 async def tap(
-    gate: Gate, answer: Tap, *, reason: str | None = None, event: str | None = None
+    gate: Gate,
+    answer: Tap,
+    *,
+    reason: str | None = None,
+    event: str | None = None,
+    edited: Mapping[str, Any] | None = None,
+    detail: Mapping[str, Any] | None = None,
 ) -> TapOutcome:
     """Resolve the request as the approver behind ``answer``'s ids asks.
 
     ``event`` is the platform's event id: a redelivery of a handled event is
     a ``duplicate`` outcome with nothing done and nothing to say. ``reply``
-    needs the answer as ``reason`` (``ValueError`` without one).
+    needs the answer as ``reason`` (``ValueError`` without one). ``edited``
+    (an approval only) approves those arguments instead of the agent's; the
+    caller (:func:`tapgate.core.edits.approve_edit`) has judged them, and
+    ``detail`` adds what the audit line says about the edit.
     """
     action = answer.action
     if action == "reply" and not (reason and reason.strip()):
@@ -197,7 +209,7 @@ async def tap(
     how: dict[str, Any] = {
         "by": tapper.actor,
         "reason": reason,
-        "detail": _detail(tapper),
+        "detail": {**_detail(tapper), **(detail or {})},
         "event": (answer.channel, event) if event is not None else None,
     }
     try:
@@ -208,6 +220,7 @@ async def tap(
                 scope=remembered.scope,
                 grant_ttl=remembered.ttl,
                 grant_uses=remembered.uses,
+                edited=edited,
                 **how,
             )
         else:  # one deny denies

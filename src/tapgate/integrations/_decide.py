@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import cast
+from collections.abc import Mapping
+from typing import Any, cast
 
 from tapgate.client import AsyncChecker, SyncChecker
 from tapgate.client._ask import describe
 from tapgate.core.models import Decision, ToolCall
 
-__all__ = ["Checker", "ask", "refusal"]
+__all__ = ["Checker", "ask", "edited", "refusal", "unappliable"]
 
 Checker = AsyncChecker | SyncChecker
 """Any gate: ``RemoteGate``, ``SyncRemoteGate`` or the in-process ``Gate``."""
@@ -38,3 +39,20 @@ def refusal(decision: Decision) -> str:
     during the freeze``), so a model sees one form whatever the framework.
     """
     return f"tapgate: {describe(decision)}"
+
+
+def edited(decision: Decision) -> Mapping[str, Any] | None:
+    """The arguments an approver edited before approving, or ``None`` for any other decision."""
+    return decision.arguments if decision.allowed and decision.edited else None
+
+
+def unappliable(decision: Decision, where: str) -> str:
+    """Why an edited approval does not run where the framework cannot apply the edit.
+
+    Running the call as sent would run what the approver did not approve, so
+    an adapter that cannot pass the edited arguments on refuses with this.
+    """
+    return (
+        f"tapgate: {describe(decision)}, but only with edited arguments, which {where} "
+        "cannot apply: the call was not run"
+    )

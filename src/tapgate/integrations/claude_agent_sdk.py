@@ -14,6 +14,9 @@ are served by the same decision:
   hook input's ``session_id``, so "allow for this session" means this
   Claude Code session.
 
+An approver's edit runs: ``PermissionResultAllow(updated_input=...)`` and
+the hook's ``updatedInput`` hand Claude Code the edited input.
+
 Tool names and arguments are Claude Code's (``Bash`` and ``{"command": ...}``,
 ``mcp__server__tool``), as in the command hook, so one policy serves both.
 """
@@ -32,6 +35,7 @@ try:
         PermissionResult,
         PermissionResultAllow,
         PermissionResultDeny,
+        PreToolUseHookSpecificOutput,
         ToolPermissionContext,
     )
 except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
@@ -41,7 +45,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
     ) from exc
 
 from tapgate.core.models import ToolCall
-from tapgate.integrations._decide import Checker, ask, refusal
+from tapgate.integrations._decide import Checker, ask, edited, refusal
 
 __all__ = ["can_use_tool", "pre_tool_use_hook"]
 
@@ -55,7 +59,10 @@ def can_use_tool(gate: Checker, *, session: str | None = None) -> CanUseTool:
         call = ToolCall(tool=tool_name, arguments=tool_input, session=session)
         decision = await ask(gate, call)
         if decision.allowed:
-            return PermissionResultAllow()
+            arguments = edited(decision)
+            return PermissionResultAllow(
+                updated_input=None if arguments is None else dict(arguments)
+            )
         return PermissionResultDeny(message=refusal(decision))
 
     return decide
@@ -80,12 +87,14 @@ def pre_tool_use_hook(gate: Checker) -> HookCallback:
         )
         decision = await ask(gate, call)
         reason = decision.reason if decision.allowed else refusal(decision)
-        return {
-            "hookSpecificOutput": {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": "allow" if decision.allowed else "deny",
-                "permissionDecisionReason": reason,
-            }
+        output: PreToolUseHookSpecificOutput = {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "allow" if decision.allowed else "deny",
+            "permissionDecisionReason": reason,
         }
+        arguments = edited(decision)
+        if arguments is not None:
+            output["updatedInput"] = dict(arguments)
+        return {"hookSpecificOutput": output}
 
     return hook

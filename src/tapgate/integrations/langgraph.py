@@ -11,14 +11,18 @@ with tapgate's reason as the message, which the middleware hands to the
 model as the tool's error result. :func:`ainvoke_gated` runs a graph and
 keeps resuming it until no such interrupt is left.
 
-The middleware's ``edit`` and ``respond`` answers are never given: tapgate's
-decision is allow or deny. Interrupts that are not the middleware's are left
-out of the map, for the caller to answer.
+An approver who edited the call before approving it is answered with the
+middleware's ``edit`` decision (the same tool, the edited arguments) where
+the interrupt allows ``edit`` for that tool; where it does not, ``reject``
+says why, because approving would run the call as the model sent it.
+``respond`` is never given. Interrupts that are not the middleware's are
+left out of the map, for the caller to answer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,12 +30,14 @@ try:
     from langchain.agents.middleware.human_in_the_loop import (
         ActionRequest,
         ApproveDecision,
+        EditDecision,
         HITLResponse,
         RejectDecision,
     )
     from langchain_core.runnables import RunnableConfig
     from langgraph.pregel import Pregel
     from langgraph.types import Command, GraphOutput, Interrupt
+    from pydantic import TypeAdapter
 except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
     raise ImportError(
         "tapgate.integrations.langgraph needs LangChain and LangGraph: "
@@ -39,11 +45,11 @@ except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
     ) from exc
 
 from tapgate.core.models import Decision, ToolCall
-from tapgate.integrations._decide import Checker, ask, refusal
+from tapgate.integrations._decide import Checker, ask, edited, refusal, unappliable
 
 __all__ = ["ainvoke_gated", "decide_interrupts"]
 
-Answer = ApproveDecision | RejectDecision
+Answer = ApproveDecision | EditDecision | RejectDecision
 """What tapgate answers for one action."""
 
 
@@ -57,7 +63,7 @@ async def decide_interrupts(
     the middleware matches them by position.
     """
     pending = [(i, acts) for i in interrupts if (acts := _actions(i.value)) is not None]
-    decided = await asyncio.gather(*(_decide(gate, acts, session) for _, acts in pending))
+    decided = await asyncio.gather(*(_decide(gate, i, acts, session) for i, acts in pending))
     resume: dict[str, HITLResponse | Answer] = {}
     for (interrupt, _), answers in zip(pending, decided, strict=True):
         per_call = interrupt.value.get("type") == "tool_approval"
@@ -103,12 +109,47 @@ def _actions(value: object) -> list[ActionRequest] | None:
     return list(requests) if isinstance(requests, list) else None
 
 
-async def _decide(gate: Checker, actions: list[ActionRequest], session: str | None) -> list[Answer]:
+async def _decide(
+    gate: Checker, interrupt: Interrupt, actions: list[ActionRequest], session: str | None
+) -> list[Answer]:
     calls = [ToolCall(tool=a["name"], arguments=a["args"], session=session) for a in actions]
-    return [_answer(d) for d in await asyncio.gather(*(ask(gate, c) for c in calls))]
+    decisions = await asyncio.gather(*(ask(gate, c) for c in calls))
+    return [_answer(interrupt, a, d) for a, d in zip(actions, decisions, strict=True)]
 
 
-def _answer(decision: Decision) -> Answer:
+def _answer(interrupt: Interrupt, action: ActionRequest, decision: Decision) -> Answer:
+    arguments = edited(decision)
+    if arguments is not None:
+        if not _may_edit(interrupt, action["name"]):
+            return RejectDecision(type="reject", message=unappliable(decision, "this interrupt"))
+        return EditDecision(
+            type="edit", edited_action={"name": action["name"], "args": dict(arguments)}
+        )
     if decision.allowed:
         return ApproveDecision(type="approve")
     return RejectDecision(type="reject", message=refusal(decision))
+
+
+def _may_edit(interrupt: Interrupt, name: str) -> bool:
+    """Does the middleware accept an ``edit`` answer for tool ``name`` in this interrupt?
+
+    Batched: its ``review_configs``; per call: the interrupt's ``response_schema``.
+    """
+    value = interrupt.value
+    configs = value.get("review_configs") if isinstance(value, Mapping) else None
+    if isinstance(configs, list):
+        return any(
+            isinstance(c, Mapping)
+            and c.get("action_name") == name
+            and "edit" in (c.get("allowed_decisions") or ())
+            for c in configs
+        )
+    schema = getattr(interrupt, "response_schema", None)
+    if schema is None:
+        return False
+    if not isinstance(schema, dict):
+        try:
+            schema = TypeAdapter(schema).json_schema()
+        except Exception:  # a schema we cannot read: no edit rather than a wrong one
+            return False
+    return '"edit"' in json.dumps(schema, default=str)

@@ -8,6 +8,10 @@ whose message is what the model reads as the tool's output when the run
 resumes. :func:`run_gated` runs an agent and keeps resuming it until nothing
 waits for approval.
 
+The SDK's approval carries no arguments, so an approver's edit cannot be
+applied: an edited approval is rejected with a message saying so (the model
+may call the tool again as edited), never approved as the model sent it.
+
 The tool name tapgate sees is the SDK's (``item.tool_name``), the arguments
 the call's JSON arguments (anything but a JSON object is sent as
 ``{"input": ...}``, as tapgate's arguments are a mapping).
@@ -28,7 +32,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
     ) from exc
 
 from tapgate.core.models import ToolCall
-from tapgate.integrations._decide import Checker, ask, refusal
+from tapgate.integrations._decide import Checker, ask, edited, refusal, unappliable
 
 __all__ = ["decide_interruptions", "run_gated"]
 
@@ -41,7 +45,9 @@ async def decide_interruptions(
     items = list(result.interruptions)
     decisions = await asyncio.gather(*(ask(gate, _call(item, session)) for item in items))
     for item, decision in zip(items, decisions, strict=True):
-        if decision.allowed:
+        if decision.allowed and edited(decision) is not None:
+            state.reject(item, rejection_message=unappliable(decision, "the Agents SDK"))
+        elif decision.allowed:
             state.approve(item)
         else:
             state.reject(item, rejection_message=refusal(decision))

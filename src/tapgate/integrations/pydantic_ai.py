@@ -16,6 +16,9 @@ Two ways in, matching PydanticAI's two approval mechanisms:
   capability, which resolves them inside one run.
 
 The tool name tapgate sees is PydanticAI's, the arguments the validated ones.
+An approver's edit runs: the toolset calls the tool with the edited arguments
+(validated again by the tool's own schema; a failure fails the tool, never
+runs the original), and a deferred approval is ``ToolApproved(override_args=...)``.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
     ) from exc
 
 from tapgate.core.models import Decision, Risk, ToolCall
-from tapgate.integrations._decide import Checker, ask, refusal
+from tapgate.integrations._decide import Checker, ask, edited, refusal, unappliable
 
 __all__ = ["ApprovalToolset", "deferred_handler", "resolve_deferred"]
 
@@ -74,6 +77,12 @@ class ApprovalToolset(WrapperToolset[AgentDepsT]):
         decision = await ask(self.gate, call)
         if not decision.allowed:
             raise ToolFailed(refusal(decision))
+        arguments = edited(decision)
+        if arguments is not None:
+            try:
+                tool_args = tool.args_validator.validate_python(dict(arguments))
+            except ValueError as exc:  # pydantic's ValidationError: the edit does not fit
+                raise ToolFailed(unappliable(decision, f"{name}'s schema ({exc})")) from exc
         return await super().call_tool(name, tool_args, ctx, tool)
 
 
@@ -111,4 +120,7 @@ def _call(part: ToolCallPart, session: str | None) -> ToolCall:
 
 
 def _answer(decision: Decision) -> ToolApproved | ToolDenied:
-    return ToolApproved() if decision.allowed else ToolDenied(refusal(decision))
+    if not decision.allowed:
+        return ToolDenied(refusal(decision))
+    arguments = edited(decision)
+    return ToolApproved(override_args=None if arguments is None else dict(arguments))

@@ -38,6 +38,7 @@ from tapgate.core.buttons import (
     parse_postback_data,
     postback_data,
 )
+from tapgate.core.tap_texts import EDIT_IN_WEB_INBOX
 from tapgate.notifiers.presentation import ApprovalView, clip, fit_text, question_heading
 
 __all__ = [
@@ -81,7 +82,9 @@ def render_line(view: ApprovalView) -> dict[str, Any]:
                 _text(_fact(view.tool), size="lg", weight="bold", wrap=True),
             ]
         ),
-        "body": _box([*_facts(view), *_arguments(view), *_covers(view)], spacing="sm"),
+        "body": _box(
+            [*_facts(view), *_arguments(view), *_covers(view), *_edit_note(view)], spacing="sm"
+        ),
         "footer": _box(_buttons(view), spacing="sm"),
     }
     return {
@@ -190,6 +193,13 @@ def _covers(view: ApprovalView) -> list[dict[str, Any]]:
     """What each remember button covers ("Always: deploy_web with env=staging, 30 days")."""
     lines = [line for line in (view.session_covers, view.always_covers) if line]
     return [_text(_fact(line, REASON_MAX), size="xs", wrap=True, color=_MUTED) for line in lines]
+
+
+def _edit_note(view: ApprovalView) -> list[dict[str, Any]]:
+    """LINE has no dialogs: one line says where an editable call is edited (no button yet)."""
+    if not view.can_edit:
+        return []
+    return [_text(EDIT_IN_WEB_INBOX, size="xs", wrap=True, color=_MUTED, margin="md")]
 
 
 def _button(

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from tapgate.core.always import Offer
 from tapgate.core.buttons import SHORT_ID_LENGTH
+from tapgate.core.edits import not_editable
 from tapgate.core.masking import clean, mask_arguments, mask_text, reveal_invisible
 from tapgate.core.models import CONTACT_TOOL, Request, RequestStatus, Risk, Scope
 from tapgate.core.tap_texts import always_label, session_label
@@ -94,6 +95,9 @@ class ApprovalView:
     """"Session: deploy_web with env=staging in s-42" when the session button shows."""
     always_covers: str | None = None
     """"Always: deploy_web with env=staging, 30 days" when "Always allow" shows."""
+    can_edit: bool = False
+    """A single call whose arguments an approver may edit (``core.edits``): Slack shows
+    "Edit…", LINE a line pointing to the web inbox. Never for a batch's calls."""
 
     @property
     def is_question(self) -> bool:
@@ -149,6 +153,7 @@ def present(
         subject=None if subject is None else clean(subject),
         note=standing(request),
         can_allow_always=always_ok,
+        can_edit=request.batch_id is None and not_editable(request) is None,
         session_covers=(
             clean(session_label(offer.covers, request.session or ""))
             if offer is not None and session_ok

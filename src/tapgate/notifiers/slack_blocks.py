@@ -40,7 +40,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from tapgate.core.buttons import SLACK_ACTION_IDS
+from tapgate.core.buttons import SLACK_ACTION_IDS, SLACK_EDIT_ACTION_ID
 from tapgate.core.masking import clean
 from tapgate.core.models import Scope
 from tapgate.core.slack_text import LOOKALIKE_BACKTICK, TextPlace, escape
@@ -265,6 +265,8 @@ def _actions(view: ApprovalView) -> dict[str, Any]:
         }
         button = _button("Always allow", ACTION_APPROVE_ALWAYS, view.request_id)
         buttons.append({**button, "confirm": confirm})
+    if view.can_edit:  # opens the edit modal (webhooks/_slack_edits.py); decides nothing
+        buttons.append(_button("Edit…", SLACK_EDIT_ACTION_ID, view.request_id))
     return {"type": "actions", "block_id": f"tapgate:{view.request_id}", "elements": buttons}
 
 

@@ -21,8 +21,9 @@ to the hash of the whole payload, canonical JSON, which is still stable for
 the same bytes.
 
 What is stored is the parsed :class:`Interaction` / :class:`BatchInteraction`
-(versioned JSON), not the raw payload: the replay needs no bolt, and reads
-exactly what the live path decided on. The ``trigger_id`` is left out: it
+(versioned JSON; an edit's judged arguments in ``edited``), not the raw
+payload: the replay needs no bolt, and reads exactly what the live path
+decided on. The ``trigger_id`` is left out: it
 expires 3 seconds after the click, long before any replay.
 """
 
@@ -81,6 +82,8 @@ def encode(interaction: Interaction | BatchInteraction | RevokeInteraction) -> s
         value = getattr(interaction, name)
         if value is not None:
             data[name] = value
+    if isinstance(interaction, Interaction) and interaction.edited is not None:
+        data["edited"] = dict(interaction.edited)  # what the approver approved, to replay it
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -103,8 +106,12 @@ def decode(payload: str) -> Interaction | BatchInteraction | RevokeInteraction |
         return RevokeInteraction(grant_id=target, user_id=user_id, **optional)
     if data.get("batch") is True and action in _BATCH_ACTIONS:
         return BatchInteraction(action=action, batch_id=target, user_id=user_id, **optional)
-    if data.get("batch") is False and action in _TAP_ACTIONS:
-        return Interaction(action=action, request_id=target, user_id=user_id, **optional)
+    edited = data.get("edited")
+    edit_ok = edited is None or (isinstance(edited, dict) and action == "approve")
+    if edit_ok and data.get("batch") is False and action in _TAP_ACTIONS:
+        return Interaction(
+            action=action, request_id=target, user_id=user_id, edited=edited, **optional
+        )
     return None
 
 

@@ -1,4 +1,4 @@
-"""The two modals tapgate opens in Slack: a deny's optional reason, a question's answer.
+"""The modals tapgate opens in Slack: a deny's reason, a question's answer, an edit.
 
 Everything from a request is untrusted text (DESIGN.md decision 8): the tool
 name, or a question's subject, sits in ``plain_text``, clipped and escaped.
@@ -14,15 +14,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tapgate.core.edits import FIELD_MAX, EditField, edit_form
+from tapgate.core.masking import MASK, mask_text, reveal_invisible
 from tapgate.core.models import Request
 from tapgate.core.slack_text import escape
-from tapgate.core.tap_texts import short, title
+from tapgate.core.tap_texts import EDIT_KEEP_MASKED, short, title
 from tapgate.core.taps import ANSWER_MAX
 from tapgate.webhooks._slack_payloads import (
     ANSWER_ACTION,
     ANSWER_BLOCK,
     DENY_ALL_CALLBACK_ID,
     DENY_CALLBACK_ID,
+    EDIT_ACTION,
+    EDIT_CALLBACK_ID,
     METADATA_MAX,
     REASON_ACTION,
     REASON_BLOCK,
@@ -30,10 +34,11 @@ from tapgate.webhooks._slack_payloads import (
     REPLY_CALLBACK_ID,
 )
 
-__all__ = ["deny_all_modal", "deny_modal", "reply_modal"]
+__all__ = ["deny_all_modal", "deny_modal", "edit_modal", "reply_modal"]
 
 _REASON: dict[str, Any] = {"field": (REASON_BLOCK, REASON_ACTION, REASON_MAX), "optional": True}
 """A deny's reason input, single or batch: optional, as long as ``REASON_MAX``."""
+_LABEL_MAX = 100  # ×5 at worst once escaped: inside a label's 2000
 _PLAIN_MAX = 500  # ×5 at worst once escaped (``&`` → ``&amp;``): inside a section's 3000
 
 
@@ -143,3 +148,64 @@ def _plain(text: str) -> str:
     """
     clipped = text if len(text) <= _PLAIN_MAX else text[: _PLAIN_MAX - 1] + "…"
     return escape(clipped, place="plain_text")
+
+
+def edit_modal(request: Request, channel: str | None) -> dict[str, Any]:
+    """The ``views.open`` view with one input per argument, prefilled (``core.edits``).
+
+    Strings are typed as they are, anything else as JSON; a value hiding a
+    secret is prefilled masked and kept when left as shown. The submit
+    button approves; the policy judges the edited call before anything is
+    decided, and a refusal comes back as an error on the form.
+    """
+    fields = edit_form(request)
+    intro = (
+        f"Edit {request.tool} ({short(request.id)}) from {request.agent}, then approve it. "
+        "The policy checks the edited call again."
+    )
+    if any(f.masked for f in fields):
+        intro += f" Values shown as {MASK} hide a secret: leave them as shown to keep them."
+    blocks: list[dict[str, Any]] = [
+        {"type": "section", "text": {"type": "plain_text", "text": _plain(intro)}}
+    ]
+    blocks += [_edit_input(f) for f in fields]
+    metadata = json.dumps({"r": request.id, "c": channel}, separators=(",", ":"))
+    return {
+        "type": "modal",
+        "callback_id": EDIT_CALLBACK_ID,
+        "private_metadata": metadata[:METADATA_MAX],
+        "title": {"type": "plain_text", "text": "Edit, then approve"},
+        "submit": {"type": "plain_text", "text": "Approve edited"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": blocks,
+    }
+
+
+def _edit_input(form_field: EditField) -> dict[str, Any]:
+    """One argument's input: block id = field id; optional, so an empty string can be typed."""
+    element: dict[str, Any] = {
+        "type": "plain_text_input",
+        "action_id": EDIT_ACTION,
+        "multiline": form_field.json or len(form_field.text) > 60 or "\n" in form_field.text,
+        "max_length": FIELD_MAX,
+    }
+    if form_field.text:
+        element["initial_value"] = form_field.text
+    block: dict[str, Any] = {
+        "type": "input",
+        "block_id": form_field.id,
+        "optional": True,
+        "label": {"type": "plain_text", "text": _label(form_field.key)},
+        "element": element,
+    }
+    hint = EDIT_KEEP_MASKED if form_field.masked else ("JSON" if form_field.json else None)
+    if hint is not None:
+        block["hint"] = {"type": "plain_text", "text": hint}
+    return block
+
+
+def _label(key: str) -> str:
+    """An argument's name as a label: masked, invisible characters shown, clipped, escaped."""
+    shown = reveal_invisible(mask_text(key))
+    shown = shown if len(shown) <= _LABEL_MAX else shown[: _LABEL_MAX - 1] + "…"
+    return escape(shown or "(empty name)", place="plain_text")

@@ -11,12 +11,14 @@ live here too, because a submission is read by them.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from tapgate.core.buttons import (
     SLACK_ACTIONS,
     SLACK_BATCH_ACTIONS,
+    SLACK_EDIT_ACTION_ID,
     SLACK_REVOKE_ACTION_ID,
     BatchAction,
     TapAction,
@@ -29,6 +31,8 @@ __all__ = [
     "ANSWER_BLOCK",
     "DENY_ALL_CALLBACK_ID",
     "DENY_CALLBACK_ID",
+    "EDIT_ACTION",
+    "EDIT_CALLBACK_ID",
     "METADATA_MAX",
     "REASON_ACTION",
     "REASON_BLOCK",
@@ -41,6 +45,8 @@ __all__ = [
     "parse_batch_action",
     "parse_deny_all_submission",
     "parse_deny_submission",
+    "parse_edit_action",
+    "parse_edit_submission",
     "parse_reply_submission",
     "parse_revoke",
 ]
@@ -53,6 +59,10 @@ DENY_ALL_CALLBACK_ID = "tapgate_deny_all"
 """``callback_id`` of a batch's "Deny all" reason modal; its metadata names the batch (``b``)."""
 REPLY_CALLBACK_ID = "tapgate_reply"
 """``callback_id`` of a question's answer modal."""
+EDIT_CALLBACK_ID = "tapgate_edit"
+"""``callback_id`` of the edit modal; each argument's input is the block named by its field id."""
+EDIT_ACTION = "value"
+"""``action_id`` of every input of the edit modal (the block id tells them apart)."""
 ANSWER_BLOCK = "answer"
 """``block_id`` of the answer input: where a submission's error is shown."""
 REASON_BLOCK = "reason"
@@ -89,6 +99,8 @@ class Interaction(_From):
 
     action: TapAction
     request_id: str
+    edited: Mapping[str, Any] | None = None
+    """An edit's arguments, judged before the ack (``core.edits``), approved instead."""
 
     @property
     def tap(self) -> Tap:
@@ -234,6 +246,32 @@ def _clicked(body: object) -> _Click | None:
     return _Click(action_id=action_id, value=value, where=where)
 
 
+def parse_edit_action(body: object) -> Interaction | None:
+    """A click on a card's "Edit…" button, as the approval it may become; else ``None``."""
+    clicked = _clicked(body)
+    if clicked is None or clicked.action_id != SLACK_EDIT_ACTION_ID:
+        return None
+    return Interaction(action="approve", request_id=clicked.value, **clicked.where)
+
+
+def parse_edit_submission(body: object) -> tuple[Interaction, dict[str, str | None]] | None:
+    """The edit modal's submission: the approval it asks for, and the typed text by field id.
+
+    Only blocks named like a field (``arg0``…) are read; an empty input is ``None``.
+    """
+    submitted = _submission(body, EDIT_CALLBACK_ID, "approve", ("", ""), 0)
+    if submitted is None:
+        return None
+    assert isinstance(body, dict)  # _submission read it
+    values = _dict(_dict(_dict(body.get("view")).get("state")).get("values"))
+    texts: dict[str, str | None] = {}
+    for block_id, block in values.items():
+        if isinstance(block_id, str) and block_id.startswith("arg") and block_id[3:].isdigit():
+            typed = _dict(_dict(block).get(EDIT_ACTION)).get("value")
+            texts[block_id] = typed if isinstance(typed, str) else None
+    return submitted, texts
+
+
 def parse_deny_submission(body: object) -> Interaction | None:
     """The deny (with its optional reason) in a ``view_submission`` of our modal."""
     return _submission(body, DENY_CALLBACK_ID, "deny", (REASON_BLOCK, REASON_ACTION), REASON_MAX)
@@ -272,16 +310,17 @@ def _interaction(
     action: TapAction,
     request_id: str,
     channel: str | None,
-    **extra: str | None,
+    *,
+    reason: str | None,
 ) -> Interaction:
-    """An :class:`Interaction` by ``user`` (as :func:`_tapper` read it) and its ``extra`` fields."""
+    """An :class:`Interaction` by ``user`` (as :func:`_tapper` read it) and its typed ``reason``."""
     return Interaction(
         action=action,
         request_id=request_id,
         user_id=user[0],
         team=user[1],
         channel=channel,
-        **extra,
+        reason=reason,
     )
 
 

@@ -18,7 +18,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from tapgate.core.models import Request
 from tapgate.core.slack_text import escape
-from tapgate.webhooks._slack_modals import deny_all_modal, deny_modal, reply_modal
+from tapgate.webhooks._slack_modals import deny_all_modal, deny_modal, edit_modal, reply_modal
 from tapgate.webhooks._slack_payloads import BatchInteraction, Interaction, RevokeInteraction
 
 __all__ = ["SlackReplies"]
@@ -29,7 +29,7 @@ _SLACK_ERRORS = (SlackApiError, aiohttp.ClientError, TimeoutError)
 
 
 class SlackReplies:
-    """How a tapper hears back: an ephemeral sentence, or a modal (deny reason, answer).
+    """How a tapper hears back: an ephemeral sentence, or a modal (deny reason, answer, edit).
 
     Failures are logged, never raised: the decision (or the refusal) stands
     whether or not Slack shows the sentence. Nothing is retried, because a
@@ -87,6 +87,10 @@ class SlackReplies:
     async def open_reply_modal(self, interaction: Interaction, request: Request) -> bool:
         """Open a question's answer modal on the tap's ``trigger_id``; False if Slack would not."""
         return await self._open(interaction, reply_modal(request, interaction.channel), request)
+
+    async def open_edit_modal(self, interaction: Interaction, request: Request) -> bool:
+        """Open the edit modal (one input per argument); False if Slack would not."""
+        return await self._open(interaction, edit_modal(request, interaction.channel), request)
 
     async def open_deny_all_modal(self, interaction: BatchInteraction, calls: int) -> bool:
         """Open a batch's "Deny all" reason modal; False if Slack would not."""

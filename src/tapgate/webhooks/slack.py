@@ -16,6 +16,8 @@ bytes to the answer::
     Approve all ─► core.taps.tap_batch | Deny all ─► ``_slack_batches`` (reason modal)
     /tapgate <subcommand> ─► ``_slack_commands`` ─► ack with an ephemeral answer
     Revoke (a listed grant) ─inbox.record─► ack ─► ``_slack_grants`` (core.own_grants)
+    Edit… ─► ``_slack_edits`` (edit modal) ─► submitted: judged, errors in the modal | stored,
+        ack ─► core.edits.approve_edit
 
 What a tap *means* (who may, what is refused and audited, the words) is
 :mod:`tapgate.core.taps`; this module only speaks Slack. A decided request's
@@ -46,7 +48,13 @@ from slack_bolt.async_app import AsyncAck
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from tapgate.core.buttons import SLACK_ACTIONS, SLACK_BATCH_ACTIONS, SLACK_REVOKE_ACTION_ID
+from tapgate.core.buttons import (
+    SLACK_ACTIONS,
+    SLACK_BATCH_ACTIONS,
+    SLACK_EDIT_ACTION_ID,
+    SLACK_REVOKE_ACTION_ID,
+)
+from tapgate.core.edits import approve_edit
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox, InboxItem
 from tapgate.core.models import Request
@@ -55,11 +63,13 @@ from tapgate.webhooks import _slack_inbox
 from tapgate.webhooks._slack_batches import SlackBatchTaps
 from tapgate.webhooks._slack_bolt import bolt_request, build_bolt
 from tapgate.webhooks._slack_commands import SlashCommands
+from tapgate.webhooks._slack_edits import SlackEdits
 from tapgate.webhooks._slack_grants import SUMMARY, SlackGrantTaps
 from tapgate.webhooks._slack_payloads import (
     ANSWER_BLOCK,
     DENY_ALL_CALLBACK_ID,
     DENY_CALLBACK_ID,
+    EDIT_CALLBACK_ID,
     REPLY_CALLBACK_ID,
     BatchInteraction,
     Interaction,
@@ -68,6 +78,8 @@ from tapgate.webhooks._slack_payloads import (
     parse_batch_action,
     parse_deny_all_submission,
     parse_deny_submission,
+    parse_edit_action,
+    parse_edit_submission,
     parse_reply_submission,
     parse_revoke,
 )
@@ -158,17 +170,20 @@ class SlackWebhook:
                 **dict.fromkeys(SLACK_ACTIONS, self._on_action),
                 **dict.fromkeys(SLACK_BATCH_ACTIONS, self._on_batch_action),
                 SLACK_REVOKE_ACTION_ID: self._on_revoke,
+                SLACK_EDIT_ACTION_ID: self._on_edit_action,
             },
             views={
                 DENY_CALLBACK_ID: self._on_deny_submission,
                 DENY_ALL_CALLBACK_ID: self._on_deny_all_submission,
                 REPLY_CALLBACK_ID: self._on_reply_submission,
+                EDIT_CALLBACK_ID: self._on_edit_submission,
             },
             commands={re.compile(r"^/"): self.commands.listener},  # whatever the app calls it
         )
         self._inbox = inbox or Inbox(gate)
         self._inbox.register("slack", self._replay)
         self._batches = SlackBatchTaps(gate, self._replies, self._same_workspace)
+        self._edits = SlackEdits(gate, self._replies, self._same_workspace)
         self._tasks: set[asyncio.Task[None]] = set()
         self._socket: AsyncSocketModeHandler | None = None
 
@@ -290,6 +305,30 @@ class SlackWebhook:
             return await ack(response_action="errors", errors={ANSWER_BLOCK: BLANK_ANSWER})
         return await self._record_then_ack(ack, body, interaction, started)
 
+    async def _on_edit_action(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
+        """ "Edit…" opens a modal and decides nothing: ack, then open it in an owned task."""
+        interaction = parse_edit_action(body)
+        if interaction is None:
+            return self._refuse_bolt()
+        response = await ack()
+        self._spawn(interaction, self._edits.open_modal(interaction))
+        return response
+
+    async def _on_edit_submission(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
+        """The edit modal was submitted: judged first, so a refusal stays in the modal."""
+        started = time.perf_counter()
+        parsed = parse_edit_submission(body)
+        if parsed is None:
+            return self._refuse_bolt()
+        try:
+            judged = await self._edits.judge(*parsed)
+        except Exception:  # the store failed: no 200, so Slack shows the approver an error
+            _log.exception("Slack edit of %s could not be judged", parsed[0].request_id)
+            return BoltResponse(status=_UNRECORDED, body={"error": "could not judge the edit"})
+        if isinstance(judged, dict):
+            return await ack(response_action="errors", errors=judged)
+        return await self._record_then_ack(ack, body, judged, started)
+
     async def _record_then_ack(
         self, ack: AsyncAck, body: dict[str, Any], interaction: _Stored, started: float
     ) -> BoltResponse:
@@ -352,6 +391,10 @@ class SlackWebhook:
         reason = interaction.reason
         if isinstance(interaction, BatchInteraction):
             outcome = await tap_batch(self._gate, interaction.tap, reason=reason, event=event)
+        elif interaction.edited is not None:
+            outcome = await approve_edit(
+                self._gate, interaction.tap, interaction.edited, event=event
+            )
         else:
             outcome = await tap(self._gate, interaction.tap, reason=reason, event=event)
         if outcome.kind == "duplicate":

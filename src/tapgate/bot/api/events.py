@@ -4,7 +4,8 @@ An agent reading ``/v1/events`` should not need a second request to know
 what an event is about (the design's ``ApprovalRequestEvent`` /
 ``ApprovalResultEvent``): every event carries the call (tool, arguments,
 risk, agent, session, batch) and a result carries its outcome, who decided
-and why. The arguments are masked exactly as in the approvers' messages
+and why (an edited approval: ``edited`` and the ``edited_arguments``).
+The arguments are masked exactly as in the approvers' messages
 (:func:`tapgate.core.masking.mask_arguments`): the stream may be logged by
 the agent's framework, and it is read with an agent token.
 """
@@ -17,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, JsonValue
 
 from tapgate.core.masking import mask_arguments
-from tapgate.core.models import EventKind, GateEvent, Request, RequestStatus, Risk
+from tapgate.core.models import Decision, EventKind, GateEvent, Request, RequestStatus, Risk
 
 __all__ = ["EventOut", "Outcome", "event_out", "outcome_of"]
 
@@ -47,6 +48,11 @@ class EventOut(BaseModel):
     reason: str | None = None
     channel: str | None = None
     approver: str | None = None
+    edited: bool = False
+    """An approver edited the call before approving it (a ``resolved`` event)."""
+    edited_arguments: dict[str, JsonValue] | None = None
+    """The edited arguments, masked like ``arguments``: run the call with the unmasked
+    ones from ``GET /v1/tool-calls/{id}``."""
 
 
 def outcome_of(request: Request) -> Outcome | None:
@@ -83,4 +89,11 @@ def event_out(event: GateEvent) -> EventOut:
         reason=decision.reason if decision is not None else None,
         channel=channel if isinstance(channel, str) else None,
         approver=approver if isinstance(approver, str) else None,
+        **_edited(decision),
     )
+
+
+def _edited(decision: Decision | None) -> dict[str, Any]:
+    if decision is None or not decision.edited or decision.arguments is None:
+        return {}
+    return {"edited": True, "edited_arguments": mask_arguments(decision.arguments)}

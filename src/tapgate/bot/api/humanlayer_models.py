@@ -18,13 +18,15 @@ expiry included, has a response text, or the SDK would poll for ever.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, JsonValue, StringConstraints
 from pydantic_core import PydanticCustomError
 
 from tapgate.bot.api.models import Body, Name, parse_body, require_finite
+from tapgate.core.masking import mask_arguments
 from tapgate.core.models import CONTACT_TOOL, Decision, Request, canonical_json
 from tapgate.core.store.calls import ClientCall
 
@@ -39,6 +41,7 @@ __all__ = [
     "HumanContactOut",
     "HumanContactStatusOut",
     "contact_status",
+    "edited_comment",
     "function_call_status",
     "parse_call",
     "stored_body",
@@ -172,11 +175,29 @@ def function_call_status(call: ClientCall, request: Request | None) -> FunctionC
             comment=_decision_comment(decision),
         )
     decided = request.decision()
+    if decided is not None and decided.edited and decided.arguments is not None:
+        # The SDK would run the call as sent: an approval of other arguments is no
+        # approval of this one. The model reads why, and may ask again as edited.
+        return FunctionCallStatusOut(
+            requested_at=request.created_at,
+            responded_at=request.resolved_at,
+            approved=False,
+            comment=edited_comment(decided.decided_by, decided.arguments),
+        )
     return FunctionCallStatusOut(
         requested_at=request.created_at,
         responded_at=request.resolved_at,
         approved=None if decided is None else decided.allowed,
         comment=None if decided is None else _request_comment(request, decided),
+    )
+
+
+def edited_comment(by: str, arguments: Mapping[str, Any]) -> str:
+    """Why an edited approval reaches a HumanLayer client as not approved (masked arguments)."""
+    shown = canonical_json(mask_arguments(arguments))
+    return (
+        f"{by} approved this call only with edited arguments, which this API cannot carry: "
+        f"it was not approved as sent. Call it again with these arguments: {shown[:2000]}"
     )
 
 

@@ -182,6 +182,10 @@ class ToolCallOut(BaseModel):
     batch_id: str | None = None
     consumed: str | None = None
     """Set when this identical re-issue consumed an earlier approval: that request's id."""
+    edited: bool = False
+    """An approver edited the call before approving it: run it with ``arguments``, not as sent."""
+    arguments: dict[str, JsonValue] | None = None
+    """The edited arguments (``edited`` only), unmasked: the agent runs them."""
 
 
 class ToolCallList(BaseModel):
@@ -344,6 +348,7 @@ def tool_call_from_decision(
         resolved_at=None,
         approvers=[],
         consumed=consumed,
+        **_edit(decision),
     )
 
 
@@ -366,4 +371,12 @@ def tool_call_from_request(request: Request, *, reused: bool = False) -> ToolCal
         resolved_at=request.resolved_at,
         approvers=list(request.approvers),
         batch_id=request.batch_id,
+        **(_edit(decision) if decision is not None else {}),
     )
+
+
+def _edit(decision: Decision) -> dict[str, Any]:
+    """``edited`` and ``arguments`` of an edited approval; nothing for any other decision."""
+    if not decision.edited or decision.arguments is None:
+        return {}
+    return {"edited": True, "arguments": dict(decision.arguments)}

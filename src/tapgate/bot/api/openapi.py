@@ -56,6 +56,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "expires_at": "2026-01-01T12:10:00Z",
         "resolved_at": "2026-01-01T12:00:21Z",
         "approvers": ["alice", "bob"],
+        "edited": True,
+        "arguments": {"service": "web", "env": "staging"},
     },
     "ErrorOut": {
         "error": {

@@ -27,7 +27,7 @@ all") share one number (the cursor orders by number, then id).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -47,7 +47,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
 
 from tapgate.core.limits import NO_LIMITS, AgentLimits
-from tapgate.core.models import Delivery, Grant, Request, Scope
+from tapgate.core.models import Delivery, Grant, Request, Scope, args_digest, canonical_json
 from tapgate.core.store import audit, events, grants, numbering, outbox
 from tapgate.core.store import requests as _requests
 from tapgate.core.store.expiry import expire
@@ -146,6 +146,7 @@ _SELECT_DECIDED_SAME = (
     .where(
         requests.c.agent == bindparam("b_agent"),
         requests.c.tool == bindparam("b_tool"),
+        # an edited approval's digest is the edited call's: it covers nothing else
         requests.c.args_digest == bindparam("b_digest"),
         requests.c.session == bindparam("b_session"),
         (
@@ -183,6 +184,12 @@ _DECIDE = (
         resolution_detail=bindparam("b_detail"),
         scope=bindparam("b_scope"),
         decided_seq=numbering.SEQ,
+        # An edited approval covers the edited call: its digest is what a re-issue
+        # must match to use it (``arguments`` stay the proposal, for the record).
+        edited_arguments=bindparam("b_edited"),
+        args_digest=func.coalesce(
+            bindparam("b_edited_digest", type_=String), requests.c.args_digest
+        ),
     )
     .returning(*requests.c)
 )
@@ -307,6 +314,8 @@ class Change:
     approvals: int = 1
     """Distinct approvals counted for an approval (see ``store.approvals``)."""
     in_batch: bool = False  # batches.decide_all numbers and marks stale once per transaction
+    edited: Mapping[str, Any] | None = None
+    """An approval's edited arguments (``core.edits``): stored with their digest."""
 
     def __call__(self, conn: Connection) -> Transition:
         if self.event is not None and not events.remember(conn, *self.event, self.now):
@@ -319,6 +328,8 @@ class Change:
             "b_reason": self.reason,
             "b_scope": self.scope,
             "b_detail": json.dumps(self.detail, sort_keys=True) if self.detail else None,
+            "b_edited": None if self.edited is None else canonical_json(self.edited),
+            "b_edited_digest": None if self.edited is None else args_digest(self.edited),
         }
         if not self.in_batch:
             numbering.bump(conn)

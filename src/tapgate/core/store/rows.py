@@ -69,6 +69,9 @@ def request_to_row(request: Request) -> dict[str, Any]:
         "escalate_at": request.escalate_at,
         "escalate_to": json.dumps(list(request.escalate_to)) if request.escalate_to else None,
         "escalated_at": request.escalated_at,
+        "edited_arguments": (
+            None if request.edited_arguments is None else canonical_json(request.edited_arguments)
+        ),
     }
 
 
@@ -106,6 +109,9 @@ def request_from_row(row: Mapping[Any, Any]) -> Request:
         escalate_at=row["escalate_at"],
         escalate_to=tuple(json.loads(row["escalate_to"])) if row["escalate_to"] else (),
         escalated_at=row["escalated_at"],
+        edited_arguments=(
+            json.loads(row["edited_arguments"]) if row["edited_arguments"] is not None else None
+        ),
     )
 
 
@@ -168,6 +174,11 @@ def decision_to_json(decision: Decision) -> dict[str, Any]:
         "decided_by": decision.decided_by,
         "reason": decision.reason,
         "rule": decision.rule,
+        **(
+            {"arguments": dict(decision.arguments), "edited": True}
+            if decision.edited and decision.arguments is not None
+            else {}
+        ),
     }
 
 
@@ -181,4 +192,6 @@ def decision_from_json(saved: Mapping[str, Any]) -> Decision:
         reason=saved["reason"],
         rule=saved["rule"],
         request_id=saved.get("request_id"),
+        arguments=saved.get("arguments"),
+        edited=saved.get("edited") is True,
     )

@@ -123,6 +123,9 @@ requests = Table(
     Column("escalate_at", UTCDateTime),
     Column("escalate_to", Text),
     Column("escalated_at", UTCDateTime),
+    # Migration 0010: an approval's edited arguments (``core.edits``); such a
+    # request's ``args_digest`` is then the edited call's, what the approval covers.
+    Column("edited_arguments", Text),
     CheckConstraint(f"status IN {REQUEST_STATUSES}", name="status"),
     Index("ix_requests_status_expires_at", "status", "expires_at"),
     Index("ix_requests_batch_id", "batch_id"),
