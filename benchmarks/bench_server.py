@@ -73,6 +73,7 @@ class Server:
         self.config.write_text(config_text(tmp / "bench.db", line_url, self.port))
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.spy: subprocess.Popen[bytes] | None = None
 
     async def __aenter__(self) -> Server:
         exe = Path(sys.executable).with_name("tapgate")
@@ -92,8 +93,21 @@ class Server:
                 await asyncio.sleep(0.05)
         raise RuntimeError("tapgate serve did not become ready")
 
+    def profile(self) -> None:
+        """``TAPGATE_BENCH_PROFILE=<dir>``: record the server under py-spy (if installed)."""
+        directory = os.environ.get("TAPGATE_BENCH_PROFILE")
+        spy = Path(sys.executable).with_name("py-spy")
+        if directory and spy.exists() and self.proc is not None:
+            out = Path(directory) / f"serve-{self.port}.txt"
+            spy_args = ["record", "--threads", "--idle", "-r", "200", "--format", "raw"]
+            target = ["--pid", str(self.proc.pid), "-o", str(out)]
+            self.spy = subprocess.Popen([str(spy), *spy_args, *target], stdout=subprocess.DEVNULL)
+
     async def __aexit__(self, *exc: object) -> None:
         assert self.proc is not None
+        if self.spy is not None:  # py-spy writes its profile on SIGINT
+            self.spy.send_signal(signal.SIGINT)
+            await asyncio.to_thread(self.spy.wait, 60)
         self.proc.send_signal(signal.SIGTERM)
         await asyncio.to_thread(self.proc.wait, 30)
 
@@ -206,6 +220,7 @@ async def tapgate_taps_per_second(tmp: Path, line_url: str, n: int) -> float:
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as s:
             ids = list(await asyncio.gather(*(ask(s, server.url, i) for i in range(n))))
             await _deliveries(s, server.url, n)
+        server.profile()
         return await taps_per_second(server.url, ids)
 
 
@@ -396,12 +411,62 @@ def pct(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
+async def taps_against_floor(rounds: int, n: int) -> int:
+    """Only the tap figures: ``rounds`` interleaved rounds of tapgate and the floor.
+
+    Which of the two goes first alternates round by round, so a machine that
+    gets busier or quieter during the run weighs on both alike; each round's
+    ratio is taken within the round. ``TAPGATE_BENCH_PROFILE=<dir>`` records
+    each tapgate server under py-spy (if installed) into that directory.
+    """
+    ratios = []
+    print(f"# signed taps against the floor ({machine()}, load average {_load()})")
+    for number in range(1, rounds + 1):
+        with tempfile.TemporaryDirectory() as tmpdir:
+            tmp = Path(tmpdir)
+            async with fake_line_process(tmp) as line_url:
+                figures: dict[str, float] = {}
+                order = ["tapgate", "floor"] if number % 2 else ["floor", "tapgate"]
+                for which in order:
+                    if which == "tapgate":
+                        figures[which] = await tapgate_taps_per_second(tmp / "taps", line_url, n)
+                    else:
+                        figures[which] = await handler_taps_per_second(
+                            tmp, "floor", FLOOR, n, line_url, LINE_TOKEN
+                        )
+        ratio = figures["tapgate"] / figures["floor"]
+        ratios.append(ratio)
+        print(
+            f"round {number} ({' then '.join(order)}): tapgate {figures['tapgate']:.0f}/s, "
+            f"floor {figures['floor']:.0f}/s, ratio {ratio:.2f} (load average {_load()})",
+            flush=True,
+        )
+    print(
+        f"taps / floor: median {statistics.median(ratios):.2f} "
+        f"(spread {min(ratios):.2f} - {max(ratios):.2f}; target >= 0.6)"
+    )
+    return 0 if statistics.median(ratios) >= 0.6 else 1
+
+
+def _load() -> str:
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--polls", type=int, default=10_000)
     parser.add_argument("--taps", type=int, default=2000)
+    parser.add_argument(
+        "--taps-only",
+        type=int,
+        metavar="ROUNDS",
+        default=0,
+        help="only signed taps against the floor, this many interleaved rounds",
+    )
     args = parser.parse_args()
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    if args.taps_only:
+        return await taps_against_floor(args.taps_only, args.taps)
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
         async with FakeLine(access_token=LINE_TOKEN) as line, Server(tmp, line.url) as server:
@@ -424,7 +489,7 @@ async def main() -> int:
     )
     print(
         f"floor, a handler that only verifies the HMAC and sends the LINE reply: {floor:.0f}/s; "
-        f"ratio {floor / bare:.2f} of bare"
+        f"ratio {floor / bare:.2f} of bare; taps / floor {taps / floor:.2f} (target >= 0.6)"
     )
     print(
         f"{args.polls} concurrent long-polls: server RSS {peak:.0f} MB "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from tapgate.bot.config.fields import Duration, HttpUrl, NonEmptyStr, Secret, Section
 
 __all__ = ["ChannelsConfig", "ConsoleConfig", "LineConfig", "SlackConfig"]
@@ -36,7 +38,13 @@ class SlackConfig(Section):
 
 
 class ChannelsConfig(Section):
-    """The notification channels; a section that is absent is not configured."""
+    """The notification channels; a section that is absent is not configured.
+
+    ``tap_log`` is the level of the one line a decided tap logs (LINE and
+    Slack alike); ``off`` logs none (the decision is in the audit log anyway).
+    """
+
+    tap_log: Literal["off", "debug", "info", "warning"] = "info"
 
     console: ConsoleConfig | None = None
     line: LineConfig | None = None
