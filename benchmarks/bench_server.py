@@ -49,13 +49,19 @@ AGENT_TOKEN = "bench-agent-token-0123456789"
 APPROVER = "U" + "b" * 32
 
 
+TAP_LOG: list[str] = []
+"""``--tap-log LEVEL``: the servers' ``channels.tap_log`` (none: the default, ``info``)."""
+
+
 def config_text(db: Path, line_url: str, port: int) -> str:
+    tap_log = f"tap_log: {TAP_LOG[0]}" if TAP_LOG else ""
     return textwrap.dedent(f"""
         server: {{host: 127.0.0.1, port: {port}, heartbeat_interval: 5}}
         store: {{url: "sqlite:///{db}"}}
         agents: [{{name: bench, token: "{AGENT_TOKEN}", max_pending: 0, asks_per_minute: 0}}]
         approvers: [{{name: alice, line: "{APPROVER}"}}]
         channels:
+          {tap_log}
           line: {{channel_access_token: "{LINE_TOKEN}", channel_secret: "{SECRET}",
                   api_base_url: "{line_url}"}}
         policy:
@@ -159,8 +165,27 @@ async def tap_to_resume(server: Server, fake: FakeLine, n: int = 300) -> list[fl
     return out
 
 
-async def taps_per_second(url: str, ids: list[str], clients: int = 16) -> float:
+CPU_US: dict[str, float] = {}
+"""Server CPU per tap (µs, ``/proc/<pid>/stat``) of the last run of each kind, by URL."""
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of process ``pid`` (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def taps_per_second(
+    url: str, ids: list[str], clients: int = 16, pid: int | None = None
+) -> float:
+    """Signed taps per second; with ``pid``, that server's CPU per tap goes to ``CPU_US[url]``.
+
+    CPU per tap moves far less with the machine's load than taps per second
+    do (the other sessions' work takes cores, not CPU time from the server),
+    so it is the steadier of the two comparisons on a shared machine.
+    """
     queue = list(ids)
+    cpu_before = cpu_seconds(pid) if pid is not None else 0.0
 
     async def client(session: aiohttp.ClientSession) -> None:
         while queue:
@@ -171,7 +196,10 @@ async def taps_per_second(url: str, ids: list[str], clients: int = 16) -> float:
     async with aiohttp.ClientSession() as session:
         start = time.perf_counter()
         await asyncio.gather(*(client(session) for _ in range(clients)))
-        return len(ids) / (time.perf_counter() - start)
+        rate = len(ids) / (time.perf_counter() - start)
+    if pid is not None:
+        CPU_US[url] = (cpu_seconds(pid) - cpu_before) / len(ids) * 1e6
+    return rate
 
 
 FAKE_LINE = textwrap.dedent("""
@@ -221,7 +249,10 @@ async def tapgate_taps_per_second(tmp: Path, line_url: str, n: int) -> float:
             ids = list(await asyncio.gather(*(ask(s, server.url, i) for i in range(n))))
             await _deliveries(s, server.url, n)
         server.profile()
-        return await taps_per_second(server.url, ids)
+        assert server.proc is not None
+        rate = await taps_per_second(server.url, ids, pid=server.proc.pid)
+        CPU_US["tapgate"] = CPU_US.pop(server.url)
+        return rate
 
 
 async def _delivered(session: aiohttp.ClientSession, url: str) -> float:
@@ -322,7 +353,10 @@ async def handler_taps_per_second(tmp: Path, name: str, script: str, n: int, *ar
                         break
                 except aiohttp.ClientError:
                     await asyncio.sleep(0.05)
-        return await taps_per_second(url, [uuid.uuid4().hex[:22] for _ in range(n)])
+        ids = [uuid.uuid4().hex[:22] for _ in range(n)]
+        rate = await taps_per_second(url, ids, pid=proc.pid)
+        CPU_US[name] = CPU_US.pop(url)
+        return rate
     finally:
         proc.send_signal(signal.SIGTERM)
         await asyncio.to_thread(proc.wait, 30)
@@ -419,7 +453,8 @@ async def taps_against_floor(rounds: int, n: int) -> int:
     ratio is taken within the round. ``TAPGATE_BENCH_PROFILE=<dir>`` records
     each tapgate server under py-spy (if installed) into that directory.
     """
-    ratios = []
+    ratios: list[float] = []
+    cpu_ratios: list[float] = []
     print(f"# signed taps against the floor ({machine()}, load average {_load()})")
     for number in range(1, rounds + 1):
         with tempfile.TemporaryDirectory() as tmpdir:
@@ -436,14 +471,20 @@ async def taps_against_floor(rounds: int, n: int) -> int:
                         )
         ratio = figures["tapgate"] / figures["floor"]
         ratios.append(ratio)
+        cpu = CPU_US["floor"] / CPU_US["tapgate"]
+        cpu_ratios.append(cpu)
         print(
             f"round {number} ({' then '.join(order)}): tapgate {figures['tapgate']:.0f}/s, "
-            f"floor {figures['floor']:.0f}/s, ratio {ratio:.2f} (load average {_load()})",
+            f"floor {figures['floor']:.0f}/s, ratio {ratio:.2f}; server CPU per tap "
+            f"{CPU_US['tapgate']:.0f} us against {CPU_US['floor']:.0f} us, ratio {cpu:.2f} "
+            f"(load average {_load()})",
             flush=True,
         )
     print(
         f"taps / floor: median {statistics.median(ratios):.2f} "
-        f"(spread {min(ratios):.2f} - {max(ratios):.2f}; target >= 0.6)"
+        f"(spread {min(ratios):.2f} - {max(ratios):.2f}; target >= 0.6); "
+        f"floor CPU / tapgate CPU per tap: median {statistics.median(cpu_ratios):.2f} "
+        f"(spread {min(cpu_ratios):.2f} - {max(cpu_ratios):.2f})"
     )
     return 0 if statistics.median(ratios) >= 0.6 else 1
 
@@ -463,7 +504,10 @@ async def main() -> int:
         default=0,
         help="only signed taps against the floor, this many interleaved rounds",
     )
+    parser.add_argument("--tap-log", choices=["off", "debug", "info", "warning"])
     args = parser.parse_args()
+    if args.tap_log:
+        TAP_LOG.append(args.tap_log)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     if args.taps_only:
         return await taps_against_floor(args.taps_only, args.taps)

@@ -81,6 +81,10 @@ class WebhookResult:
     body: Mapping[str, object]
 
 
+_OK = WebhookResult(status=200, body={"ok": True})
+_OK_BODY = b'{"ok": true}'
+
+
 class LineWebhook:
     """Receives LINE webhook calls for one channel and resolves taps through ``gate``.
 
@@ -162,7 +166,7 @@ class LineWebhook:
                 reply = await self._handle_event(event, started)
                 if reply is not None:  # after the 200, not before it
                     self._start(self._reply(*reply))
-        return WebhookResult(status=200, body={"ok": True})
+        return _OK
 
     def _replay(self, item: InboxItem) -> None:
         """A stored event that was acknowledged and never applied: apply it now."""
@@ -204,6 +208,8 @@ class LineWebhook:
             result = self._reject("payload", 400, "unreadable body")
         else:
             result = await self.handle(request.headers, body)
+        if result is _OK:  # every tap's answer: encoded once
+            return web.Response(body=_OK_BODY, content_type="application/json")
         return web.json_response(dict(result.body), status=result.status)
 
     async def settled(self) -> None:
