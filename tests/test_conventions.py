@@ -416,6 +416,16 @@ def test_operator_commands_start_without_the_client(command: str) -> None:
     assert not {"httpx", "asyncio", "http", "sqlalchemy", "yaml"} & loaded
 
 
+def test_the_operator_commands_read_the_store_without_alembic() -> None:
+    """``pending``, ``resolve``, ``grants``, ``audit``: Alembic is for migrating (a third of them)."""
+    loaded = _loaded_by(
+        "import tapgate.bot.cli.database, tapgate.bot.cli.ops; "
+        "from tapgate.core.store.engine import head_revision; head_revision()"
+    )
+    assert "sqlalchemy" in loaded
+    assert "alembic" not in loaded
+
+
 def _source(module: str) -> str:
     spec = importlib.util.find_spec(module)
     assert spec is not None and spec.origin is not None
