@@ -417,7 +417,7 @@ def test_operator_commands_start_without_the_client(command: str) -> None:
 
 
 def test_the_operator_commands_read_the_store_without_alembic() -> None:
-    """``pending``, ``resolve``, ``grants``, ``audit``: Alembic is for migrating (a third of them)."""
+    """``pending``, ``resolve``, ``grants``, ``audit``: Alembic is for migrating only."""
     loaded = _loaded_by(
         "import tapgate.bot.cli.database, tapgate.bot.cli.ops; "
         "from tapgate.core.store.engine import head_revision; head_revision()"
