@@ -67,10 +67,11 @@ def exchange(
     ``timeout`` bounds the connect and the write, ``read_timeout`` (``None``:
     none) each read of the response, as the plans' long-polls need.
     """
+    wire = _request_bytes(scheme, host, port, request)  # a bad header fails before connecting
     sock = _connect(scheme, host, port or _DEFAULT_PORTS[scheme], timeout)
     try:
         try:
-            sock.sendall(_request_bytes(scheme, host, port, request))
+            sock.sendall(wire)
         except TimeoutError as exc:
             raise TransportFailure("WriteTimeout", str(exc), never_sent=False) from exc
         except OSError as exc:
