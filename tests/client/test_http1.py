@@ -66,7 +66,7 @@ def serve() -> Iterator[list[OneShot]]:
         server.close()
 
 
-def ask(servers: list[OneShot], reply: bytes, *, stall: bool = False, read: float = 5.0) -> Response:
+def ask(servers: list[OneShot], reply: bytes, *, stall: bool = False, read: float = 5) -> Response:
     server = OneShot(reply, stall=stall)
     servers.append(server)
     return exchange("http", "127.0.0.1", server.port, POST, timeout=5, read_timeout=read)
