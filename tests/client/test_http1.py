@@ -152,3 +152,78 @@ def test_a_header_value_cannot_add_headers() -> None:
             timeout=1,
             read_timeout=1,
         )
+
+
+# -- https: the system's trust store, host names verified ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A self-signed certificate for ``localhost`` (openssl), and its key."""
+    import shutil
+    import subprocess
+
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not installed")
+    where = tmp_path_factory.mktemp("tls")
+    cert, key = str(where / "cert.pem"), str(where / "key.pem")
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+         "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+def tls_server(certificate: tuple[str, str]) -> tuple[socket.socket, threading.Thread]:
+    """Answers one TLS connection with a small 200 (a failed handshake just ends it)."""
+    import ssl
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(*certificate)
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        try:
+            with context.wrap_socket(conn, server_side=True) as tls:
+                tls.settimeout(5)
+                while b"\r\n\r\n" not in tls.recv(65536):
+                    pass
+                tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        except (ssl.SSLError, OSError):
+            pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return listener, thread
+
+
+def test_https_verifies_the_certificate_and_the_host_name(
+    certificate: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    get = ("GET", "/", {}, None)
+    listener, thread = tls_server(certificate)
+    port = listener.getsockname()[1]
+    with pytest.raises(TransportFailure) as untrusted:  # self-signed, not in the trust store
+        exchange("https", "localhost", port, get, timeout=5, read_timeout=5)
+    assert (untrusted.value.kind, untrusted.value.never_sent) == ("ConnectError", True)
+    thread.join(5)
+    listener.close()
+
+    monkeypatch.setenv("SSL_CERT_FILE", certificate[0])  # now the trust store holds it
+    listener, thread = tls_server(certificate)
+    port = listener.getsockname()[1]
+    assert exchange("https", "localhost", port, get, timeout=5, read_timeout=5).content == b"ok"
+    thread.join(5)
+    listener.close()
+
+    listener, thread = tls_server(certificate)  # trusted, but not the name asked for
+    port = listener.getsockname()[1]
+    with pytest.raises(TransportFailure) as wrong_name:
+        exchange("https", "127.0.0.1", port, get, timeout=5, read_timeout=5)
+    assert wrong_name.value.kind == "ConnectError"
+    thread.join(5)
+    listener.close()
