@@ -204,7 +204,7 @@ def tls_server(certificate: tuple[str, str]) -> tuple[socket.socket, threading.T
 def test_https_verifies_the_certificate_and_the_host_name(
     certificate: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    get = ("GET", "/", {}, None)
+    get: tuple[str, str, dict[str, str], None] = ("GET", "/", {}, None)
     listener, thread = tls_server(certificate)
     port = listener.getsockname()[1]
     with pytest.raises(TransportFailure) as untrusted:  # self-signed, not in the trust store
