@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
+
+from pydantic import BeforeValidator
 
 from tapgate.bot.config.fields import Duration, HttpUrl, NonEmptyStr, Secret, Section
 
@@ -44,7 +46,11 @@ class ChannelsConfig(Section):
     Slack alike); ``off`` logs none (the decision is in the audit log anyway).
     """
 
-    tap_log: Literal["off", "debug", "info", "warning"] = "info"
+    tap_log: Annotated[
+        Literal["off", "debug", "info", "warning"],
+        # YAML 1.1 reads a bare ``off`` as false: that is what the operator wrote.
+        BeforeValidator(lambda value: "off" if value is False else value),
+    ] = "info"
 
     console: ConsoleConfig | None = None
     line: LineConfig | None = None
