@@ -12,7 +12,10 @@ wall time of: ``curl`` asking the server the hook's question (skipped with a
 note if curl is missing), a tiny ``python -c`` urllib request, ``python -c
 pass``, the hook with an allowed call on stdin, ``tapgate run -- true``
 (allowed), ``tapgate --version`` (``--help`` for a tapgate without the flag),
-``tapgate explain`` and ``tapgate pending``.
+``tapgate explain`` and ``tapgate pending``; and two floors: ``py socket``
+(the least a hook in Python can do: the interpreter, ``json``, ``socket`` and
+the same exchange) and ``config`` (reading and validating the config, which
+``explain`` and ``pending`` must do).
 It prints the medians and the ratios against the baselines; the last lines
 give each ratio's spread over the rounds. Targets (issue 19): the hook within
 3x curl; ``--version``, ``pending`` and ``explain`` within 4x ``python -c
@@ -55,6 +58,18 @@ URLLIB = (
     "data=sys.argv[2].encode(), headers={'Authorization': 'Bearer ' + sys.argv[3], "
     "'Content-Type': 'application/json'}); u.urlopen(r).read()"
 )
+SOCKET = (
+    "import json, socket, sys; body = sys.argv[2].encode(); "
+    "s = socket.create_connection(('127.0.0.1', int(sys.argv[1]))); "
+    "s.sendall(b'POST /v1/tool-calls HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer ' "
+    "+ sys.argv[3].encode() + b'\\r\\nContent-Type: application/json\\r\\n"
+    "Connection: close\\r\\nContent-Length: ' + str(len(body)).encode() + b'\\r\\n\\r\\n' + body); "
+    "data = b''.join(iter(lambda: s.recv(65536), b'')); "
+    "print(json.loads(data.split(b'\\r\\n\\r\\n', 1)[1])['decision'])"
+)
+"""The floor of any hook in Python: the interpreter, ``json`` and ``socket``, one exchange."""
+CONFIG = "from tapgate.bot.config import load_config; import sys; load_config(sys.argv[1])"
+"""The floor of ``explain`` and ``pending``: reading and validating the config (YAML, pydantic)."""
 TARGETS = {"hook": ("curl", 3.0), "--version": ("pass", 4.0)}
 TARGETS |= {"explain": ("pass", 4.0), "pending": ("pass", 4.0)}
 
@@ -97,6 +112,9 @@ def commands(tapgate: str, url: str, config: Path) -> dict[str, tuple[list[str],
         )
     found["urllib"] = ([python, "-c", URLLIB, url, BODY, TOKEN], b"")
     found["pass"] = ([python, "-c", "pass"], b"")
+    port = url.rsplit(":", 1)[1]
+    found["py socket"] = ([python, "-c", SOCKET, port, BODY, TOKEN], b"")
+    found["config"] = ([python, "-c", CONFIG, str(config)], b"")
     found["hook"] = (
         [tapgate, "hook", "claude-code", "--url", url],
         json.dumps(HOOK_INPUT).encode(),
@@ -161,6 +179,7 @@ def report(rounds: list[dict[str, float]]) -> bool:
         for name, ms in medians.items():
             shown = " / ".join(f"{ms / medians[b]:.1f}x" for b in baselines)
             print(f"  {name:10s} {ms:7.1f}   {shown}")
+        print(f"  (load average at the end of the round: {' '.join(map(str, os.getloadavg()))})")
     print("\nspread over the rounds (min - max of the round medians):")
     for name in rounds[0]:
         spread = [r[name] for r in rounds]

@@ -374,23 +374,33 @@ def test_agent_side_commands_start_without_the_server_stack() -> None:
     assert not SERVER_STACK & loaded, SERVER_STACK & loaded
 
 
+HOOK_PATH_HEAVY = AGENT_PATH_HEAVY | {"http", "email", "ssl", "subprocess", "shutil", "urllib3"}
+"""Nor, on the hook's path, ``http.client`` (it loads ``email`` and ``ssl``), ``subprocess``
+(the sandbox) or ``shutil`` (``argparse``'s terminal width): ~20 ms of every tool call."""
+
+
 @pytest.mark.parametrize("command", ["hook", "run"])
 def test_the_hook_and_run_start_without_httpx_or_asyncio(command: str) -> None:
-    """What the hook and ``tapgate run`` load: their parser, their module, ``http.client``.
+    """What the hook and ``tapgate run`` load: their parser, their module, a socket.
 
-    ``LeanGate._connection`` is what a request builds (the ``http.client``
-    connection), so this is the whole path of an allowed call, without the
-    network; an ``http://`` server needs no TLS context either.
+    ``LeanGate.submit`` is what an allowed call asks (here of a closed port,
+    so it fails to connect after loading everything a request needs): the
+    whole path of an allowed call, without the network; an ``http://``
+    server needs no TLS context either.
     """
     module = {"hook": "tapgate.client._hook", "run": "tapgate.client._run"}[command]
     loaded = _loaded_by(
         "import tapgate.bot.cli; from tapgate.bot.cli.parser import build_parser; "
         f"build_parser({command!r}); import {module}; "
-        "from tapgate.client._lean import LeanGate; "
-        "LeanGate('http://127.0.0.1:9', 'token')._connection(1.0)"
+        "from tapgate.client._lean import LeanGate; from tapgate.core.models import ToolCall; "
+        "gate = LeanGate('http://127.0.0.1:9', 'token', retries=0)\n"
+        "try: gate.submit(ToolCall(tool='t', arguments={}, agent='a'))\n"
+        "except Exception as e: assert 'Connect' in str(type(e).__name__) + str(e), e"
     )
-    assert "http" in loaded
-    assert not AGENT_PATH_HEAVY & loaded, AGENT_PATH_HEAVY & loaded
+    assert "socket" in loaded
+    # tapgate run starts the command: subprocess and shutil (which) are its job.
+    heavy = HOOK_PATH_HEAVY - ({"subprocess", "shutil"} if command == "run" else set())
+    assert not heavy & loaded, heavy & loaded
 
 
 @pytest.mark.parametrize("command", ["--version", "explain", "pending"])
@@ -404,6 +414,16 @@ def test_operator_commands_start_without_the_client(command: str) -> None:
             f"from tapgate.bot.cli.parser import build_parser; build_parser({command!r})"
         )
     assert not {"httpx", "asyncio", "http", "sqlalchemy", "yaml"} & loaded
+
+
+def test_the_operator_commands_read_the_store_without_alembic() -> None:
+    """``pending``, ``resolve``, ``grants``, ``audit``: Alembic is for migrating only."""
+    loaded = _loaded_by(
+        "import tapgate.bot.cli.database, tapgate.bot.cli.ops; "
+        "from tapgate.core.store.engine import head_revision; head_revision()"
+    )
+    assert "sqlalchemy" in loaded
+    assert "alembic" not in loaded
 
 
 def _source(module: str) -> str:

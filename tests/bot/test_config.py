@@ -915,3 +915,21 @@ def test_one_slack_id_in_two_workspaces_is_two_people(tmp_path: Path) -> None:
 def test_the_store_url_is_shown_as_written_but_for_its_password(url: str, shown: str) -> None:
     assert display_url(url) == shown
     assert f"url='{shown}'" in repr(StoreConfig(url=url))
+
+
+@pytest.mark.parametrize(
+    ("written", "level"),
+    [("", "info"), ("off", "off"), ('"off"', "off"), ("debug", "debug"), ("warning", "warning")],
+)
+def test_tap_log_takes_a_level_or_off_as_written_in_yaml(
+    tmp_path: Path, written: str, level: str
+) -> None:
+    """A bare ``off`` is YAML 1.1's false: it still means off."""
+    text = f"channels:\n  tap_log: {written}\n" if written else "channels: {}\n"
+    assert load_config(write(tmp_path, text), env={}).channels.tap_log == level
+
+
+@pytest.mark.parametrize("written", ["on", "true", "loud", "0"])
+def test_any_other_tap_log_names_its_path(tmp_path: Path, written: str) -> None:
+    with pytest.raises(ConfigError, match=r"channels\.tap_log"):
+        load_config(write(tmp_path, f"channels:\n  tap_log: {written}\n"), env={})

@@ -223,6 +223,24 @@ async def test_migrations_are_at_head_and_idempotent(db_url: str) -> None:
         assert await second.is_current()
 
 
+async def test_the_revisions_read_without_alembic_are_alembics(db_url: str) -> None:
+    """``head_revision`` and ``current_revision`` skip Alembic (start-up): same answers."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    from tapgate.core.store.engine import _alembic_config
+
+    assert head_revision() == ScriptDirectory.from_config(_alembic_config()).get_current_head()
+
+    def both(c: Connection) -> tuple[str | None, str | None]:
+        return current_revision(c), MigrationContext.configure(c).get_current_revision()
+
+    async with await Store.open(db_url, migrate=False) as empty:
+        assert await empty.run(both) == (None, None)
+    async with await Store.open(db_url) as migrated:
+        assert await migrated.run(both) == (head_revision(), head_revision())
+
+
 async def test_unmigrated_database_is_not_current(db_url: str) -> None:
     async with await Store.open(db_url, migrate=False) as store:
         assert not await store.is_current()

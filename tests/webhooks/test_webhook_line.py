@@ -119,7 +119,7 @@ def payload(*events: dict[str, Any]) -> bytes:
     return json.dumps({"destination": BOT, "events": list(events)}).encode()
 
 
-def config(line_url: str, db_url: str) -> Config:
+def config(line_url: str, db_url: str, tap_log: str = "info") -> Config:
     return parse_config(
         {
             "store": {"url": db_url},
@@ -129,6 +129,7 @@ def config(line_url: str, db_url: str) -> Config:
                 {"name": "carol", "line": CAROL},
             ],
             "channels": {
+                "tap_log": tap_log,
                 "console": {"enabled": False},
                 "line": {
                     "channel_access_token": TOKEN,
@@ -324,6 +325,33 @@ async def test_a_compressed_body_is_415(served: Served) -> None:
     assert await served.post(body, headers) == (415, expected)
     await assert_untouched(served, request)
     assert served.metric("tapgate_webhook_rejections_total", platform="line", reason="payload")
+
+
+@pytest.mark.parametrize(
+    ("setting", "level"),
+    [("info", logging.INFO), ("debug", logging.DEBUG), ("warning", logging.WARNING), ("off", None)],
+)
+async def test_a_decided_tap_logs_one_line_at_the_configured_level(
+    db_url: str,
+    clock: ManualClock,
+    aiohttp_client: Callable[[web.Application], Awaitable[Client]],
+    caplog: pytest.LogCaptureFixture,
+    setting: str,
+    level: int | None,
+) -> None:
+    """``channels.tap_log``: one line per decided tap, at that level; a redelivery logs no tap."""
+    caplog.set_level(logging.DEBUG, logger="tapgate.webhooks.line")
+    async with FakeLine(access_token=TOKEN) as line:
+        app = build_app(config(line.url, db_url, tap_log=setting), clock=clock)
+        served = Served(app=app, client=await aiohttp_client(app), line=line, clock=clock)
+        request = await served.ask()
+        item = tap_event("approve", request)
+        assert (await served.post(payload(item)))[0] == 200
+        assert (await served.post(payload(item)))[0] == 200
+        assert len(served.replied_to(item)) == 1
+    taps = [(r.levelno, r.getMessage()) for r in caplog.records if " tap " in r.getMessage()]
+    said = f"LINE tap approve by alice on request {request.id}: applied"
+    assert taps == ([] if level is None else [(level, said)])
 
 
 async def test_a_redelivered_tap_is_applied_once_and_answered_once(served: Served) -> None:

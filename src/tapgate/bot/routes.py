@@ -66,6 +66,7 @@ async def _replay(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _line(app: web.Application) -> AsyncIterator[None]:
+    from tapgate.webhooks._tap_log import TAP_LOG_LEVELS
     from tapgate.webhooks.line import LineWebhook
 
     line = app[CONFIG].channels.line
@@ -81,6 +82,7 @@ async def _line(app: web.Application) -> AsyncIterator[None]:
         on_decision=metrics.tap_latency.observe,
         inbox=app[INBOX],
         reason_window=line.reason_window,
+        tap_log=TAP_LOG_LEVELS[app[CONFIG].channels.tap_log],
     )
     app[LINE_WEBHOOK] = webhook
     try:
@@ -90,6 +92,7 @@ async def _line(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _slack(app: web.Application) -> AsyncIterator[None]:
+    from tapgate.webhooks._tap_log import TAP_LOG_LEVELS
     from tapgate.webhooks.slack import SlackWebhook
 
     slack = app[CONFIG].channels.slack
@@ -105,6 +108,7 @@ async def _slack(app: web.Application) -> AsyncIterator[None]:
         on_reject=lambda reason: metrics.webhook_rejections.labels("slack", reason).inc(),
         on_decision=metrics.tap_latency.observe,
         inbox=app[INBOX],
+        tap_log=TAP_LOG_LEVELS[app[CONFIG].channels.tap_log],
     )
     app[SLACK_WEBHOOK] = webhook
     if slack.app_token is not None:

@@ -1,11 +1,12 @@
-"""The hook's gate: the plans of :mod:`tapgate.client._plans` driven with ``http.client``.
+"""The hook's gate: the plans of :mod:`tapgate.client._plans` driven over a plain socket.
 
 ``tapgate hook claude-code`` starts a Python process for every Claude Code
 tool call, so its start-up is the gate's cost to the user. httpx pulls in
 asyncio, ``urllib.request`` and ``email`` and loads a CA bundle even for an
-``http://`` URL (together ~150 ms against ~10 ms for the request itself), so
-this driver uses the standard library: ``http.client`` on a plain socket, and
-for ``https://`` the system's trust store through
+``http://`` URL (together ~150 ms against ~10 ms for the request itself), and
+``http.client`` still imports ``email`` and ``ssl`` (~15 ms), so this driver
+makes its one HTTP/1.1 exchange itself (:mod:`tapgate.client._http1`), and
+for ``https://`` uses the system's trust store through
 ``ssl.create_default_context()`` (certificates and host names verified, as
 httpx does), built only then. What to send, how to read the answers, retries,
 Retry-After and long-poll slices stay in the shared plans, so this gate and
@@ -42,8 +43,6 @@ from tapgate.client._retrying import DEFAULT_RETRY_FOR
 from tapgate.client._wire import without_credentials
 
 if TYPE_CHECKING:
-    import http.client
-
     from tapgate.client._remote import SyncRemoteGate
 
 __all__ = ["LeanGate", "connect"]
@@ -89,7 +88,7 @@ class _Reply:
 
 
 class LeanGate(SyncCalls):
-    """A sync gate over ``http.client``: the calls of :class:`~tapgate.client.SyncRemoteGate`.
+    """A sync gate over a plain socket: the calls of :class:`~tapgate.client.SyncRemoteGate`.
 
     Same constructor, same plans, so the same retries, timeouts and errors;
     transport failures carry httpx's names (``ConnectError``...). Credentials
@@ -139,8 +138,12 @@ class LeanGate(SyncCalls):
         return drive(plan, self._send, self._sleep)
 
     def _send(self, step: Send) -> _Reply:
-        import http.client  # here, not at the top: a bad hook input is answered without it
+        from tapgate.client._http1 import exchange  # here: a bad hook input is answered without it
 
+        if self._scheme not in ("http", "https"):
+            scheme = self._scheme or "none"
+            problem = f"Request URL has an unsupported protocol '{scheme}://'."
+            raise TransportFailure("UnsupportedProtocol", problem, never_sent=True)
         target = self._prefix + step.path
         if step.params:
             target += "?" + urlencode(step.params)
@@ -151,62 +154,21 @@ class LeanGate(SyncCalls):
             text = json.dumps(step.json, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
             body = text.encode()
             headers["Content-Type"] = "application/json"
-        connection = self._connection(step.timeout)
-        try:
-            _connect(connection)
-            try:
-                connection.request(step.method, target, body=body, headers=headers)
-            except TimeoutError as exc:
-                raise TransportFailure("WriteTimeout", str(exc), never_sent=False) from exc
-            except OSError as exc:
-                raise TransportFailure("WriteError", str(exc), never_sent=False) from exc
-            if connection.sock is not None:
-                connection.sock.settimeout(step.read_timeout)
-            try:
-                response = connection.getresponse()
-                content = response.read()
-            except TimeoutError as exc:
-                raise TransportFailure("ReadTimeout", str(exc), never_sent=False) from exc
-            except http.client.HTTPException as exc:
-                detail = str(exc) or type(exc).__name__
-                raise TransportFailure("RemoteProtocolError", detail, never_sent=False) from exc
-            except OSError as exc:
-                raise TransportFailure("ReadError", str(exc), never_sent=False) from exc
-        finally:
-            connection.close()
+        response = exchange(
+            self._scheme,
+            self._host,
+            self._port,
+            (step.method, target, headers, body),
+            timeout=step.timeout,
+            read_timeout=step.read_timeout,
+        )
         by_name: dict[str, str] = {}
-        for name, value in response.getheaders():
+        for name, value in response.headers:
             key = name.lower()
             by_name[key] = f"{by_name[key]}, {value}" if key in by_name else value
         return _Reply(
             status_code=response.status,
             reason_phrase=response.reason,
             headers=_Headers(by_name),
-            content=content,
+            content=response.content,
         )
-
-    def _connection(self, timeout: float) -> http.client.HTTPConnection:
-        import http.client
-
-        if self._scheme == "http":
-            return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
-        if self._scheme == "https":
-            import ssl  # the trust store is loaded only for an https:// server
-
-            context = ssl.create_default_context()
-            return http.client.HTTPSConnection(
-                self._host, self._port, timeout=timeout, context=context
-            )
-        scheme = self._scheme or "none"
-        problem = f"Request URL has an unsupported protocol '{scheme}://'."
-        raise TransportFailure("UnsupportedProtocol", problem, never_sent=True)
-
-
-def _connect(connection: http.client.HTTPConnection) -> None:
-    """Open the connection (TLS included); a failure here means nothing was sent."""
-    try:
-        connection.connect()
-    except TimeoutError as exc:
-        raise TransportFailure("ConnectTimeout", str(exc), never_sent=True) from exc
-    except OSError as exc:
-        raise TransportFailure("ConnectError", str(exc), never_sent=True) from exc

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 from urllib.parse import quote
 
 from tapgate.client._errors import ClientError
@@ -48,9 +48,11 @@ from tapgate.client._retrying import (
     earliest,
     retry_after,
 )
-from tapgate.client._sandbox import SandboxSpec, spec_from
 from tapgate.client._wire import Reply, decision_from, read_json, submit_body, ticket_from
 from tapgate.core.models import Decision, Ticket, ToolCall
+
+if TYPE_CHECKING:  # the hook never asks for a sandbox: it does not load subprocess for one
+    from tapgate.client._sandbox import SandboxSpec
 
 __all__ = [
     "LONG_POLL",
@@ -309,6 +311,8 @@ class Planner:
             read_timeout=self._read_timeout(None),
         )
         response = yield from self.exchange(send)
+        from tapgate.client._sandbox import spec_from
+
         return spec_from(read_json(response))
 
     def exchange(

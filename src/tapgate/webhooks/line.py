@@ -62,6 +62,7 @@ from tapgate.webhooks._line_events import Event, EventReader, Malformed, decode,
 from tapgate.webhooks._line_grants import revoke_answer
 from tapgate.webhooks._line_reply import LineReplier, ReplyFailed
 from tapgate.webhooks._line_signature import verify_signature
+from tapgate.webhooks._tap_log import TapLog
 
 __all__ = ["LineWebhook", "WebhookResult", "verify_signature"]
 
@@ -88,14 +89,20 @@ class WebhookResult:
     body: Mapping[str, object]
 
 
+_OK = WebhookResult(status=200, body={"ok": True})
+_OK_BODY = b'{"ok": true}'
+
+
 class LineWebhook:
     """Receives LINE webhook calls for one channel and resolves taps through ``gate``.
 
     ``on_reject`` hears why a call was refused (``"signature"``,
     ``"payload"``); ``on_decision`` hears the seconds from a verified call to
-    a recorded decision. The client that replies is created on the first
-    reply, inside the running loop (its aiohttp session binds to the loop),
-    and closed by :meth:`close`; replies skip line-bot-sdk (see ``_line_reply``).
+    a recorded decision; ``tap_log`` is the level of a decided tap's one log
+    line (``None``: none; ``channels.tap_log``, see ``_tap_log``). The
+    client that replies is created on the first reply, inside the running
+    loop (its aiohttp session binds to the loop), and closed by
+    :meth:`close`; replies skip line-bot-sdk (see ``_line_reply``).
     ``inbox`` is the app's (one is made if none is given); its replays of
     stored events come back through :meth:`_replay`. ``reason_window`` is how
     long a typed reason is waited for after "Deny…" (``channels.line.reason_window``).
@@ -113,6 +120,7 @@ class LineWebhook:
         on_decision: Callable[[float], None] | None = None,
         inbox: Inbox | None = None,
         reason_window: float = 300.0,
+        tap_log: int | None = logging.INFO,
     ) -> None:
         if not channel_secret:
             # HMAC with an empty key is a signature anyone can compute.
@@ -124,7 +132,7 @@ class LineWebhook:
         self._access_token = access_token
         self._timeout = timeout
         self._on_reject = on_reject
-        self._on_decision = on_decision
+        self._tap_log = TapLog(_log, "LINE", level=tap_log, on_decision=on_decision)
         self._client: LineReplier | None = None
         # Decisions and replies are made after the 200, in tasks owned here:
         # LINE wants a fast answer, and what decides is stored before it.
@@ -166,8 +174,10 @@ class LineWebhook:
             self._start(self._apply(stored, started))
         for event in acting:
             if not self._may_decide(event):
-                await self._handle_event(event, started)
-        return WebhookResult(status=200, body={"ok": True})
+                reply = await self._handle_event(event, started)
+                if reply is not None:  # after the 200, not before it
+                    self._start(self._reply(*reply))
+        return _OK
 
     def _replay(self, item: InboxItem) -> None:
         """A stored event that was acknowledged and never applied: apply it now."""
@@ -178,9 +188,22 @@ class LineWebhook:
         self._start(self._apply([event], None))
 
     async def _apply(self, events: list[Event], started: float | None) -> None:
+        """Decide ``events`` in order; the last one's reply is sent from this task itself.
+
+        (One task less per tap: a body almost always carries one tap. The
+        replies of the others go out in tasks of their own, so that no
+        decision waits for the reply to the one before it.)
+        """
         await self._inbox.before_apply()
-        for event in events:
-            await self._handle_event(event, started)
+        last = len(events) - 1
+        for index, event in enumerate(events):
+            reply = await self._handle_event(event, started)
+            if reply is None:
+                continue
+            if index == last:
+                await self._reply(*reply)
+            else:
+                self._start(self._reply(*reply))
 
     def _start(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
@@ -196,6 +219,8 @@ class LineWebhook:
             result = self._reject("payload", 400, "unreadable body")
         else:
             result = await self.handle(request.headers, body)
+        if result is _OK:  # every tap's answer: encoded once
+            return web.Response(body=_OK_BODY, content_type="application/json")
         return web.json_response(dict(result.body), status=result.status)
 
     async def settled(self) -> None:
@@ -222,8 +247,10 @@ class LineWebhook:
             self._on_reject(reason)
         return WebhookResult(status=status, body={"error": error})
 
-    async def _handle_event(self, event: Event, started: float | None) -> None:
-        """Act once per event id, reply; one event's failure never touches the others.
+    async def _handle_event(
+        self, event: Event, started: float | None
+    ) -> tuple[str, LineAnswer] | None:
+        """Act once per event id; the reply to send; one event's failure never touches the others.
 
         A tap's or an answer's event id is remembered in the same transaction
         as its decision (see ``core.taps.tap``): a redelivery racing the
@@ -234,16 +261,17 @@ class LineWebhook:
         try:
             if not self._may_decide(event) and not await self._claim(event):
                 self._skipped(event)
-                return
+                return None
             message = await self._respond(event, started)
         except Exception:  # one bad event must not cost the others their decisions
             _log.exception("LINE event %s could not be handled", event.event_id)
             message = _SEND_AGAIN if event.text is not None else _TRY_AGAIN
         if message is None:
             self._skipped(event)
-            return
-        if event.reply_token is not None and not self._closed:
-            self._start(self._reply(event.reply_token, message))
+            return None
+        if event.reply_token is None or self._closed:
+            return None
+        return event.reply_token, message
 
     @staticmethod
     def _may_decide(event: Event) -> bool:
@@ -359,18 +387,8 @@ class LineWebhook:
         started: float | None,
     ) -> str | None:
         """Log a tap's outcome, time a decision, and return what to reply (nothing twice)."""
-        if outcome.kind == "duplicate":
-            return None
-        _log.info(
-            "LINE tap %s by %s on request %s: %s",
-            action,
-            outcome.approver or event.user_id,
-            request_id,
-            outcome.kind,
-        )
-        if outcome.applied and self._on_decision is not None and started is not None:
-            self._on_decision(time.perf_counter() - started)
-        return outcome.message
+        self._tap_log.decided(action, event.user_id, request_id, outcome, started)
+        return None if outcome.kind == "duplicate" else outcome.message
 
     async def _reply(self, reply_token: str, answer: LineAnswer) -> None:
         """Reply with ``answer`` (a text, or message objects); a failure is logged, never raised."""

@@ -93,6 +93,7 @@ from tapgate.webhooks._slack_signature import (
     verify_signature,
 )
 from tapgate.webhooks._slack_socket import close_socket, open_socket_mode
+from tapgate.webhooks._tap_log import TapLog
 
 if TYPE_CHECKING:
     from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -123,10 +124,11 @@ class SlackWebhook:
     when its user id matches an approver's. ``on_reject`` hears why a call
     or tap was refused (``"signature"``, ``"payload"``, ``"workspace"``);
     ``on_decision`` hears the seconds from a verified tap to its recorded
-    decision. ``inbox`` is the app's (one is made if none is given); its
-    replays of stored taps come back through :meth:`_replay`. Nothing here
-    contacts Slack until a tap needs an answer or :meth:`start_socket_mode`
-    is called.
+    decision; ``tap_log`` is the level of a decided tap's log line
+    (``_tap_log``). ``inbox`` is the app's (one is made if none is given);
+    its replays of stored taps come back through :meth:`_replay`. Nothing
+    here contacts Slack until a tap needs an answer or
+    :meth:`start_socket_mode` is called.
     """
 
     def __init__(
@@ -141,6 +143,7 @@ class SlackWebhook:
         on_reject: Callable[[str], None] | None = None,
         on_decision: Callable[[float], None] | None = None,
         inbox: Inbox | None = None,
+        tap_log: int | None = logging.INFO,
     ) -> None:
         if not signing_secret:
             # HMAC with an empty key is a signature anyone can compute.
@@ -151,7 +154,7 @@ class SlackWebhook:
         self._team_id = team_id
         self._timeout = timeout
         self._on_reject = on_reject
-        self._on_decision = on_decision
+        self._tap_log = TapLog(_log, "Slack", level=tap_log, on_decision=on_decision)
         # retry_handlers=[]: a re-sent ephemeral or views.open is worse than none.
         # timeout is annotated int, but only ever handed to aiohttp.ClientTimeout(total=...).
         client_args: dict[str, Any] = {"base_url": api_base_url, "timeout": timeout}
@@ -397,17 +400,10 @@ class SlackWebhook:
             )
         else:
             outcome = await tap(self._gate, interaction.tap, reason=reason, event=event)
+        tapped = (interaction.action, interaction.user_id, interaction.request_id)
+        self._tap_log.decided(*tapped, outcome, started)
         if outcome.kind == "duplicate":
             return
-        _log.info(
-            "Slack tap %s by %s on %s: %s",
-            interaction.action,
-            outcome.approver or interaction.user_id,
-            interaction.request_id,
-            outcome.kind,
-        )
-        if outcome.applied and self._on_decision is not None and started is not None:
-            self._on_decision(time.perf_counter() - started)
         if not outcome.applied or isinstance(interaction, BatchInteraction):
             await self._replies.tell(interaction, outcome.message)
 

@@ -23,7 +23,7 @@ import math
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ __all__ = [
     "HOOK_EPILOG",
     "RUN_EPILOG",
     "TOKEN_ENV",
+    "Parser",
     "add_agent_commands",
     "connection_options",
     "hook_claude_code",
@@ -65,7 +66,36 @@ exit status:
 TOKEN_ENV = "TAPGATE_AGENT_TOKEN"  # noqa: S105 - the variable's name, not a token
 
 
-class _HookParser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
+    """``argparse``'s parser, its help formatter told the width instead of asking ``shutil``.
+
+    ``add_argument`` builds a help formatter to check each metavar, and the
+    formatter imports ``shutil`` (with ``zlib``, ``bz2``, ``lzma``) for the
+    terminal's width: a few ms of every command, the hook's included. The
+    width is found as ``shutil.get_terminal_size`` finds it. Sub-parsers are
+    of this class too (``add_subparsers`` uses the parent's class; the hook's own, below).
+    """
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        formatter: Callable[..., argparse.HelpFormatter] = self.formatter_class
+        return formatter(prog=self.prog, width=_columns() - 2)
+
+
+def _columns() -> int:
+    """``$COLUMNS``, else the terminal's width, else 80 (``shutil.get_terminal_size``'s rules)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
+class _HookParser(Parser):
     """An argument parser whose errors are hook answers (JSON deny, exit status 0)."""
 
     def error(self, message: str) -> NoReturn:

@@ -19,8 +19,6 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
-from alembic.script.revision import RevisionError
-from alembic.util import CommandError
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
@@ -128,20 +126,29 @@ def store_errors(url: str) -> Iterator[None]:
     except OSError as exc:  # refused, unresolvable host, timeout; a SQLite directory denied
         verb = "open" if shown.startswith("sqlite") else "reach"
         raise StoreError(f"cannot {verb} the database at {shown}: {_reason(exc)}") from exc
-    except (CommandError, RevisionError) as exc:
-        raise StoreError(
-            f"cannot migrate the database at {shown}: {_reason(exc)} "
-            f"(this tapgate knows revisions up to {head_revision()})"
-        ) from exc
     except SQLAlchemyError as exc:
         raise StoreError(f"database error at {shown}: {_reason(exc)}") from exc
     except Exception as exc:
-        # SQLAlchemy passes some of asyncpg's connect errors through unwrapped.
-        # Matched by module, not imported: `tapgate serve` on SQLite imports
-        # this module and should not load a PostgreSQL driver (~3 MB) for it.
-        if not type(exc).__module__.startswith("asyncpg"):
+        # Matched by module, not imported. Alembic's CommandError and
+        # RevisionError: the operator commands that only read never load
+        # Alembic (a third of their start-up). asyncpg's connect errors, which
+        # SQLAlchemy passes through unwrapped: `tapgate serve` on SQLite
+        # imports this module and should not load a PostgreSQL driver for it.
+        origin = type(exc).__module__
+        if any((c.__module__, c.__name__) in _ALEMBIC_ERRORS for c in type(exc).__mro__):
+            raise StoreError(
+                f"cannot migrate the database at {shown}: {_reason(exc)} "
+                f"(this tapgate knows revisions up to {head_revision()})"
+            ) from exc
+        if not origin.startswith("asyncpg"):
             raise
         raise StoreError(f"database error at {shown}: {_reason(exc)}") from exc
+
+
+_ALEMBIC_ERRORS = frozenset(
+    {("alembic.script.revision", "RevisionError"), ("alembic.util.exc", "CommandError")}
+)
+"""Alembic's errors about revisions (``RevisionError`` and its subclasses) and its commands."""
 
 
 def _reason(exc: BaseException) -> str:

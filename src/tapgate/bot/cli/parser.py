@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tapgate import __version__
-from tapgate.bot.cli.agent import add_agent_commands
+from tapgate.bot.cli.agent import Parser, add_agent_commands
 from tapgate.bot.cli.commands import COMMANDS
 
 __all__ = ["DESCRIPTION", "EPILOG", "SUBCOMMANDS", "build_parser"]
@@ -41,7 +41,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     added (``hook`` and ``run`` come together); without it (``--help``, a
     mistyped name) every one is.
     """
-    parser = argparse.ArgumentParser(prog="tapgate", description=DESCRIPTION, epilog=EPILOG)
+    parser = Parser(prog="tapgate", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument(
         "--version",
         action="version",

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from tapgate.bot.config.fields import Duration, HttpUrl, NonEmptyStr, Secret, Section
 
@@ -50,7 +50,17 @@ class SlackConfig(Section):
 
 
 class ChannelsConfig(Section):
-    """The notification channels; a section that is absent is not configured."""
+    """The notification channels; a section that is absent is not configured.
+
+    ``tap_log`` is the level of the one line a decided tap logs (LINE and
+    Slack alike); ``off`` logs none (the decision is in the audit log anyway).
+    """
+
+    tap_log: Annotated[
+        Literal["off", "debug", "info", "warning"],
+        # YAML 1.1 reads a bare ``off`` as false: that is what the operator wrote.
+        BeforeValidator(lambda value: "off" if value is False else value),
+    ] = "info"
 
     console: ConsoleConfig | None = None
     line: LineConfig | None = None

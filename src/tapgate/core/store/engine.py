@@ -25,23 +25,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import queue
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from alembic import command
-from alembic.config import Config as AlembicConfig
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from tapgate.core.audit_chain import canonical_time, link
 from tapgate.errors import StoreError
+
+if TYPE_CHECKING:  # Alembic is loaded to migrate, not to read which revision is current
+    from alembic.config import Config as AlembicConfig
 
 __all__ = [
     "AsyncRunner",
@@ -289,6 +289,8 @@ def _sqlite_audit_link(prev_hash: str | None, row_id: int, at: str, *rest: Any) 
 
 
 def _alembic_config(connection: Connection | None = None) -> AlembicConfig:
+    from alembic.config import Config as AlembicConfig
+
     cfg = AlembicConfig()
     cfg.set_main_option("script_location", str(_MIGRATIONS))
     if connection is not None:
@@ -296,16 +298,51 @@ def _alembic_config(connection: Connection | None = None) -> AlembicConfig:
     return cfg
 
 
+_REVISION_LINE = re.compile(
+    r"""^(?P<name>revision|down_revision)(?:: [^=]+)? = ["'](?P<value>[^"']+)["']$""", re.M
+)
+
+
 def head_revision() -> str | None:
-    """The newest migration shipped with this version of tapgate."""
+    """The newest migration shipped with this version of tapgate.
+
+    Read from the migration files' own ``revision`` and ``down_revision``
+    lines: the operator commands check it on every run (``pending``...),
+    and loading Alembic's script directory for it was about a third of
+    their start-up. Anything but one plain chain (a merge, a second head)
+    is left to Alembic; ``tests/store/test_store.py`` holds both answers equal.
+    """
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    for path in (_MIGRATIONS / "versions").glob("*.py"):
+        for line in _REVISION_LINE.finditer(path.read_text(encoding="utf-8")):
+            (revisions if line["name"] == "revision" else parents).add(line["value"])
+    heads = revisions - parents
+    if len(heads) == 1 and parents <= revisions:
+        return heads.pop()
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(_alembic_config()).get_current_head()
 
 
 def current_revision(connection: Connection) -> str | None:
-    """The migration the database is at (``None`` for an empty database)."""
+    """The migration the database is at (``None`` for an empty database).
+
+    The ``alembic_version`` table read with one query, as Alembic reads it,
+    without loading Alembic; more than one row (branches) is left to Alembic.
+    """
+    if not inspect(connection).has_table("alembic_version"):
+        return None
+    rows = connection.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
+    if len(rows) <= 1:
+        return rows[0] if rows else None
+    from alembic.runtime.migration import MigrationContext
+
     return MigrationContext.configure(connection).get_current_revision()
 
 
 def upgrade(connection: Connection, revision: str = "head") -> None:
     """Apply migrations up to ``revision`` on ``connection`` (inside the caller's transaction)."""
+    from alembic import command
+
     command.upgrade(_alembic_config(connection), revision)
