@@ -128,8 +128,13 @@ async def _read(request: web.Request, *, timeout: float, max_size: int) -> ApiEr
     if refusal is not None:
         return refusal
     try:
-        async with asyncio.timeout(timeout):
+        if request.content.is_eof():
+            # All of it came with the headers (an agent's call, a tap): nothing
+            # to wait for, so no timer. read() still enforces client_max_size.
             await request.read()
+        else:
+            async with asyncio.timeout(timeout):
+                await request.read()
     except TimeoutError:
         message = f"the body did not arrive within {timeout:g}s"
         return _refuse(request, ApiError(408, "body_timeout", message), message)

@@ -23,6 +23,7 @@ from collections.abc import Awaitable
 
 from aiohttp import hdrs, web
 
+from tapgate.bot.api.at_once import at_once_response
 from tapgate.bot.api.batches import setup_batches
 from tapgate.bot.api.consumption import told
 from tapgate.bot.api.middleware import (
@@ -40,7 +41,6 @@ from tapgate.bot.api.models import (
     WaitQuery,
     parse_body,
     parse_query,
-    tool_call_from_decision,
     tool_call_from_request,
 )
 from tapgate.bot.api.openapi import openapi_document
@@ -130,8 +130,7 @@ async def submit_tool_call(request: web.Request) -> web.Response:
     )
     ticket = await app[GATE].submit(call)
     if ticket.decision is not None:  # counted by the metrics from the gate's at-once event
-        out = tool_call_from_decision(ticket.decision, call, consumed=ticket.consumed)
-        return model_response(out)
+        return at_once_response(ticket.decision, call, consumed=ticket.consumed)
     assert ticket.request is not None
     current = ticket.request
     if body.wait and current.is_pending:
