@@ -114,8 +114,9 @@ def body_middleware(
     @web.middleware  # marks it new-style; it need not be a coroutine function itself
     def middleware(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
         # Not a coroutine itself: the bodiless GETs (10,000 parked long-polls)
-        # go straight to their handlers without a frame of ours.
-        if not request.body_exists:
+        # go straight to their handlers without a frame of ours. can_read_body,
+        # not body_exists: the latter is cached on the request (a grown dict each).
+        if not request.can_read_body:
             return handler(request)
         return read_first(request, handler)
 
