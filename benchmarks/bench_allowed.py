@@ -5,7 +5,9 @@ Needs ``wrk`` (``apt-get install wrk``): one load generator, written in C, so
 that the client's cost is small and the same for both servers; a Python client
 on these two cores would take most of a core from whichever server it drives.
 
-Servers, each in its own process, all started before the first round:
+Servers, each in its own process, all started before the first round (and,
+with ``--before SRC``, another build served the same way: ``git archive
+<commit> src | tar -x -C /tmp/before`` then ``--before /tmp/before/src``):
 
 - **bare**: an aiohttp handler that reads the body, checks the bearer token
   (``hmac.compare_digest``) and answers a small JSON; what any HTTP service of
@@ -96,10 +98,13 @@ def config_text(db: Path, port: int, access_log: str) -> str:
 class Target:
     """One server process under test and how to reach it."""
 
-    def __init__(self, name: str, argv: list[str], port: int) -> None:
+    def __init__(
+        self, name: str, argv: list[str], port: int, env: dict[str, str] | None = None
+    ) -> None:
         self.name = name
         self.url = f"http://127.0.0.1:{port}"
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        out = subprocess.DEVNULL
+        self.proc = subprocess.Popen(argv, stdout=out, stderr=out, env=env)
         for _ in range(400):
             try:
                 with urllib.request.urlopen(self.url + "/readyz", timeout=1) as answer:
@@ -143,7 +148,7 @@ def measure(target: Target, script: Path, seconds: float) -> tuple[float, float]
     return rate, (target.cpu_seconds() - cpu) / done * 1e6
 
 
-def start(tmp: Path, tapgate: str, access_logs: list[str]) -> list[Target]:
+def start(tmp: Path, tapgate: str, access_logs: list[str], before: str | None) -> list[Target]:
     targets = []
     bare = tmp / "bare.py"
     bare.write_text(BARE)
@@ -156,6 +161,13 @@ def start(tmp: Path, tapgate: str, access_logs: list[str]) -> list[Target]:
         config.write_text(config_text(tmp / f"{setting}.db", port, setting))
         argv = [tapgate, "serve", "--config", str(config)]
         targets.append(Target(f"tapgate ({setting})", argv, port))
+    if before is not None:  # another build's package ahead of the installed one
+        port = free_port()
+        config = tmp / "tapgate-before.yaml"
+        config.write_text(config_text(tmp / "before.db", port, "default"))
+        env = {**os.environ, "PYTHONPATH": before}
+        argv = [tapgate, "serve", "--config", str(config)]
+        targets.append(Target("before (default)", argv, port, env))
     return targets
 
 
@@ -203,6 +215,11 @@ def main() -> int:
         help="server.access_log settings to run, comma-separated; the first one is the "
         "target's (default: 'default,all'; 'default' writes no key)",
     )
+    parser.add_argument(
+        "--before",
+        metavar="SRC",
+        help="also serve another build (its src directory, put on PYTHONPATH), same rounds",
+    )
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         print("bench_allowed needs wrk on the PATH (apt-get install wrk)", file=sys.stderr)
@@ -216,7 +233,7 @@ def main() -> int:
         tmp = Path(tmpdir)
         script = tmp / "post.lua"
         script.write_text(WRK_SCRIPT.format(token=TOKEN, body=BODY))
-        targets = start(tmp, tapgate, args.access_log.split(","))
+        targets = start(tmp, tapgate, args.access_log.split(","), args.before)
         try:
             rounds = []
             for i in range(args.rounds):
