@@ -191,6 +191,21 @@ async def test_a_read_only_tool_is_allowed_at_once_and_counted(api: Api) -> None
     assert await api.requests_in_store() == 0
 
 
+async def test_answers_decided_at_once_name_their_own_call(api: Api) -> None:
+    """Answers decided at once are rendered once per distinct answer: never another call's."""
+    answers = []
+    for tool, session in [("read_file", "s1"), ("read_file", "s2"), ("read_file", None)] * 2:
+        fields = {"session": session} if session is not None else {}
+        status, body = await api.submit(tool, arguments={"path": "README.md"}, **fields)
+        assert status == 200 and (body["tool"], body["session"]) == (tool, session)
+        answers.append(body)
+    assert answers[:3] == answers[3:]
+    status, body = await api.submit("drop_db", session="s1")
+    assert (status, body["decision"], body["tool"]) == (200, "deny", "drop_db")
+    assert body["session"] == "s1"
+    assert api.decisions("allow", "policy") == 6 and api.decisions("deny", "policy") == 1
+
+
 async def test_a_tool_call_cannot_pose_as_a_question(api: Api) -> None:
     """A typed answer approves a question: ``human_contact`` is never an agent's tool call."""
     status, body = await api.submit("human_contact", arguments={"command": "rm -rf /"})

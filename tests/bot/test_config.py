@@ -813,6 +813,29 @@ def test_the_body_timeout_defaults_to_ten_seconds() -> None:
     assert parse_config({}, env={}).server.body_timeout == 10.0
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", "errors"),
+        ("access_log: off", "off"),  # YAML 1.1 reads a bare off as false
+        ("access_log: on", "all"),
+        ("access_log: errors", "errors"),
+        ("access_log: all", "all"),
+        ('access_log: "off"', "off"),
+    ],
+)
+def test_the_access_log_setting(tmp_path: Path, text: str, expected: str) -> None:
+    config = load_config(write(tmp_path, f"server: {{{text}}}\n"), env={})
+    assert config.server.access_log == expected
+
+
+@pytest.mark.parametrize("value", ["none", "verbose", 1])
+def test_an_unknown_access_log_setting_names_its_path(value: object) -> None:
+    error = config_error({"server": {"access_log": value}})
+    assert error.path == "server.access_log"
+    assert "expected one of off, errors, all" in error.message
+
+
 def test_the_max_wait_floor_is_the_clients_slice() -> None:
     from tapgate.bot.config.server import _CLIENT_SLICE
     from tapgate.client import LONG_POLL

@@ -61,6 +61,7 @@ class Restartable:
             self.line.url,
             policy=self.policy,
             port=self.port,
+            server="access_log: all",  # assert_reattached reads the GETs' 200 lines
         )
 
     async def stop(self) -> None:

@@ -205,6 +205,28 @@ async def test_wait_timeout_returns_none_while_pending(gate: Gate, clock: Manual
     assert (await gate.get_request(ticket.request_id)).status == "pending"
 
 
+async def test_a_wait_that_ends_undecided_answers_the_store_not_its_copy(
+    db_url: str, clock: ManualClock
+) -> None:
+    """A parked wait keeps the id and deadline only: when it ends it reads the request again."""
+    async with (
+        await Store.open(db_url) as store_a,
+        await Store.open(db_url) as store_b,
+        make_gate(store_a, clock) as gate_a,
+        make_gate(store_b, clock) as gate_b,
+    ):
+        ticket = await gate_a.submit(DEPLOY)
+        assert ticket.request is not None
+        request = ticket.request
+        waiting = asyncio.create_task(gate_a.wait_pending(request.id, request.expires_at, 4))
+        await until(lambda: gate_a.waiting > 0)
+        # Decided elsewhere; this gate's sweep (every 5 s) does not run before the wait ends.
+        await gate_b.resolve(request.id, "approve", by="alice")
+        clock.advance(4)
+        answered = await asyncio.wait_for(waiting, 5)
+    assert answered.status == "approved" and answered.resolved_by == "alice"
+
+
 async def test_restart_finds_pending_request_and_waiter_attaches(
     db_url: str, clock: ManualClock
 ) -> None:

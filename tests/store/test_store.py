@@ -337,3 +337,21 @@ async def test_reminders_are_queued_once_per_due_time(store: Store, clock: Manua
     assert await store.queue_reminder(again, [ALICE], clock.now())
     kinds = await store.run(lambda c: c.execute(text("SELECT kind FROM outbox")).scalars().all())
     assert sorted(kinds) == ["reminder", "reminder", "request"]
+
+
+async def test_the_sweep_reads_only_the_decided_among_many_ids(
+    store: Store, clock: ManualClock
+) -> None:
+    """Past one chunk of ids, padded chunks included: every decided one, once, nothing pending."""
+    made = [make_request(clock.now(), session=f"s{i}") for i in range(530)]
+    for request in made:
+        await store.create_request(request, [], clock.now())
+    decided = {made[0].id, made[300].id, made[529].id}
+    for request_id in decided:
+        await store.transition(request_id, to="approved", by="alice", now=clock.now())
+    ids = [r.id for r in made] + ["no-such-id"]
+    found = await store.get_requests(ids, decided=True)
+    assert sorted(r.id for r in found) == sorted(decided)
+    assert all(r.status == "approved" for r in found)
+    everything = await store.get_requests(ids)
+    assert sorted(r.id for r in everything) == sorted(r.id for r in made)

@@ -114,8 +114,9 @@ def body_middleware(
     @web.middleware  # marks it new-style; it need not be a coroutine function itself
     def middleware(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
         # Not a coroutine itself: the bodiless GETs (10,000 parked long-polls)
-        # go straight to their handlers without a frame of ours.
-        if not request.body_exists:
+        # go straight to their handlers without a frame of ours. can_read_body,
+        # not body_exists: the latter is cached on the request (a grown dict each).
+        if not request.can_read_body:
             return handler(request)
         return read_first(request, handler)
 
@@ -128,8 +129,13 @@ async def _read(request: web.Request, *, timeout: float, max_size: int) -> ApiEr
     if refusal is not None:
         return refusal
     try:
-        async with asyncio.timeout(timeout):
+        if request.content.is_eof():
+            # All of it came with the headers (an agent's call, a tap): nothing
+            # to wait for, so no timer. read() still enforces client_max_size.
             await request.read()
+        else:
+            async with asyncio.timeout(timeout):
+                await request.read()
     except TimeoutError:
         message = f"the body did not arrive within {timeout:g}s"
         return _refuse(request, ApiError(408, "body_timeout", message), message)

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from tapgate.core.events import EventBus
-from tapgate.core.models import DecidedAtOnce, GateEvent
+from tapgate.core.models import DecidedAtOnce, Decision, GateEvent
 
 __all__ = ["PENDING_COUNT_TIMEOUT", "Metrics"]
 
@@ -33,6 +33,9 @@ class Metrics:
         """Seconds a scrape waits for the pending count before reporting the last one."""
         self.registry = CollectorRegistry()
         self._counting: asyncio.Future[int] | None = None
+        # Each (verdict, source) child, looked up once: labels() hashes and
+        # locks on every call, and every allowed call counts one decision.
+        self._decision_counters: dict[tuple[str, str], Counter] = {}
         self.decisions = Counter(
             "tapgate_decisions",
             "Tool calls decided in this process, by verdict and source",
@@ -126,11 +129,18 @@ class Metrics:
         elif event.kind in ("resolved", "expired", "cancelled"):
             decision = event.request.decision()
             if decision is not None:
-                self.decisions.labels(verdict=decision.verdict, source=decision.source).inc()
+                self._count(decision)
 
     def _on_decided_at_once(self, event: DecidedAtOnce) -> None:
-        decision = event.decision
-        self.decisions.labels(verdict=decision.verdict, source=decision.source).inc()
+        self._count(event.decision)
+
+    def _count(self, decision: Decision) -> None:
+        key = (decision.verdict, decision.source)
+        counter = self._decision_counters.get(key)
+        if counter is None:
+            counter = self.decisions.labels(verdict=decision.verdict, source=decision.source)
+            self._decision_counters[key] = counter
+        counter.inc()
 
     def exposition(self) -> bytes:
         """The Prometheus text format of every metric."""

@@ -14,7 +14,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from tapgate.core.clock import Clock, SystemClock
@@ -94,7 +95,8 @@ class Gate(StoreDoor):
         self.clock: Clock = clock or SystemClock()
         self.bus = bus or EventBus()
         self.reconcile_interval = reconcile_interval
-        self._waiters = Waiters(self.clock, self.store.get_request, self.store.get_requests)
+        sweep = partial(self.store.get_requests, decided=True)  # it wakes these only
+        self._waiters = Waiters(self.clock, self.store.get_request, sweep)
         self._listener: DecisionListener | None = None
 
     def limits_for(self, agent: str) -> AgentLimits:
@@ -225,21 +227,27 @@ class Gate(StoreDoor):
     async def wait_for(
         self, request_id: str, timeout: float | None = None, *, known: Request | None = None
     ) -> Request:
-        """Like :meth:`wait`, but the request itself: decided, or as it was if still pending.
-
-        The decided request comes from whoever decided it, so a woken waiter
-        answers without reading the store again (the HTTP long-poll's path);
-        ``known`` saves the first read when the caller just read the request.
-        A parked waiter is a future and a clock timer, no task of its own.
-        """
+        """Like :meth:`wait`, but the request itself; ``known`` saves the first read."""
         request = known if known is not None else await self.store.get_request(request_id)
         if not request.is_pending:
             return request
+        return await self.wait_pending(request.id, request.expires_at, timeout)
+
+    async def wait_pending(
+        self, request_id: str, expires_at: datetime, timeout: float | None = None
+    ) -> Request:
+        """:meth:`wait_for` of a pending request, by its id and deadline only.
+
+        What the HTTP long-poll parks on: this frame, a future and a clock
+        timer (no task, no copy of the request: 10,000 parked polls). A woken
+        waiter gets the request from whoever decided it; a wait that ends
+        undecided (``timeout``, or the waiters released) reads it again.
+        """
         wait_end = None
         if timeout is not None:
             wait_end = self.clock.now() + timedelta(seconds=max(timeout, 0.0))
         while True:
-            deadline = request.expires_at if wait_end is None else min(request.expires_at, wait_end)
+            deadline = expires_at if wait_end is None else min(expires_at, wait_end)
             parked = self._waiters.park(request_id, deadline)
             # a decision that came between our read and the park
             self._waiters.catch_up(request_id)
@@ -249,13 +257,13 @@ class Gate(StoreDoor):
                 self._waiters.unpark(request_id, parked)
             if decided is not None:
                 return decided
-            if self._waiters.released or (wait_end is not None and wait_end < request.expires_at):
-                return request
-            if self.clock.now() < request.expires_at:
+            if self._waiters.released or (wait_end is not None and wait_end < expires_at):
+                return await self.store.get_request(request_id)
+            if self.clock.now() < expires_at:
                 continue  # a timer can fire a hair early by this clock: wait again
-            transition = await self.store.expire(request.id, self.clock.now())
+            transition = await self.store.expire(request_id, self.clock.now())
             if transition.request is None:
-                raise RequestNotFound(request.id)
+                raise RequestNotFound(request_id)
             if transition.outcome == "expired":
                 self._settle(transition.request, "expired")
             if not transition.request.is_pending:

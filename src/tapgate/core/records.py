@@ -13,7 +13,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import partial
+from functools import lru_cache, partial
 
 from tapgate.core.directory import Directory
 from tapgate.core.models import (
@@ -199,8 +199,13 @@ def grant_for(
     )
 
 
+@lru_cache(maxsize=4096)
 def policy_decision(verdict: PolicyVerdict) -> Decision:
-    """Policy allowed or denied at once: no request, the rule decided."""
+    """Policy allowed or denied at once: no request, the rule decided.
+
+    Both records are frozen and the engine shares its verdicts, so each
+    verdict's decision is built once (most calls are allowed by policy).
+    """
     allowed = verdict.action == "allow"
     return Decision(
         verdict="allow" if allowed else "deny",

@@ -24,6 +24,7 @@ import logging
 from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable
 from datetime import datetime
+from functools import partial
 
 from tapgate.core.clock import Clock
 from tapgate.core.models import Request
@@ -43,7 +44,8 @@ class Waiters:
 
     ``read`` fetches a request from the store: used only when another
     process decided it and this one has someone waiting. ``read_many``
-    fetches several at once, for the reconciliation sweep.
+    fetches those of several that are no longer pending, for the
+    reconciliation sweep.
     """
 
     def __init__(
@@ -56,7 +58,9 @@ class Waiters:
         self._read = read
         self._read_many = read_many
         self._sweeper: asyncio.Task[None] | None = None
-        self._futures: defaultdict[str, set[asyncio.Future[Request | None]]] = defaultdict(set)
+        # A list per id, not a set: one waiter per request is the rule, and an
+        # empty set costs ~150 bytes more than a list (10,000 parked polls).
+        self._futures: defaultdict[str, list[asyncio.Future[Request | None]]] = defaultdict(list)
         # None: decided by another replica, to be read from the store.
         self._decided: OrderedDict[str, Request | None] = OrderedDict()
         self._lookups: set[asyncio.Task[None]] = set()
@@ -83,13 +87,9 @@ class Waiters:
         whatever happens.
         """
         future: asyncio.Future[Request | None] = asyncio.get_running_loop().create_future()
-
-        def timeout() -> None:
-            if not future.done():
-                future.set_result(None)
-
-        self._futures[request_id].add(future)
-        return future, self._clock.call_at(deadline, timeout)
+        self._futures[request_id].append(future)
+        # A partial, not a closure: ~100 bytes less for each of 10,000 parked polls.
+        return future, self._clock.call_at(deadline, partial(_time_out, future))
 
     def unpark(self, request_id: str, parked: Parked) -> None:
         """Forget a waiter and its timer (after it woke, or was cancelled)."""
@@ -97,7 +97,8 @@ class Waiters:
         cancel()
         futures = self._futures.get(request_id)
         if futures is not None:
-            futures.discard(future)
+            with contextlib.suppress(ValueError):
+                futures.remove(future)
             if not futures:
                 del self._futures[request_id]
 
@@ -105,7 +106,7 @@ class Waiters:
         """Hand ``request`` to everyone waiting on it; returns how many woke."""
         if not request.is_pending:
             self._remember(request.id, request)
-        futures = self._futures.pop(request.id, set())
+        futures = self._futures.pop(request.id, [])
         for future in futures:
             if not future.done():
                 future.set_result(request)
@@ -188,6 +189,11 @@ class Waiters:
             return
         if not request.is_pending:
             self.wake(request)
+
+
+def _time_out(future: asyncio.Future[Request | None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _cancelling() -> bool:

@@ -32,7 +32,7 @@ def serve(args: argparse.Namespace, config: Config) -> int:
     """Run the server until SIGTERM / SIGINT, then shut down gracefully."""
     from aiohttp import web
 
-    from tapgate.bot.access_log import AccessLogger
+    from tapgate.bot.access_log import access_log_options
     from tapgate.bot.app import build_app
 
     host = args.host or config.server.host
@@ -46,7 +46,7 @@ def serve(args: argparse.Namespace, config: Config) -> int:
         build_app(config, config_path=config_path),
         sock=sockets,
         shutdown_timeout=15,
-        access_log_class=AccessLogger,
+        **access_log_options(config.server.access_log),
         print=lambda _: print(
             paint(f"tapgate listening on {listening}", "green") + " (Ctrl+C to stop)", flush=True
         ),

@@ -221,12 +221,12 @@ class Store:
             raise RequestNotFound(request_id)
         return found
 
-    async def get_requests(self, ids: Iterable[str]) -> list[Request]:
-        """The requests among ``ids`` that exist (for the reconciliation sweep)."""
+    async def get_requests(self, ids: Iterable[str], *, decided: bool = False) -> list[Request]:
+        """The requests among ``ids`` that exist; ``decided``: those no longer pending only."""
         wanted = list(ids)
         if not wanted:
             return []
-        return await self.runner.read(lambda c: _requests.get_many(c, wanted))
+        return await self.runner.read(lambda c: _requests.get_many(c, wanted, decided=decided))
 
     async def list_requests(
         self,
