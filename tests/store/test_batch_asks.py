@@ -10,6 +10,7 @@ answers, leave the same rows and write the same audit lines in the same order.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -21,6 +22,7 @@ from tapgate.core.clock import ManualClock
 from tapgate.core.models import Grant, Request
 from tapgate.core.store import GrantKey, Store, lifecycle
 from tapgate.core.store.batch_asks import Asked, ask_all, widen
+from tapgate.core.store.batches import Ask, Batch, BatchItem
 from tapgate.core.store.schema import audit, requests
 from tests.factories import make_request
 
@@ -201,3 +203,34 @@ def test_widen_refuses_a_statement_without_the_equality() -> None:
     query = select(requests).where(requests.c.tool == "deploy")
     with pytest.raises(ValueError, match="b_digest"):
         widen(query, {"b_digest": (requests.c.args_digest, "b_digests")})
+
+
+async def test_concurrent_identical_batches_ask_each_call_once(
+    store: Store, clock: ManualClock
+) -> None:
+    """On PostgreSQL the racing INSERTs conflict and the loser runs its batch again, reusing."""
+    now = clock.now()
+
+    def item_for(ask: Ask, created: lifecycle.Created) -> BatchItem:
+        assert created.request is not None
+        return BatchItem(tool=ask.request.tool, request_id=created.request.id)
+
+    async def submit(n: int) -> list[lifecycle.Created]:
+        batch_id = f"batch-{n}"
+        calls = [call(now, f"t{i}", batch_id=batch_id) for i in range(5)]
+        batch = Batch(
+            id=batch_id,
+            agent="agent-1",
+            session=SESSION,
+            created_at=now,
+            items=tuple(BatchItem(tool=c.tool) for c in calls),
+        )
+        asks = [Ask(index=i, request=c, deliveries=(), grant_key=None) for i, c in enumerate(calls)]
+        return (await store.create_batch(batch, asks, now, item_for))[1]
+
+    batches = await asyncio.gather(*(submit(n) for n in range(8)))
+    for index in range(5):
+        asked = [created[index] for created in batches]
+        assert sum(c.created for c in asked) == 1
+        assert len({c.request.id for c in asked if c.request is not None}) == 1
+    assert await store.count_requests(status="pending") == 5
