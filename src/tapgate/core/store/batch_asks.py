@@ -136,8 +136,8 @@ def ask_all(conn: Connection, asks: Sequence[Asked], now: datetime) -> list[life
             _insert(conn, unsent)
             unsent = []
             created = lifecycle.create(conn, request, (), now, None)
-            assert created.request is not None  # no grant key, and no earlier decision left
-            asked[key] = created.request
+            if created.request is not None:  # None only if a racing reader consumed an approval
+                asked[key] = created.request
             results.append(created)
         else:
             unsent.append(request)
