@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tapgate.core.masking import MASK, is_secret_key, mask_text
+from tapgate.core.masking import MASK, clean, clean_name, is_secret_key, mask_arguments, mask_text
 from tests.linearity import assert_linear
 
 PW = "MyP4ss" + "w0rd"
@@ -136,3 +136,20 @@ ADVERSARIAL = [
 @pytest.mark.parametrize("text", ADVERSARIAL, ids=lambda t: repr(t[:12]))
 def test_new_shapes_stay_linear_on_hostile_input(text: str) -> None:
     assert_linear(mask_text, text)  # 4x the text: ~4x the time when linear, 16x if not
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "deploy",
+        "ghp_" + "a" * 36,
+        "TOKEN=hunter2 run\u202e",
+        "x" * 300 + " password: hunter2",  # past the cached length: cleaned afresh
+    ],
+)
+def test_cached_names_are_cleaned_as_any_text(text: str) -> None:
+    """Names a batch's calls share are cleaned once (issue 14 benchmark), to the same text."""
+    assert clean_name(text) == clean_name(text) == clean(text)
+    arguments = {text: "v", "run": 1}
+    assert mask_arguments(arguments) == mask_arguments(arguments)
+    assert next(iter(mask_arguments(arguments))) == mask_text(text)

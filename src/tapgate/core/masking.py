@@ -20,6 +20,7 @@ size even for hostile 100 KB arguments.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -29,6 +30,7 @@ from tapgate.core.secret_shapes import HIDDEN, RUNS, TOKEN_PATTERNS, mask_cli_pa
 __all__ = [
     "MASK",
     "clean",
+    "clean_name",
     "is_secret_key",
     "mask_arguments",
     "mask_text",
@@ -118,7 +120,7 @@ def _mask_value(value: Any) -> Any:
         masked: dict[str, Any] = {}
         for key, item in value.items():
             secret = is_secret_key(key) and item is not None and not isinstance(item, bool)
-            masked[mask_text(str(key))] = MASK if secret else _mask_value(item)
+            masked[_mask_key(str(key))] = MASK if secret else _mask_value(item)
         return masked
     if isinstance(value, list | tuple | set | frozenset):
         return [_mask_value(item) for item in value]
@@ -189,6 +191,37 @@ def _mask_value_text(value: str) -> str:
 def clean(text: str) -> str:
     """Masked and made visible: the treatment every displayed agent string gets."""
     return reveal_invisible(mask_text(text))
+
+
+_NAME_LENGTH = 256
+"""Longer strings are cleaned afresh each time: names are short, hostile text need not be."""
+
+
+def clean_name(text: str) -> str:
+    """:func:`clean` for a short string that repeats from call to call (agent, tool, rule, reason).
+
+    Why: a batch's card shows 20 calls of one agent, tool, rule and reason;
+    cleaning each again was four of every call's seven passes over the secret
+    patterns, the largest part of drawing a 20-call card (docs/benchmarks.md).
+    ``clean`` is a pure function of its text, so the result of a recent one
+    (a few hundred kept) is the result.
+    """
+    return _clean_cached(text) if len(text) <= _NAME_LENGTH else clean(text)
+
+
+@functools.lru_cache(maxsize=512)
+def _clean_cached(text: str) -> str:
+    return clean(text)
+
+
+def _mask_key(key: str) -> str:
+    """:func:`mask_text` of an argument's name: the same few names come with every call."""
+    return _mask_key_cached(key) if len(key) <= _NAME_LENGTH else mask_text(key)
+
+
+@functools.lru_cache(maxsize=512)
+def _mask_key_cached(key: str) -> str:
+    return mask_text(key)
 
 
 def reveal_invisible(text: str) -> str:

@@ -107,7 +107,8 @@ class LineNotifier:
             tool_shell_arg=self._tool_shell_args.get(request.tool),
             offer=self._offers(request) if self._offers is not None else None,
         )
-        return await self._deliver([render_line(view)], delivery, key, f"request {request.id}")
+        body = _push_request(delivery.address, [render_line(view)])
+        return await self._deliver(body, delivery, key, f"request {request.id}")
 
     async def send_batch(
         self, requests: Sequence[Request], delivery: Delivery, *, key: str, retried: bool = False
@@ -118,13 +119,17 @@ class LineNotifier:
             messages = render_line_batch(batch)
         except ValueError as error:  # cannot happen within MAX_CALLS; never retry it
             raise PermanentDeliveryError(str(error)) from error
-        return await self._deliver(messages, delivery, key, f"batch {batch.batch_id}")
+        # Checking a 20-call carousel against the SDK's models is ~10 ms of pure
+        # Python: on a worker thread the event loop keeps serving taps, the API
+        # and the other channels' cards meanwhile (it blocked the Slack card of
+        # the same batch: docs/benchmarks.md). A single message's check is ~1 ms.
+        body = await asyncio.to_thread(_push_request, delivery.address, messages)
+        return await self._deliver(body, delivery, key, f"batch {batch.batch_id}")
 
     async def _deliver(
-        self, messages: list[dict[str, Any]], delivery: Delivery, key: str, subject: str
+        self, body: PushMessageRequest, delivery: Delivery, key: str, subject: str
     ) -> Receipt:
-        """One push of ``messages`` (one retry key for all: LINE accepts them together)."""
-        body = _push_request(delivery.address, messages)
+        """One push of ``body``'s messages (one retry key for all: LINE accepts them together)."""
         retrying = build_retrying(
             self._retry,
             retryable=is_retryable_delivery,

@@ -27,7 +27,7 @@ from typing import Any, Literal
 from tapgate.core.always import Offer
 from tapgate.core.buttons import SHORT_ID_LENGTH
 from tapgate.core.edits import not_editable
-from tapgate.core.masking import clean, mask_arguments, mask_text, reveal_invisible
+from tapgate.core.masking import clean, clean_name, mask_arguments, mask_text, reveal_invisible
 from tapgate.core.models import CONTACT_TOOL, Request, RequestStatus, Risk, Scope
 from tapgate.core.tap_texts import always_label, session_label
 from tapgate.notifiers._file_diff import unified_diff as _diff
@@ -133,12 +133,12 @@ def present(
     return ApprovalView(
         request_id=request.id,
         short_id=request.id[:SHORT_ID_LENGTH],
-        agent=clean(request.agent),
-        session=None if request.session is None else clean(request.session),
-        tool=clean(request.tool),
+        agent=clean_name(request.agent),
+        session=None if request.session is None else clean_name(request.session),
+        tool=clean_name(request.tool),
         risk=request.risk,
-        rule=clean(request.rule),
-        reason=clean(request.reason),
+        rule=clean_name(request.rule),
+        reason=clean_name(request.reason),
         approvers=request.approvers,
         status=request.status,
         expires_at=request.expires_at,
