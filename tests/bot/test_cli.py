@@ -231,3 +231,33 @@ async def test_db_upgrade_of_a_database_from_a_newer_tapgate_is_one_line(
     assert f"cannot migrate the database at {url}: " in line
     assert "'0099'" in line
     assert f"this tapgate knows revisions up to {head_revision()}" in line
+
+
+def test_explain_shows_quorum_owner_reminders_and_escalation(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = tmp_path / "tapgate.yaml"
+    config.write_text(
+        "agents: [{name: ci, token: t0123456789abcdef, owner: al}]\n"
+        "approvers: [{name: al}, {name: bo}, {name: cy}]\n"
+        "policy:\n"
+        "  self_approval: false\n"
+        "  remind_every: 10m\n"
+        "  rules:\n"
+        "    - {tool: deploy, action: ask, approvers: [al, bo], quorum: 2,\n"
+        "       escalate_after: 5m, escalate_to: [cy]}\n"
+        "    - {tool: ls, action: ask, approvers: [bo], remind_every: 'off'}\n"
+    )
+    argv = ("explain", "--config", str(config), "--agent", "ci")
+    code, out, _ = run(capsys, *argv, "--tool", "deploy")
+    assert code == 0
+    assert "  quorum: 2 approvals (one deny denies)" in out
+    assert "  self-approval: al (the agent's owner) may not approve" in out
+    assert "  reminders: every 10m" in out
+    assert "  escalation: after 5m to cy" in out
+    code, out, _ = run(capsys, *argv, "--tool", "deploy", "--json")
+    result = json.loads(out)
+    assert (result["quorum"], result["self_approval_refused"]) == (2, "al")
+    assert result["escalate"] == {"after": 300.0, "to": ["cy"]}
+    code, out, _ = run(capsys, *argv, "--tool", "ls")
+    assert "  reminders: off" in out and "quorum" not in out and "escalation" not in out

@@ -16,7 +16,7 @@ from tapgate.bot.cli.commands import UsageError
 from tapgate.bot.cli.text import paint, readable_duration
 from tapgate.bot.config import Config, display_url
 from tapgate.core.models import ToolCall
-from tapgate.core.policy import Policy
+from tapgate.core.policy import Policy, PolicyVerdict
 
 __all__ = ["check_config", "explain"]
 
@@ -96,6 +96,7 @@ def explain(args: argparse.Namespace, config: Config) -> int:
         out["remember"] = sorted(verdict.remember) if verdict.grantable else ["once"]
         if "always" in out["remember"]:
             out["always"] = {"ttl": verdict.always_ttl, "uses": verdict.always_uses}
+        out |= _ask_terms(verdict, config)
     if args.json:
         print(json.dumps(out, indent=2))
     else:
@@ -110,4 +111,35 @@ def explain(args: argparse.Namespace, config: Config) -> int:
                 f"timeout {readable_duration(verdict.timeout)}"
             )
             print(f"  may remember: {', '.join(out['remember'])}{_always_terms(out)}")
+            for line in _ask_terms_text(out):
+                print(f"  {line}")
     return 0
+
+
+def _ask_terms(verdict: PolicyVerdict, config: Config) -> dict[str, Any]:
+    """Quorum, the owner whose approvals are refused, reminders and escalation of an ask."""
+    terms: dict[str, Any] = {"quorum": verdict.quorum, "remind_every": verdict.remind_every}
+    if verdict.owner is not None:
+        terms["self_approval_refused"] = verdict.owner
+    if verdict.escalate_after is not None:
+        added = config.directory().expand(verdict.escalate_to) if verdict.escalate_to else ()
+        terms["escalate"] = {"after": verdict.escalate_after, "to": list(added)}
+    return terms
+
+
+def _ask_terms_text(out: dict[str, Any]) -> list[str]:
+    """``quorum: 2 approvals``, ``reminders: every 15m``, ``escalation: after 5m to bob``."""
+    lines = []
+    if out["quorum"] > 1:
+        lines.append(f"quorum: {out['quorum']} approvals (one deny denies)")
+    if "self_approval_refused" in out:
+        lines.append(
+            f"self-approval: {out['self_approval_refused']} (the agent's owner) may not approve"
+        )
+    every = out["remind_every"]
+    lines.append(f"reminders: every {readable_duration(every)}" if every else "reminders: off")
+    escalate = out.get("escalate")
+    if escalate is not None:
+        to = ", ".join(escalate["to"]) or "(nobody)"
+        lines.append(f"escalation: after {readable_duration(escalate['after'])} to {to}")
+    return lines
