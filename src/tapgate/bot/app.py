@@ -27,6 +27,7 @@ from tapgate.bot.metrics import Metrics
 from tapgate.bot.routes import setup_webhooks
 from tapgate.bot.test_hooks import apply_delay
 from tapgate.bot.unreachable import Unreachable
+from tapgate.bot.web import setup_web
 from tapgate.core.always import offer_for
 from tapgate.core.clock import Clock, SystemClock
 from tapgate.core.gate import Gate
@@ -75,6 +76,7 @@ def build_app(
         )
     )
     setup_webhooks(app)
+    setup_web(app)
     return app
 
 

@@ -1,12 +1,11 @@
 """The store's public face: one :class:`Store` per process, one method per operation.
 
-``Store`` opens and closes the database, says which backend it is, and runs
-each operation as one transaction on its runner (see
-:mod:`tapgate.core.store.engine`): reads with ``runner.read``, writes with
-``runner.run``. What each operation does lives with its concept:
+``Store`` opens and closes the database, says which backend it is, and runs each
+operation as one transaction on its runner (:mod:`tapgate.core.store.engine`):
+reads with ``runner.read``, writes with ``runner.run``. Each lives with its concept:
 
 ``lifecycle``, ``expiry``, ``requests``, ``grants``, ``reminders``, ``events``,
-``audit``, ``batches``; ``store.outbox`` / ``calls`` / ``inbox`` are attributes.
+``audit``, ``batches``; ``outbox`` / ``calls`` / ``inbox`` / ``web`` are attributes.
 Methods stay here, thin: callers see one object, concept modules no ``async``.
 """
 
@@ -44,6 +43,7 @@ from tapgate.core.store.leader import Leadership
 from tapgate.core.store.lifecycle import Created, TargetStatus, Transition
 from tapgate.core.store.notify import DecisionListener
 from tapgate.core.store.outbox import Outbox
+from tapgate.core.store.web_sessions import WebSessions
 from tapgate.errors import RequestNotFound, StoreError
 
 __all__ = ["Store"]
@@ -59,6 +59,7 @@ class Store:
         self.outbox = Outbox(runner)
         self.calls = ClientCalls(runner)
         self.inbox = WebhookInbox(runner)
+        self.web = WebSessions(runner)
 
     @classmethod
     async def open(cls, url: str, *, migrate: bool = True) -> Store:
