@@ -93,7 +93,7 @@ async def test_rows_of_an_overdue_request_are_cancelled_not_sent(
     assert await store.outbox.claim(clock.now(), owner="d") == []
     [row] = await outbox_rows(store, request.id)
     assert row.status == "cancelled"
-    assert not await store.queue_reminder(request.id, [ALICE], clock.now())
+    assert not await store.queue_reminder(request, [ALICE], clock.now())
 
 
 async def test_failed_rows_are_never_claimed(store: Store, clock: ManualClock) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import timedelta
 
 import pytest
@@ -302,16 +303,19 @@ async def test_webhook_event_ids_are_remembered(store: Store, clock: ManualClock
     assert await store.remember_event("line", "01HXYZ", clock.now())
 
 
-async def test_reminders_are_queued_once(store: Store, clock: ManualClock) -> None:
+async def test_reminders_are_queued_once_per_due_time(store: Store, clock: ManualClock) -> None:
     req = make_request(clock.now(), ttl=3600)
+    req = dataclasses.replace(req, remind_every=60, remind_at=clock.now() + timedelta(seconds=60))
     await store.create_request(req, [ALICE], clock.now())
-    assert await store.due_reminders(clock.now() - timedelta(seconds=60)) == []
-    clock.advance(120)
-    cutoff = clock.now() - timedelta(seconds=60)
-    [due] = await store.due_reminders(cutoff)
+    assert await store.due_reminders(clock.now()) == []
+    clock.advance(61)
+    [due] = await store.due_reminders(clock.now())
     assert due.id == req.id
-    assert await store.queue_reminder(req.id, [ALICE], clock.now())
-    assert not await store.queue_reminder(req.id, [ALICE], clock.now())  # once only
-    assert await store.due_reminders(cutoff) == []
+    assert await store.queue_reminder(due, [ALICE], clock.now())
+    assert not await store.queue_reminder(due, [ALICE], clock.now())  # once per due time
+    assert await store.due_reminders(clock.now()) == []
+    clock.advance(60)
+    [again] = await store.due_reminders(clock.now())  # and again, remind_every later
+    assert await store.queue_reminder(again, [ALICE], clock.now())
     kinds = await store.run(lambda c: c.execute(text("SELECT kind FROM outbox")).scalars().all())
-    assert sorted(kinds) == ["reminder", "request"]
+    assert sorted(kinds) == ["reminder", "reminder", "request"]

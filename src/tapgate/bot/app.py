@@ -169,7 +169,6 @@ def _core(
             dispatcher,
             inbox=inbox,
             interval=config.server.heartbeat_interval,
-            remind_after=config.server.remind_after,
         )
         app[STORE], app[GATE], app[DISPATCHER], app[HEARTBEAT] = store, gate, dispatcher, heartbeat
         app[INBOX] = inbox

@@ -3,11 +3,13 @@
 Each beat nudges the dispatcher so retries that are due go out even if no
 event woke it; then, on the one replica that holds the heartbeat lock
 (PostgreSQL; always on SQLite), it expires overdue requests (waking their
-waiters and, through the event, updating their messages), queues one
-reminder for requests pending longer than ``remind_after``, replays the
-webhook events stored before their 200 and still unapplied (a replica died
-between the ack and the apply: :mod:`tapgate.core.inbox`), and forgets old
-webhook event ids.
+waiters and, through the event, updating their messages), queues the
+reminders that are due (each request carries its own ``remind_at``, moved on
+by ``remind_every``), escalates requests nobody answered by ``escalate_at``,
+replays the webhook events stored before their 200 and still unapplied (a
+replica died between the ack and the apply: :mod:`tapgate.core.inbox`), and
+forgets old webhook event ids. Reminders and escalation are also
+compare-and-sets in the store, so a lost lock mid-beat cannot double them.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox
@@ -38,14 +40,12 @@ class Heartbeat:
         dispatcher: Dispatcher | None = None,
         *,
         interval: float = 5.0,
-        remind_after: float | None = None,
         inbox: Inbox | None = None,
     ) -> None:
         self.gate = gate
         self.inbox = inbox
         self.dispatcher = dispatcher
         self.interval = interval
-        self.remind_after = remind_after
         self._task: asyncio.Task[None] | None = None
         self._leadership = gate.leadership()
 
@@ -78,8 +78,7 @@ class Heartbeat:
         expired = await self.gate.expire_overdue()
         if expired:
             log.info("expired %d request(s)", len(expired))
-        if self.remind_after is not None:
-            await self._remind(now - timedelta(seconds=self.remind_after))
+        await self._remind()
         if self.inbox is not None:
             replayed = await self.inbox.replay()
             if replayed:
@@ -87,11 +86,14 @@ class Heartbeat:
             await self.inbox.forget(now - EVENT_MEMORY)
         await self.gate.forget_events(now - EVENT_MEMORY)
 
-    async def _remind(self, cutoff: datetime) -> None:
-        reminded = await self.gate.remind(cutoff)
+    async def _remind(self) -> None:
+        reminded = await self.gate.remind()
         for request in reminded:
             log.info("reminding approvers of request %s", request.id)
-        if reminded and self.dispatcher is not None:
+        escalated = await self.gate.escalate()
+        for request in escalated:
+            log.info("escalated request %s to %s", request.id, ", ".join(request.escalate_to))
+        if (reminded or escalated) and self.dispatcher is not None:
             self.dispatcher.wake()  # send them now, not one beat later
 
     async def _loop(self) -> None:

@@ -292,7 +292,7 @@ class Gate(StoreDoor):
         transition = await self.store.transition(
             request_id, to="cancelled", by=by, reason=reason, now=self.clock.now()
         )
-        return self._apply(request_id, transition, by)
+        return self.apply(request_id, transition, by)
 
     # -- approvers ------------------------------------------------------------------
 
@@ -315,9 +315,8 @@ class Gate(StoreDoor):
         false (the operator's audited break-glass). Raises
         :class:`~tapgate.errors.AlreadyResolved`, :class:`~tapgate.errors.RequestExpired`
         or :class:`~tapgate.errors.NotAnApprover`; a refused attempt is audited.
-        ``event`` is the (platform, event id) that carried the tap: remembered
-        in the same transaction, a second delivery raises
-        :class:`~tapgate.errors.DuplicateEvent` and changes nothing.
+        ``event`` (platform, event id) is remembered in the same transaction: a
+        redelivery raises :class:`~tapgate.errors.DuplicateEvent`, changing nothing.
         """
         make_grant = grant_maker(verdict, by=by, scope=scope, ttl=grant_ttl, now=self.clock.now())
         transition = await self.store.transition(
@@ -334,20 +333,21 @@ class Gate(StoreDoor):
         )
         if transition.outcome == "duplicate":
             raise DuplicateEvent(request_id, event[1] if event else "?")
-        return self._apply(request_id, transition, by)
+        return self.apply(request_id, transition, by)
 
     def announce_decided(self, request: Request) -> None:
         """Wake and tell about a request decided outside :meth:`resolve` (a batch's answer)."""
         self._settle(request, _EVENT_FOR[request.status])
 
-    def _apply(self, request_id: str, transition: Transition, by: str) -> Request:
+    def apply(self, request_id: str, transition: Transition, by: str) -> Request:
+        """Wake and announce an applied transition; raise the refusal of any other."""
         request = transition.request
         if request is None:
             raise RequestNotFound(request_id)
         if transition.outcome == "applied":
             self._settle(request, _EVENT_FOR[request.status])
             return request
-        if transition.outcome == "unauthorized":
+        if transition.outcome in ("unauthorized", "self_approval", "short_of_quorum"):
             raise NotAnApprover(request_id, by)
         if transition.outcome == "expired":
             self._settle(request, "expired")

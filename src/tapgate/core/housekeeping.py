@@ -93,14 +93,32 @@ class StoreDoor:
         """The lock that elects one replica for timed duties (``None`` on SQLite: always)."""
         return self.store.leadership()
 
-    async def remind(self, cutoff: datetime, limit: int = 100) -> list[Request]:
-        """Queue one reminder per approver of each request pending since before ``cutoff``.
+    async def remind(self, limit: int = 100) -> list[Request]:
+        """Queue one reminder per approver of each request whose next reminder is due.
 
-        Returns the requests reminded; each is reminded once (the store marks it).
+        Returns the requests reminded; each due time is reminded once (the
+        store moves ``remind_at`` on by the request's ``remind_every``).
         """
+        now = self.clock.now()
         reminded = []
-        for request in await self.store.due_reminders(cutoff, limit=limit):
+        for request in await self.store.due_reminders(now, limit=limit):
             deliveries = self.directory.deliveries(request.approvers)
-            if await self.store.queue_reminder(request.id, deliveries, self.clock.now()):
+            if await self.store.queue_reminder(request, deliveries, now):
                 reminded.append(request)
         return reminded
+
+    async def escalate(self, limit: int = 100) -> list[Request]:
+        """Add the escalation approvers of requests nobody answered in time, once each.
+
+        Returns the requests as escalated (their approvers now include the
+        added ones); the added approvers' cards are queued in the same
+        transaction and say who was added and why.
+        """
+        now = self.clock.now()
+        escalated = []
+        for request in await self.store.due_escalations(now, limit=limit):
+            deliveries = self.directory.deliveries(request.escalate_to)
+            done = await self.store.escalate(request, deliveries, now)
+            if done is not None:
+                escalated.append(done)
+        return escalated

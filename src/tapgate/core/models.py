@@ -158,6 +158,18 @@ class Request:
     batch_id: str | None = None
     consumed_at: datetime | None = None
     decided_seq: int | None = None
+    quorum: int = 1
+    """Distinct approvals needed to approve (one deny always denies)."""
+    owner: str | None = None
+    """The agent's owner when self-approval is off: their approvals are refused."""
+    approvals: tuple[str, ...] = ()
+    """Who approved so far, in order (the rows of ``store.approvals``, as last counted)."""
+    remind_every: float = 0.0
+    remind_at: datetime | None = None
+    escalate_at: datetime | None = None
+    escalate_to: tuple[str, ...] = ()
+    """The approvers escalation adds (already expanded, minus those asked from the start)."""
+    escalated_at: datetime | None = None
 
     @property
     def is_pending(self) -> bool:

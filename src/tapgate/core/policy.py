@@ -30,6 +30,7 @@ from tapgate.core.matching import compile_glob, is_glob
 from tapgate.core.models import Action, Risk, Scope, ToolCall, args_digest, canonical_json
 from tapgate.core.paths import DEFAULT_PATH_ARGUMENTS, PathReading, read_paths
 from tapgate.core.rules import ALL_SCOPES, DEFAULT_ALWAYS_TTL, PolicySpec, Rule, ToolSpec
+from tapgate.core.terms import ask_terms, owner_for
 
 __all__ = ["HAZARD_RULE", "PATH_HAZARD_RULE", "Policy", "PolicyVerdict"]
 
@@ -67,6 +68,12 @@ class PolicyVerdict:
     approvers: tuple[str, ...]
     timeout: float
     grantable: bool = True
+    quorum: int = 1
+    owner: str | None = None
+    """The agent's owner when the rule forbids self-approval: their approvals are refused."""
+    remind_every: float = 0.0
+    escalate_after: float | None = None
+    escalate_to: tuple[str, ...] = ()
     remember: frozenset[Scope] = ALL_SCOPES
     always_ttl: float = DEFAULT_ALWAYS_TTL
 
@@ -183,15 +190,21 @@ class Policy:
         more than the decision that picks it.
         """
         if note:
-            return self._build_verdict(call.tool, risk, rule, note)
-        if rule is None:
-            return self._default_verdict(call.tool, risk, None)
-        # A tool's own remember / always_ttl vary it: keyed by its spec, a bounded set
-        # (never by the tool name, which an agent could vary without end).
-        key = (id(rule), risk, id(self.tool_spec(call.tool)))
-        verdict = self._rule_verdicts.get(key)
-        if verdict is None:
-            verdict = self._rule_verdicts[key] = self._build_verdict(call.tool, risk, rule)
+            verdict = self._build_verdict(call.tool, risk, rule, note)
+        elif rule is None:
+            verdict = self._default_verdict(call.tool, risk, None)
+        else:
+            # A tool's own remember / always_ttl vary it: keyed by its spec, a bounded set
+            # (never by the tool name, which an agent could vary without end).
+            key = (id(rule), risk, id(self.tool_spec(call.tool)))
+            shared = self._rule_verdicts.get(key)
+            if shared is None:
+                shared = self._rule_verdicts[key] = self._build_verdict(call.tool, risk, rule)
+            verdict = shared
+        if self.spec.owners and verdict.action == "ask":  # the owner varies by agent: not cached
+            owner = owner_for(self.spec, rule, call.agent)
+            if owner is not None:
+                return replace(verdict, owner=owner)
         return verdict
 
     def _build_verdict(
@@ -209,6 +222,7 @@ class Policy:
                 timeout=self.spec.default_timeout,
                 remember=remember,
                 always_ttl=ttl,
+                **ask_terms(self.spec, None),
             )
         reason = rule.reason or f"{rule.action} by {rule.source} (tool {rule.tool!r})"
         return PolicyVerdict(
@@ -220,6 +234,7 @@ class Policy:
             timeout=rule.timeout if rule.timeout is not None else self.spec.default_timeout,
             remember=remember,
             always_ttl=ttl,
+            **ask_terms(self.spec, rule),
         )
 
     def _remembering(self, tool: str, rule: Rule | None) -> tuple[frozenset[Scope], float]:

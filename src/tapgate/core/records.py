@@ -92,9 +92,10 @@ def plan_call(
         call,
         verdict,
         fingerprint=fingerprint,
-        approvers=directory.expand(verdict.approvers),
+        approvers=(approvers := directory.expand(verdict.approvers)),
         on_timeout=policy.spec.on_timeout,
         now=now,
+        escalate_to=tuple(a for a in directory.expand(verdict.escalate_to) if a not in approvers),
     )
     deliveries = directory.deliveries(request.approvers)
     return Asking(call=call, verdict=verdict, request=request, deliveries=deliveries, key=key)
@@ -108,8 +109,12 @@ def new_request(
     approvers: tuple[str, ...],
     on_timeout: Verdict,
     now: datetime,
+    escalate_to: tuple[str, ...] = (),
 ) -> Request:
-    """The pending request for ``call``, as policy asked for it (approvers already expanded)."""
+    """The pending request for ``call``, as policy asked for it (approvers already expanded).
+
+    ``escalate_to`` are the expanded escalation approvers not asked from the start.
+    """
     return Request(
         id=new_id(),
         agent=call.agent,
@@ -126,7 +131,18 @@ def new_request(
         created_at=now,
         expires_at=now + timedelta(seconds=verdict.timeout),
         on_timeout=on_timeout,
-        grantable=verdict.grantable,
+        # A grant would let the next identical call skip the second approver.
+        grantable=verdict.grantable and verdict.quorum <= 1,
+        quorum=verdict.quorum,
+        owner=verdict.owner,
+        remind_every=verdict.remind_every,
+        remind_at=now + timedelta(seconds=verdict.remind_every) if verdict.remind_every else None,
+        escalate_at=(
+            now + timedelta(seconds=verdict.escalate_after)
+            if verdict.escalate_after is not None and escalate_to
+            else None
+        ),
+        escalate_to=escalate_to,
     )
 
 

@@ -79,6 +79,12 @@ class Rule:
     remember: frozenset[Scope] | None = None
     always_ttl: float | None = None
     source: str = ""
+    quorum: int = 1
+    self_approval: bool | None = None
+    """``False``: the agent's owner may not approve its calls; ``None``: the policy default."""
+    remind_every: float | None = None
+    escalate_after: float | None = None
+    escalate_to: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -92,5 +98,12 @@ class PolicySpec:
     default_timeout: float = 600.0
     on_timeout: Verdict = "deny"
     default_approvers: tuple[str, ...] = ()
+    remind_every: float = 900.0
+    """Seconds between reminders of a pending request (0: none); a rule may override it."""
+    escalate_after: float | None = None
+    escalate_to: tuple[str, ...] = ()
+    self_approval: bool = True
+    owners: Mapping[str, str] = field(default_factory=dict)
+    """Each agent's owner (an approver), for ``self_approval: false``."""
     remember: frozenset[Scope] = ALL_SCOPES
     always_ttl: float = DEFAULT_ALWAYS_TTL

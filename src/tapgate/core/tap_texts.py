@@ -33,15 +33,19 @@ __all__ = [
     "NOT_REMEMBERED",
     "NO_GRANTS",
     "REASON_SKIPPED",
+    "SELF_APPROVAL",
     "already_message",
     "always_label",
     "applied_message",
     "batch_message",
     "clock_time",
+    "counted_message",
     "duration_text",
     "grant_line",
     "is_question",
     "no_question_matches",
+    "partial_message",
+    "progress",
     "revoked_message",
     "session_label",
     "short",
@@ -54,6 +58,10 @@ NOT_FOUND = "This request does not exist (any more)."
 NOT_QUESTION = "This request is not a question; use its Approve / Deny buttons."
 NOT_APPROVER_BATCH = "You are not an approver for any open call of this batch."
 BATCH_NOT_FOUND = "This batch does not exist (any more)."
+SELF_APPROVAL = (
+    "You own this agent, so you cannot approve its calls: another approver must. "
+    "(You can still deny.)"
+)
 NOT_REMEMBERED = "This answer cannot be remembered for this tool; approve this call only."
 NO_GRANTS = "You have no active grants."
 NOT_GRANT_OWNER = "Only the approver who made a grant can revoke it from the chat."
@@ -107,6 +115,23 @@ def applied_message(request: Request) -> str:
     verb = "Approved" if request.status == "approved" else "Denied"
     scope = {"session": " for this session", "always": " always"}.get(request.scope or "", "")
     return f"{verb}{scope} - {request.tool} ({short(request.id)})"
+
+
+def progress(request: Request) -> str:
+    """ "1 of 2: alice approved": a quorum's count so far, for replies and cards."""
+    names = request.approvals
+    who = f": {' and '.join(names)} approved" if names else ""
+    return f"{len(names)} of {request.quorum}{who}"
+
+
+def partial_message(request: Request) -> str:
+    """ "Approval counted, 1 of 2: alice approved - deploy_prod (request 3fA9xxxx)." """
+    return f"Approval counted, {progress(request)} - {request.tool} ({short(request.id)})."
+
+
+def counted_message(request: Request) -> str:
+    """A second tap by the same approver: it counts once, and says where the count is."""
+    return f"Your approval was already counted, {progress(request)} - {request.tool}."
 
 
 def already_message(request: Request, status: str) -> str:

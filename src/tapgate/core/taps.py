@@ -32,13 +32,14 @@ tool call. Typed LINE answers name their question by a short reference:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from tapgate.core.always import reach
 from tapgate.core.batching import read_batch, resolve_batch
 from tapgate.core.buttons import QUESTION_ACTIONS, BatchAction, TapAction
 from tapgate.core.gate import Gate
 from tapgate.core.models import Request, Scope
+from tapgate.core.quorum import Progress, approve
 from tapgate.core.store import Transition
 from tapgate.core.tap_texts import (
     BATCH_NOT_FOUND,
@@ -47,10 +48,13 @@ from tapgate.core.tap_texts import (
     NOT_FOUND,
     NOT_QUESTION,
     NOT_REMEMBERED,
+    SELF_APPROVAL,
     already_message,
     applied_message,
     batch_message,
+    counted_message,
     is_question,
+    partial_message,
 )
 from tapgate.errors import (
     AlreadyResolved,
@@ -84,6 +88,9 @@ TapKind = Literal[
     "not_remembered",
     "ambiguous",
     "ready",
+    "partial",
+    "counted",
+    "self_approval",
 ]
 
 _SCOPE_OF: dict[TapAction, Scope] = {"approve_session": "session", "approve_always": "always"}
@@ -97,7 +104,9 @@ class TapOutcome:
     """What a tap did, and the sentence to show the person who tapped.
 
     ``ready`` (from :func:`check` and the question lookup only) means nothing
-    happened yet and ``request`` may be acted on by this person.
+    happened yet and ``request`` may be acted on by this person. ``partial``: counted,
+    the quorum waits for more; ``counted``: counted before; ``self_approval``:
+    refused, the tapper owns the agent.
     """
 
     kind: TapKind
@@ -185,19 +194,27 @@ async def tap(
     if remembered.refused:  # a stale or forged button: the policy no longer lets this be remembered
         await _audit_refused(tapper, why="remembering not allowed")
         return TapOutcome(kind="not_remembered", approver=tapper.approver, message=NOT_REMEMBERED)
+    how: dict[str, Any] = {
+        "by": tapper.actor,
+        "reason": reason,
+        "detail": _detail(tapper),
+        "event": (answer.channel, event) if event is not None else None,
+    }
     try:
-        request = await gate.resolve(
-            answer.request_id,
-            verdict,
-            by=tapper.actor,
-            reason=reason,
-            scope=remembered.scope,
-            grant_ttl=remembered.ttl,
-            detail=_detail(tapper),
-            event=(answer.channel, event) if event is not None else None,
-        )
+        if verdict == "approve":  # counted towards the quorum (core.quorum)
+            request: Request | Progress = await approve(
+                gate,
+                answer.request_id,
+                scope=remembered.scope,
+                grant_ttl=remembered.ttl,
+                **how,
+            )
+        else:  # one deny denies
+            request = await gate.resolve(answer.request_id, "deny", **how)
     except (DuplicateEvent, NotAnApprover, RequestNotFound, RequestExpired, AlreadyResolved) as e:
         return _refusal(tapper.approver, e)
+    if isinstance(request, Progress):
+        return _progress(tapper.approver, request)
     return TapOutcome(
         kind="applied", approver=tapper.approver, request=request, message=applied_message(request)
     )
@@ -324,6 +341,15 @@ async def refuse(
         return TapOutcome(kind="duplicate", approver=tapper.approver, message="")
     await _audit_refused(tapper, why=why)
     return TapOutcome(kind="not_approver", approver=tapper.approver, message=NOT_APPROVER)
+
+
+def _progress(approver: str | None, progress: Progress) -> TapOutcome:
+    """The outcome of an approval that decided nothing: counted, counted before, or refused."""
+    request = progress.request
+    if progress.kind == "self_approval":
+        return TapOutcome(kind="self_approval", approver=approver, message=SELF_APPROVAL)
+    message = (partial_message if progress.kind == "partial" else counted_message)(request)
+    return TapOutcome(kind=progress.kind, approver=approver, request=request, message=message)
 
 
 def _refusal(approver: str | None, error: Exception) -> TapOutcome:

@@ -133,6 +133,7 @@ def render_console(view: ApprovalView, *, approver: str, config_path: str | None
         f"  rule:      {view.rule}" + (f" ({view.reason})" if view.reason else ""),
         f"  expires:   {view.expires_text}" + (f" ({view.time_left})" if view.time_left else ""),
         f"  approvers: {', '.join(view.approvers) or '-'}",
+        *([f"  status:    {view.note}"] if view.note else []),
         f"  {view.label}" + (f": {view.path}" if view.path else "") + ":",
         _indented(truncate_lines(view.body, _BODY_MAX_CHARS, _BODY_MAX_LINES)),
     ]

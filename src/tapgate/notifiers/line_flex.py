@@ -121,6 +121,8 @@ def _facts(view: ApprovalView) -> list[dict[str, Any]]:
     rows += [_row("Expires", expires), _row("Request", view.short_id)]
     if view.approvers:
         rows.append(_row("Approvers", _fact(", ".join(view.approvers))))
+    if view.note:
+        rows.append(_row("Status", _fact(view.note, REASON_MAX)))
     return rows
 
 

@@ -30,6 +30,7 @@ from tapgate.core.masking import clean, mask_arguments, mask_text, reveal_invisi
 from tapgate.core.models import CONTACT_TOOL, Request, RequestStatus, Risk, Scope
 from tapgate.core.tap_texts import always_label, session_label
 from tapgate.notifiers._file_diff import unified_diff as _diff
+from tapgate.notifiers.standing import standing
 
 __all__ = [
     "ApprovalView",
@@ -86,6 +87,8 @@ class ApprovalView:
     extra: str | None
     can_allow_session: bool
     subject: str | None = None
+    note: str | None = None
+    """Quorum progress, escalation, the owner (:func:`~tapgate.notifiers.standing.standing`)."""
     can_allow_always: bool = False
     session_covers: str | None = None
     """"Session: deploy_web with env=staging in s-42" when the session button shows."""
@@ -144,6 +147,7 @@ def present(
         extra=reveal_invisible(_pretty_json(rest)) if rest else None,
         can_allow_session=session_ok,
         subject=None if subject is None else clean(subject),
+        note=standing(request),
         can_allow_always=always_ok,
         session_covers=(
             clean(session_label(offer.covers, request.session or ""))

@@ -195,6 +195,8 @@ def _summary(view: ApprovalView, *, live: bool) -> list[dict[str, Any]]:
     why = [{"type": "mrkdwn", "text": f"Asked by rule {_inline(view.rule)}"}]
     if view.reason:
         why.append(_plain(view.reason, 500))
+    if view.note:
+        why.append(_plain(view.note, 500))
     return [
         {"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields]},
         {"type": "context", "elements": why},

@@ -197,7 +197,7 @@ async def refuse_escalation(request: web.Request) -> web.Response:
         501,
         "not_implemented",
         "tapgate does not escalate by email: the policy's approvers and reminders "
-        "(server.remind_after) decide who is asked",
+        "(policy.remind_every) decide who is asked",
     )
 
 

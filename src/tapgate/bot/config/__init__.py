@@ -7,6 +7,7 @@ One module per step and per section, so each is found in one guess:
 - :mod:`~tapgate.bot.config.substitution`: ``${VAR}`` / ``${VAR:-default}`` substitution
 - :mod:`~tapgate.bot.config.model`: ``Config``, its cross-section checks, ``policy_spec()``
 - :mod:`~tapgate.bot.config.reach`: every approver the policy asks is reachable on a channel
+- :mod:`~tapgate.bot.config.quorum`: a quorum a rule can reach, escalation to somebody
 - :mod:`~tapgate.bot.config.server`, :mod:`~tapgate.bot.config.agents`,
   :mod:`~tapgate.bot.config.approvers`, :mod:`~tapgate.bot.config.channels`,
   :mod:`~tapgate.bot.config.policy`: one section each

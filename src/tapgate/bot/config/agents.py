@@ -37,6 +37,8 @@ class AgentConfig(Section):
     token: Token
     max_pending: NonNegativeInt = DEFAULT_MAX_PENDING
     asks_per_minute: NonNegativeInt = DEFAULT_ASKS_PER_MINUTE
+    owner: NonEmptyStr | None = None
+    """The approver who runs this agent: with ``self_approval: false`` they may not approve it."""
 
     def limits(self) -> AgentLimits:
         """The limits the gate enforces for this agent (0: none)."""

@@ -79,7 +79,7 @@ class Config(Section):
 
     def policy_spec(self) -> PolicySpec:
         """The policy as the core's plain records, each rule tagged with its YAML path."""
-        return policy_spec(self.policy)
+        return policy_spec(self.policy, self.agents, remind_after=self.server.remind_after)
 
     def directory(self) -> Directory:
         """The approvers and the enabled channels, as the core looks them up."""

@@ -10,15 +10,23 @@ can say which rule decided.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
 from tapgate.bot.config.agents import AgentConfig
 from tapgate.bot.config.approvers import ApproverConfig
 from tapgate.bot.config.errors import Loc, format_path
-from tapgate.bot.config.fields import Duration, Glob, NonEmptyStr, PositiveInt, Section
+from tapgate.bot.config.fields import (
+    Duration,
+    Glob,
+    NonEmptyStr,
+    PositiveInt,
+    Section,
+    parse_duration,
+)
+from tapgate.bot.config.quorum import DEFAULT_REMIND_EVERY, check_reach
 from tapgate.core.models import Action, Risk, Scope, Verdict
 from tapgate.core.rules import (
     ALL_SCOPES,
@@ -64,6 +72,19 @@ def _writable_path(value: str) -> str:
         where = 'an absolute path or "." (the directory tapgate run starts in)'
         raise _path_error(f"expected {where}")
     return _absolute_path(value)
+
+
+def _interval_or_off(value: Any) -> float:
+    if value in (0, "0", "off") and not isinstance(value, bool):
+        return 0.0
+    try:
+        return parse_duration(value)
+    except (TypeError, ValueError) as exc:
+        raise PydanticCustomError("duration", "{message}", {"message": str(exc)}) from None
+
+
+RemindEvery = Annotated[float, BeforeValidator(_interval_or_off)]
+"""A reminder interval: a duration, or ``0`` / ``off`` for no reminders."""
 
 
 def _remember(value: tuple[Scope, ...]) -> tuple[Scope, ...]:
@@ -114,6 +135,11 @@ class RuleConfig(Section):
     approvers: tuple[NonEmptyStr, ...] = ()
     timeout: Duration | None = None
     reason: str | None = None
+    quorum: PositiveInt = 1
+    self_approval: bool | None = None
+    remind_every: RemindEvery | None = None
+    escalate_after: Duration | None = None
+    escalate_to: tuple[NonEmptyStr, ...] = ()
     remember: Remember | None = None
     always_ttl: Duration | None = None
 
@@ -130,6 +156,11 @@ class PolicyConfig(Section):
     default_timeout: Duration = 600.0
     on_timeout: Verdict = "deny"
     default_approvers: tuple[NonEmptyStr, ...] = ()
+    remind_every: RemindEvery | None = None
+    """Seconds between reminders (``null``: 15 minutes, or the old ``server.remind_after``)."""
+    escalate_after: Duration | None = None
+    escalate_to: tuple[NonEmptyStr, ...] = ()
+    self_approval: bool = True
     risk_defaults: dict[Risk, Action] = Field(default_factory=dict)
     tools: dict[Glob, ToolConfig] = Field(default_factory=dict)
     rules: tuple[RuleConfig, ...] = ()
@@ -150,6 +181,11 @@ def _rules(rules: Sequence[RuleConfig], loc: tuple[str, ...]) -> tuple[Rule, ...
             remember=_scopes(rule.remember),
             always_ttl=rule.always_ttl,
             source=format_path((*loc, index)),
+            quorum=rule.quorum,
+            self_approval=rule.self_approval,
+            remind_every=rule.remind_every,
+            escalate_after=rule.escalate_after,
+            escalate_to=rule.escalate_to,
         )
         for index, rule in enumerate(rules)
     )
@@ -163,6 +199,9 @@ def check_policy(
         (("policy", "default_approvers", i), name)
         for i, name in enumerate(policy.default_approvers)
     ]
+    references += [
+        (("policy", "escalate_to", i), name) for i, name in enumerate(policy.escalate_to)
+    ]
     references += _rule_references(policy.rules, ("policy", "rules"))
     agent_names = {agent.name for agent in agents}
     for agent, agent_policy in policy.agents.items():
@@ -175,17 +214,24 @@ def check_policy(
     for loc, name in references:
         if name not in known:
             raise ConfigError(format_path(loc), f"unknown approver or group {name!r}")
+    check_reach(policy, approvers, agents)
 
 
 def _rule_references(rules: Sequence[RuleConfig], loc: tuple[str, ...]) -> list[tuple[Loc, str]]:
     return [
-        ((*loc, r, "approvers", a), name)
+        ((*loc, r, field, a), name)
         for r, rule in enumerate(rules)
-        for a, name in enumerate(rule.approvers)
+        for field in ("approvers", "escalate_to")
+        for a, name in enumerate(getattr(rule, field))
     ]
 
 
-def policy_spec(policy: PolicyConfig) -> PolicySpec:
+def policy_spec(
+    policy: PolicyConfig,
+    agent_configs: Sequence[AgentConfig] = (),
+    *,
+    remind_after: float | None = None,
+) -> PolicySpec:
     """The policy as the core's plain records, each rule tagged with its YAML path."""
     tools = tuple(
         ToolSpec(
@@ -213,9 +259,21 @@ def policy_spec(policy: PolicyConfig) -> PolicySpec:
         default_timeout=policy.default_timeout,
         on_timeout=policy.on_timeout,
         default_approvers=policy.default_approvers,
+        remind_every=_remind_every(policy, remind_after),
+        escalate_after=policy.escalate_after,
+        escalate_to=policy.escalate_to,
+        self_approval=policy.self_approval,
+        owners={agent.name: agent.owner for agent in agent_configs if agent.owner},
         remember=_scopes(policy.remember) or ALL_SCOPES,
         always_ttl=policy.always_ttl,
     )
+
+
+def _remind_every(policy: PolicyConfig, remind_after: float | None) -> float:
+    """``policy.remind_every``, else the older ``server.remind_after``, else 15 minutes."""
+    if policy.remind_every is not None:
+        return policy.remind_every
+    return remind_after if remind_after is not None else DEFAULT_REMIND_EVERY
 
 
 def _scopes(remember: Sequence[Scope] | None) -> frozenset[Scope] | None:

@@ -69,7 +69,18 @@ __all__ = [
     "expire_one",
 ]
 
-Outcome = Literal["applied", "expired", "final", "unauthorized", "missing", "duplicate"]
+Outcome = Literal[
+    "applied",
+    "expired",
+    "final",
+    "unauthorized",
+    "missing",
+    "duplicate",
+    "self_approval",
+    "short_of_quorum",
+    "partial",
+    "counted",
+]
 TargetStatus = Literal["approved", "denied", "cancelled"]
 
 
@@ -99,8 +110,12 @@ class Transition:
     decided, cancelled or expired. ``unauthorized``: ``by`` is not among the
     request's approvers. ``missing``: there is no such request.
     ``duplicate``: the platform event that carried this decision was handled
-    before (a redelivery): nothing was done. Every outcome but ``missing`` and
-    ``duplicate`` is audited (a refusal as the audit event ``refused``).
+    before (a redelivery): nothing was done. ``self_approval``: ``by`` owns
+    the agent and may not approve its calls; ``short_of_quorum``: an approval
+    that does not complete the quorum (:mod:`~tapgate.core.store.approvals`
+    counts those: ``partial`` counted it, ``counted`` had counted it before).
+    Every outcome but ``missing`` and ``duplicate`` is audited (a refusal as
+    the audit event ``refused``, a ``partial`` approval as ``approval``).
     """
 
     request: Request | None
@@ -186,6 +201,17 @@ _DECIDE_AS_APPROVER = {
 _DECIDE_PREPARED = Prepared(_DECIDE)
 _DECIDE_AS_APPROVER_PREPARED = {
     name: Prepared(statement) for name, statement in _DECIDE_AS_APPROVER.items()
+}
+# An approval, on every surface (a batch's "Approve all" too): never by the agent's
+# owner when self-approval is off, and only with the quorum's count of approvals.
+_APPROVE_AS_APPROVER_PREPARED = {
+    name: Prepared(
+        statement.where(
+            requests.c.owner.is_(None) | (requests.c.owner != bindparam("b_approver")),
+            requests.c.quorum <= bindparam("b_approvals"),
+        )
+    )
+    for name, statement in _DECIDE_AS_APPROVER.items()
 }
 
 
@@ -278,6 +304,8 @@ class Change:
     approver_check: bool
     detail: dict[str, Any]
     event: tuple[str, str] | None = None
+    approvals: int = 1
+    """Distinct approvals counted for an approval (see ``store.approvals``)."""
     in_batch: bool = False  # batches.decide_all numbers and marks stale once per transaction
 
     def __call__(self, conn: Connection) -> Transition:
@@ -297,6 +325,9 @@ class Change:
         statement = _DECIDE_PREPARED
         if self.approver_check:
             statement = _DECIDE_AS_APPROVER_PREPARED[conn.dialect.name]
+            if self.to == "approved":
+                statement = _APPROVE_AS_APPROVER_PREPARED[conn.dialect.name]
+                params["b_approvals"] = self.approvals
             params["b_approver"] = self.by
         rows = statement.returning(conn, params)
         if not rows:
@@ -315,17 +346,25 @@ class Change:
         if current is None:
             return Transition(request=None, outcome="missing")
         if self.approver_check and self.by not in current.approvers:
-            self._refused(conn, "not an approver")
+            self.refused(conn, "not an approver")
             return Transition(request=current, outcome="unauthorized")
+        live = current.status == "pending" and current.expires_at > self.now
+        if live and self.approver_check and self.to == "approved":
+            if current.owner == self.by:
+                self.refused(conn, "self-approval: the agent's owner")
+                return Transition(request=current, outcome="self_approval")
+            self.refused(conn, f"needs {current.quorum} approvals")
+            return Transition(request=current, outcome="short_of_quorum")
         if current.status == "pending":  # pending but not updated: overdue
             expired = expire(conn, [self.request_id], self.now)
-            self._refused(conn, "expired")
+            self.refused(conn, "expired")
             return Transition(request=expired[0] if expired else current, outcome="expired")
         by = f" by {current.resolved_by}" if current.resolved_by else ""
-        self._refused(conn, f"already {current.status}{by}")
+        self.refused(conn, f"already {current.status}{by}")
         return Transition(request=current, outcome="final")
 
-    def _refused(self, conn: Connection, why: str) -> None:
+    def refused(self, conn: Connection, why: str) -> None:
+        """Audit this change's refusal (``store.approvals`` audits a second tap with it)."""
         detail = {"reason": self.reason, "scope": self.scope, **self.detail}
         detail |= {"wanted": self.to, "why": why}
         audit.write(conn, self.now, "refused", self.request_id, self.by, detail)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -60,6 +61,14 @@ def request_to_row(request: Request) -> dict[str, Any]:
         "batch_id": request.batch_id,
         "consumed_at": request.consumed_at,
         "decided_seq": request.decided_seq,
+        "quorum": request.quorum,
+        "owner": request.owner,
+        "approvals": json.dumps(list(request.approvals)) if request.approvals else None,
+        "remind_every": math.ceil(request.remind_every),
+        "remind_at": request.remind_at,
+        "escalate_at": request.escalate_at,
+        "escalate_to": json.dumps(list(request.escalate_to)) if request.escalate_to else None,
+        "escalated_at": request.escalated_at,
     }
 
 
@@ -89,6 +98,14 @@ def request_from_row(row: Mapping[Any, Any]) -> Request:
         batch_id=row["batch_id"],
         consumed_at=row["consumed_at"],
         decided_seq=row["decided_seq"],
+        quorum=row["quorum"],
+        owner=row["owner"],
+        approvals=tuple(json.loads(row["approvals"])) if row["approvals"] else (),
+        remind_every=float(row["remind_every"]),
+        remind_at=row["remind_at"],
+        escalate_at=row["escalate_at"],
+        escalate_to=tuple(json.loads(row["escalate_to"])) if row["escalate_to"] else (),
+        escalated_at=row["escalated_at"],
     )
 
 

@@ -31,6 +31,7 @@ from sqlalchemy.types import TypeDecorator
 
 __all__ = [
     "UTCDateTime",
+    "approvals",
     "audit",
     "batches",
     "client_calls",
@@ -113,9 +114,21 @@ requests = Table(
     Column("batch_id", String(32)),
     Column("consumed_at", UTCDateTime),
     Column("decided_seq", Integer),
+    # Migration 0007: quorum, separation of duties, repeated reminders, escalation.
+    # ``approvals`` mirrors the ``approvals`` rows for the cards; the rows decide.
+    Column("quorum", Integer, nullable=False, server_default="1"),
+    Column("owner", String(200)),
+    Column("approvals", Text),
+    Column("remind_every", Integer, nullable=False, server_default="0"),  # whole seconds
+    Column("remind_at", UTCDateTime),
+    Column("escalate_at", UTCDateTime),
+    Column("escalate_to", Text),
+    Column("escalated_at", UTCDateTime),
     CheckConstraint(f"status IN {REQUEST_STATUSES}", name="status"),
     Index("ix_requests_status_expires_at", "status", "expires_at"),
     Index("ix_requests_batch_id", "batch_id"),
+    Index("ix_requests_status_remind_at", "status", "remind_at"),
+    Index("ix_requests_status_escalate_at", "status", "escalate_at"),
     Index("ix_requests_agent_decided_seq", "agent", "decided_seq"),
     # A re-issued call finds its earlier request (approved and unconsumed, or denied).
     Index("ix_requests_call", "agent", "tool", "args_digest"),
@@ -131,6 +144,18 @@ requests = Table(
         sqlite_where=text("status = 'pending'"),
         postgresql_where=text("status = 'pending'"),
     ),
+)
+
+# One row per approval of a request with a quorum (migration 0007): the primary
+# key makes a second tap by the same approver count once, and the count of rows
+# (read under the request's row lock) is what completes the quorum.
+approvals = Table(
+    "approvals",
+    metadata,
+    Column("request_id", String(32), ForeignKey("requests.id"), primary_key=True),
+    Column("approver", String(200), primary_key=True),
+    Column("approved_at", UTCDateTime, nullable=False),
+    Column("detail", Text),
 )
 
 outbox = Table(

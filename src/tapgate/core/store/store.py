@@ -35,6 +35,7 @@ from tapgate.core.store import (
 )
 from tapgate.core.store import engine as _engine
 from tapgate.core.store import requests as _requests
+from tapgate.core.store.approvals import Approvals
 from tapgate.core.store.batches import Ask, Batch, ItemFor
 from tapgate.core.store.calls import ClientCalls
 from tapgate.core.store.grants import GrantKey
@@ -58,6 +59,7 @@ class Store:
         self.runner = runner
         self.outbox = Outbox(runner)
         self.calls = ClientCalls(runner)
+        self.approvals = Approvals(runner)
         self.inbox = WebhookInbox(runner)
         self.web = WebSessions(runner)
 
@@ -317,19 +319,25 @@ class Store:
 
     # -- reminders ----------------------------------------------------------------------
 
-    async def due_reminders(self, cutoff: datetime, limit: int = 100) -> list[Request]:
-        """Pending requests created before ``cutoff`` that were never reminded about."""
-        return await self.runner.read(lambda c: reminders.due(c, cutoff, limit))
+    async def due_reminders(self, now: datetime, limit: int = 100) -> list[Request]:
+        """Pending requests whose next reminder (``remind_at``) is due."""
+        return await self.runner.read(lambda c: reminders.due(c, now, limit))
 
     async def queue_reminder(
-        self, request_id: str, deliveries: Sequence[Delivery], now: datetime
+        self, request: Request, deliveries: Sequence[Delivery], now: datetime
     ) -> bool:
-        """Queue one reminder per delivery, once per request (compare-and-set on reminded_at).
+        """Queue one reminder per delivery, once per due time (compare-and-set on remind_at)."""
+        return await self.runner.run(lambda c: reminders.queue(c, request, deliveries, now))
 
-        Not for a request already past its deadline (the sweep may lag behind
-        it): nobody can decide that one any more.
-        """
-        return await self.runner.run(lambda c: reminders.queue(c, request_id, deliveries, now))
+    async def due_escalations(self, now: datetime, limit: int = 100) -> list[Request]:
+        """Pending requests past ``escalate_at``, not escalated yet."""
+        return await self.runner.read(lambda c: reminders.due_escalations(c, now, limit))
+
+    async def escalate(
+        self, request: Request, deliveries: Sequence[Delivery], now: datetime
+    ) -> Request | None:
+        """Add the escalation approvers and queue their cards, once (``None``: not due)."""
+        return await self.runner.run(lambda c: reminders.escalate(c, request, deliveries, now))
 
     # -- webhook events ----------------------------------------------------------------
 
