@@ -22,7 +22,7 @@ from tapgate.bot.bodies import HANDLER_ARGS, body_middleware
 from tapgate.bot.config import Config
 from tapgate.bot.health import setup_health
 from tapgate.bot.heartbeat import Heartbeat
-from tapgate.bot.keys import CLOCK, CONFIG, DISPATCHER, GATE, INBOX, METRICS, STORE
+from tapgate.bot.keys import CLOCK, CONFIG, DISPATCHER, GATE, INBOX, METRICS, SIGN_INS, STORE
 from tapgate.bot.metrics import Metrics
 from tapgate.bot.routes import setup_webhooks
 from tapgate.bot.test_hooks import apply_delay
@@ -33,6 +33,7 @@ from tapgate.core.clock import Clock, SystemClock
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox
 from tapgate.core.policy import Policy
+from tapgate.core.sign_in import SignIns
 from tapgate.core.store import Store
 from tapgate.notifiers import ConsoleNotifier, Dispatcher, Notifier
 
@@ -171,7 +172,7 @@ def _core(
             interval=config.server.heartbeat_interval,
         )
         app[STORE], app[GATE], app[DISPATCHER], app[HEARTBEAT] = store, gate, dispatcher, heartbeat
-        app[INBOX] = inbox
+        app[INBOX], app[SIGN_INS] = inbox, SignIns(gate)
         await gate.start()
         await dispatcher.start()
         await heartbeat.start()

@@ -26,6 +26,8 @@ __all__ = [
     "BATCH_NOT_FOUND",
     "GRANT_GONE",
     "NOT_APPROVER",
+    "NO_INBOX",
+    "NO_INBOX_FOR_STRANGERS",
     "NOT_APPROVER_BATCH",
     "NOT_FOUND",
     "NOT_GRANT_OWNER",
@@ -42,6 +44,7 @@ __all__ = [
     "counted_message",
     "duration_text",
     "grant_line",
+    "inbox_link_message",
     "is_question",
     "no_question_matches",
     "partial_message",
@@ -67,6 +70,8 @@ NO_GRANTS = "You have no active grants."
 NOT_GRANT_OWNER = "Only the approver who made a grant can revoke it from the chat."
 GRANT_GONE = "That grant does not exist or was already revoked."
 ASK_REASON = "Type the reason (or 'skip')"
+NO_INBOX = "The web inbox needs server.public_url in tapgate.yaml; ask the operator."
+NO_INBOX_FOR_STRANGERS = "Only configured approvers have an inbox."
 REASON_SKIPPED = "skip"
 """What an approver types to deny without a reason (any case)."""
 
@@ -213,3 +218,8 @@ def grant_line(grant: Grant, covers: str) -> str:
 def revoked_message(covers: str) -> str:
     """A revoke that took: "Revoked: deploy_web with env=staging; it will ask again"."""
     return f"Revoked: {covers}; it will ask again."
+
+
+def inbox_link_message(url: str, minutes: int) -> str:
+    """The reply to ``inbox``: the sign-in link, and that it works once, briefly."""
+    return f"Your tapgate inbox: {url}\nThe link signs you in once, within {minutes} minutes."

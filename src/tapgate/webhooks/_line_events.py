@@ -43,6 +43,7 @@ from linebot.v3.webhook import UnknownEvent
 from linebot.v3.webhooks import MessageEvent, PostbackEvent, TextMessageContent
 
 from tapgate.core.buttons import parse_answer
+from tapgate.core.chat_commands import Command, parse_command
 
 __all__ = ["Event", "EventReader", "Malformed", "decode", "encode"]
 
@@ -79,9 +80,15 @@ class Event:
         return self.text is not None and self.text.strip().casefold() == _ID_COMMAND
 
     @property
+    def command(self) -> Command | None:
+        """A command typed to the bot (``inbox``: see :mod:`tapgate.core.chat_commands`)."""
+        return parse_command(self.text)
+
+    @property
     def actionable(self) -> bool:
-        """A tap, a new follower, the ``id`` command or an answer; other events are ignored."""
-        return self.kind in ("postback", "follow") or self.is_id_command or self.answer is not None
+        """A tap, a new follower, the ``id`` command, a command or an answer; others ignored."""
+        typed = self.is_id_command or self.command is not None or self.answer is not None
+        return self.kind in ("postback", "follow") or typed
 
 
 class EventReader:
@@ -160,7 +167,9 @@ def _acted_on(raw: dict[str, Any]) -> bool:
         text = message.get("text")
         if not isinstance(text, str):
             return False
-        return text.strip().casefold() == _ID_COMMAND or parse_answer(text) is not None
+        if text.strip().casefold() == _ID_COMMAND or parse_command(text) is not None:
+            return True
+        return parse_answer(text) is not None
     return raw.get("type") in _ACTED_ON
 
 

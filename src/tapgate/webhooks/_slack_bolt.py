@@ -57,8 +57,9 @@ def build_bolt(
     logger: logging.Logger,
     actions: Mapping[str, Listener],
     views: Mapping[str, Listener],
+    commands: Mapping[str, Listener] | None = None,
 ) -> AsyncApp:
-    """A bolt app routing ``actions`` (by ``action_id``) and ``views`` (by ``callback_id``).
+    """A bolt app routing ``actions`` (``action_id``), ``views`` (``callback_id``), ``commands``.
 
     ``client`` has no token: ``authorize`` supplies it per request (a token on
     the client too would only make bolt log that it ignores it).
@@ -83,6 +84,8 @@ def build_bolt(
         bolt.action(action_id)(listener)
     for callback_id, listener in views.items():
         bolt.view(callback_id)(listener)
+    for command, listener in (commands or {}).items():
+        bolt.command(command)(listener)
     return bolt
 
 

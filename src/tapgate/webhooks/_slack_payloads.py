@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from tapgate.core.buttons import (
@@ -35,6 +36,7 @@ __all__ = [
     "REPLY_CALLBACK_ID",
     "BatchInteraction",
     "Interaction",
+    "SlashCommand",
     "parse_action",
     "parse_batch_action",
     "parse_deny_all_submission",
@@ -69,6 +71,28 @@ class _From:
     trigger_id: str | None = None
     response_url: str | None = None
     reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SlashCommand(_From):
+    """A ``/tapgate …`` slash command: who sent it, where, and the text after the command."""
+
+    text: str
+
+    @classmethod
+    def parse(cls, body: Mapping[str, Any]) -> SlashCommand | None:
+        """The command of a verified body; ``None`` when a field Slack always sends is missing."""
+        user, text = body.get("user_id"), body.get("text", "")
+        if not isinstance(user, str) or not user or not isinstance(text, str):
+            return None
+        team, channel, url = body.get("team_id"), body.get("channel_id"), body.get("response_url")
+        return cls(
+            user_id=user,
+            team=team if isinstance(team, str) else None,
+            channel=channel if isinstance(channel, str) else None,
+            response_url=url if isinstance(url, str) else None,
+            text=text,
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -19,7 +19,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from tapgate.core.models import Request
 from tapgate.core.slack_text import escape
 from tapgate.webhooks._slack_modals import deny_all_modal, deny_modal, reply_modal
-from tapgate.webhooks._slack_payloads import BatchInteraction, Interaction
+from tapgate.webhooks._slack_payloads import BatchInteraction, Interaction, SlashCommand
 
 __all__ = ["SlackReplies"]
 
@@ -40,7 +40,9 @@ class SlackReplies:
         self._client = client
         self._timeout = timeout
 
-    async def tell(self, interaction: Interaction | BatchInteraction, text: str) -> None:
+    async def tell(
+        self, interaction: Interaction | BatchInteraction | SlashCommand, text: str
+    ) -> None:
         """Show ``text`` to the tapper only: in the conversation, else via ``response_url``.
 
         ``chat.postEphemeral`` works as long as the bot is in the conversation

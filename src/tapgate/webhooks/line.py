@@ -8,6 +8,7 @@ Owns ``POST /webhooks/line`` from the raw bytes to the reply in the chat (sent a
                                          | Reply postback ──core.taps.check──► hint
                                          | "answer <ref>: …" text ──core.questions, tap──► reply
                                          | "id" text / follow ──► reply with the user id
+                                         | "inbox" text ──core.chat_commands──► sign-in link
 
 What a tap *means* (who may decide, the compare-and-set, the sentences) is
 ``tapgate.core.taps``; this module only speaks LINE. The payload is read by
@@ -47,6 +48,7 @@ from tapgate.core.buttons import (
     parse_batch_postback_data,
     parse_postback_data,
 )
+from tapgate.core.chat_commands import LinkMaker, run_command
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox, InboxItem
 from tapgate.core.questions import find_question
@@ -89,7 +91,8 @@ class LineWebhook:
     reply, inside the running loop (its aiohttp session binds to the loop),
     and closed by :meth:`close`; replies skip line-bot-sdk (see ``_line_reply``).
     ``inbox`` is the app's (one is made if none is given); its replays of
-    stored events come back through :meth:`_replay`.
+    stored events come back through :meth:`_replay`. ``links`` mints the web
+    inbox's sign-in links for the ``inbox`` command (``None``: no public URL).
     """
 
     def __init__(
@@ -103,6 +106,7 @@ class LineWebhook:
         on_reject: Callable[[str], None] | None = None,
         on_decision: Callable[[float], None] | None = None,
         inbox: Inbox | None = None,
+        links: LinkMaker | None = None,
     ) -> None:
         if not channel_secret:
             # HMAC with an empty key is a signature anyone can compute.
@@ -122,6 +126,7 @@ class LineWebhook:
         self._closed = False
         self._inbox = inbox or Inbox(gate)
         self._inbox.register("line", self._replay)
+        self._links = links
 
     async def handle(self, headers: Mapping[str, str], body: bytes) -> WebhookResult:
         """Verify, parse, store what may decide, answer; never raises for bad input.
@@ -257,6 +262,11 @@ class LineWebhook:
         if event.answer is not None:
             reference, answer = event.answer
             return await self._answer(event, event.user_id, reference, answer, started)
+        if event.command is not None and event.kind != "postback":
+            directory, user = self._gate.directory, event.user_id
+            return await run_command(
+                event.command, directory=directory, channel="line", user_id=user, links=self._links
+            )
         if event.kind != "postback":
             return f"Your LINE user id is {event.user_id}; add it to tapgate.yaml under approvers."
         return await self._postback(event, event.user_id, started)

@@ -14,6 +14,7 @@ bytes to the answer::
     answer submitted ─► blank? ack with an error | ack ─► tap(reply, answer) | ephemeral
     Dismiss (a question, behind a confirm dialog) ─► tap(dismiss)
     Approve all ─► core.taps.tap_batch | Deny all ─► ``_slack_batches`` (reason modal)
+    /tapgate inbox ─► ack ─► ``_slack_commands`` ─► core.chat_commands ─► ephemeral link
 
 What a tap *means* (who may, what is refused and audited, the words) is
 :mod:`tapgate.core.taps`; this module only speaks Slack. A decided request's
@@ -44,6 +45,7 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from tapgate.core.buttons import SLACK_ACTIONS, SLACK_BATCH_ACTIONS
+from tapgate.core.chat_commands import LinkMaker
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox, InboxItem
 from tapgate.core.models import Request
@@ -51,6 +53,7 @@ from tapgate.core.taps import check, refuse, tap, tap_batch
 from tapgate.webhooks import _slack_inbox
 from tapgate.webhooks._slack_batches import SlackBatchTaps
 from tapgate.webhooks._slack_bolt import bolt_request, build_bolt
+from tapgate.webhooks._slack_commands import COMMAND, SlackCommands
 from tapgate.webhooks._slack_payloads import (
     ANSWER_BLOCK,
     DENY_ALL_CALLBACK_ID,
@@ -121,6 +124,7 @@ class SlackWebhook:
         on_reject: Callable[[str], None] | None = None,
         on_decision: Callable[[float], None] | None = None,
         inbox: Inbox | None = None,
+        links: LinkMaker | None = None,
     ) -> None:
         if not signing_secret:
             # HMAC with an empty key is a signature anyone can compute.
@@ -136,6 +140,14 @@ class SlackWebhook:
         # timeout is annotated int, but only ever handed to aiohttp.ClientTimeout(total=...).
         client_args: dict[str, Any] = {"base_url": api_base_url, "timeout": timeout}
         self._client = AsyncWebClient(token=bot_token, retry_handlers=[], **client_args)
+        self._replies = SlackReplies(self._client, timeout=timeout)
+        commands = SlackCommands(
+            directory=gate.directory,
+            replies=self._replies,
+            links=links,
+            team_id=team_id,
+            spawn=self._own,
+        )
         self._bolt = build_bolt(
             signing_secret=signing_secret,
             bot_token=bot_token,
@@ -150,10 +162,10 @@ class SlackWebhook:
                 DENY_ALL_CALLBACK_ID: self._on_deny_all_submission,
                 REPLY_CALLBACK_ID: self._on_reply_submission,
             },
+            commands={COMMAND: commands},
         )
         self._inbox = inbox or Inbox(gate)
         self._inbox.register("slack", self._replay)
-        self._replies = SlackReplies(self._client, timeout=timeout)
         self._batches = SlackBatchTaps(gate, self._replies, self._same_workspace)
         self._tasks: set[asyncio.Task[None]] = set()
         self._socket: AsyncSocketModeHandler | None = None
@@ -300,7 +312,11 @@ class SlackWebhook:
         await self._decide(interaction, started, event)
 
     def _spawn(self, interaction: _Tapped, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(self._guarded(interaction, work))
+        self._own(self._guarded(interaction, work))
+
+    def _own(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` in a task this webhook owns (awaited, then cancelled, on close)."""
+        task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

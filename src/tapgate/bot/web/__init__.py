@@ -11,16 +11,14 @@ tokens).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 from aiohttp import web
 
-from tapgate.bot.keys import CONFIG, GATE
+from tapgate.bot.keys import CONFIG
 from tapgate.bot.web import answers, history, live, pending, signing
 from tapgate.bot.web.guard import PREFIX, web_middleware
-from tapgate.bot.web.keys import SHELL_ARGS, SIGN_INS
-from tapgate.core.sign_in import SignIns
+from tapgate.bot.web.keys import SHELL_ARGS
 
 __all__ = ["STATIC", "setup_web", "sign_in_url"]
 
@@ -34,9 +32,8 @@ def sign_in_url(base: str, token: str) -> str:
 
 
 def setup_web(app: web.Application) -> None:
-    """Add ``/inbox`` and its guard; its sign-ins start once the gate exists."""
+    """Add ``/inbox`` and its guard (the sign-ins, ``SIGN_INS``, are made with the gate)."""
     app.middlewares.append(web_middleware())
-    app.cleanup_ctx.append(_sign_ins)
     spec = app[CONFIG].policy_spec()
     app[SHELL_ARGS] = {t.name: t.shell for t in spec.tools if t.shell}
     r = app.router
@@ -57,7 +54,3 @@ def setup_web(app: web.Application) -> None:
     r.add_post(f"{PREFIX}/sessions/{{session_id}}/revoke", signing.revoke_session)
     r.add_static(f"{PREFIX}/static", STATIC, append_version=False)
 
-
-async def _sign_ins(app: web.Application) -> AsyncIterator[None]:
-    app[SIGN_INS] = SignIns(app[GATE])
-    yield

@@ -69,7 +69,7 @@ def _reply(request: web.Request, outcome: TapOutcome, **extra: object) -> web.Re
     """JSON for the script; a 303 back to the inbox for a form post."""
     if "application/json" not in request.headers.get(hdrs.ACCEPT, ""):
         raise web.HTTPSeeOther("/inbox")
-    status = 200 if outcome.applied else 409
+    status = 200 if outcome.kind in ("applied", "partial") else 409  # partial: quorum waits
     body = {"outcome": outcome.kind, "message": outcome.message, **extra}
     return web.json_response(body, status=status)
 
@@ -119,8 +119,9 @@ async def answer_selection(request: web.Request) -> web.Response:
     fields = await _fields(request)
     ids = fields.get("ids")
     action = _text(fields, "action")
-    valid = isinstance(ids, list) and 0 < len(ids) <= _SELECTION_MAX
-    if not valid or action not in ("approve", "deny") or not all(isinstance(i, str) for i in ids):
+    if not isinstance(ids, list) or not 0 < len(ids) <= _SELECTION_MAX:
+        ids = None
+    if ids is None or action not in ("approve", "deny") or not all(isinstance(i, str) for i in ids):
         raise WebError(400, "bad_request", f"ids (1 to {_SELECTION_MAX}) and approve / deny.")
     who, gate, reason = request[SESSION].approver, request.app[GATE], _reason(fields)
     results = []

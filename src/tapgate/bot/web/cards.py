@@ -15,7 +15,7 @@ Each card is a form that works without script (``POST /inbox/answer``);
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from tapgate.bot.web.layout import e
 from tapgate.core.shell import parse
@@ -29,8 +29,12 @@ FOLD_LINES = 60
 _HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
 
-def card_html(view: ApprovalView, *, csrf: str) -> str:
-    """The card of one pending request: facts, arguments, the answer form."""
+def card_html(view: ApprovalView, *, csrf: str, note: str | None = None) -> str:
+    """The card of one pending request: facts, where it stands (``note``), arguments, the form.
+
+    ``note`` is :func:`tapgate.notifiers.standing.standing`: quorum progress
+    ("Needs 2 approvals: 1 of 2: alice approved"), escalation, the owner.
+    """
     rid = e(view.request_id)
     heading = question_heading(view) if view.is_question else f"{view.tool}"
     return (
@@ -38,12 +42,18 @@ def card_html(view: ApprovalView, *, csrf: str) -> str:
         f'aria-labelledby="t-{rid}">'
         f'<h3 id="t-{rid}"><span class="tool">{e(heading)}</span> '
         f'<span class="sid">{e(view.short_id)}</span></h3>'
-        f"{_facts(view)}{_body(view)}{_form(view, csrf)}"
+        f"{_facts(view)}{_standing(note)}{_body(view)}{_form(view, csrf)}"
         '<p class="outcome" role="status" aria-live="polite"></p></article>'
     )
 
 
-def batch_html(views: Sequence[ApprovalView], batch_id: str, *, csrf: str) -> str:
+def batch_html(
+    views: Sequence[ApprovalView],
+    batch_id: str,
+    *,
+    csrf: str,
+    notes: Mapping[str, str | None] | None = None,
+) -> str:
     """A batch's open calls under one header with "Allow all" / "Deny all" for the batch."""
     first = views[0]
     bid = e(batch_id)
@@ -58,8 +68,9 @@ def batch_html(views: Sequence[ApprovalView], batch_id: str, *, csrf: str) -> st
             ("deny_all", "deny", "Deny all (Alt+Esc)"),
         )
     )
-    cards = "".join(card_html(v, csrf=csrf) for v in views)
-    label = f"Batch {first.short_id if not batch_id else batch_id[:8]} from {first.agent}"
+    notes = notes or {}
+    cards = "".join(card_html(v, csrf=csrf, note=notes.get(v.request_id)) for v in views)
+    label = f"Batch {batch_id[:8]} from {first.agent}"
     return (
         f'<section class="batch" data-batch="{bid}" aria-label="{e(label)}">'
         f'<header class="batch-head"><span>Batch <b>{e(batch_id[:8])}</b> · '
@@ -79,6 +90,10 @@ def _facts(view: ApprovalView) -> str:
     ]
     cells = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in rows)
     return f'<dl class="facts">{cells}</dl>'
+
+
+def _standing(note: str | None) -> str:
+    return "" if note is None else f'<p class="standing">{e(note)}</p>'
 
 
 def _body(view: ApprovalView) -> str:

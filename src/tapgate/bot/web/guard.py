@@ -26,8 +26,7 @@ from aiohttp import hdrs, web
 from aiohttp.typedefs import Middleware
 
 from tapgate.bot.api.middleware import Handler
-from tapgate.bot.keys import CONFIG
-from tapgate.bot.web.keys import SIGN_INS
+from tapgate.bot.keys import CONFIG, SIGN_INS
 from tapgate.bot.web.layout import message_page
 from tapgate.core.sign_in import WebSession, csrf_matches
 
@@ -96,19 +95,25 @@ async def _csrf_token(request: web.Request) -> str | None:
     return None
 
 
+async def _admit(request: web.Request) -> None:
+    """Refuse (``WebError``) or let in: no bearer token, same origin, a session, its CSRF token."""
+    if hdrs.AUTHORIZATION in request.headers:
+        raise WebError(403, "no_bearer", "Agent tokens never open the inbox.")
+    if request.method == "POST" and not _same_origin(request):
+        raise WebError(403, "csrf", "This form did not come from the inbox.")
+    if _is_public(request.path):
+        return
+    session = await request.app[SIGN_INS].session(request.cookies.get(COOKIE))
+    if session is None:
+        raise WebError(401, "signed_out", "Signed out: ask the chat for a new link.")
+    if request.method == "POST" and not csrf_matches(session, await _csrf_token(request)):
+        raise WebError(403, "csrf", "Missing or wrong CSRF token: reload the inbox.")
+    request[SESSION] = session
+
+
 async def _guarded(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
-        if hdrs.AUTHORIZATION in request.headers:
-            raise WebError(403, "no_bearer", "Agent tokens never open the inbox.")
-        if request.method == "POST" and not _same_origin(request):
-            raise WebError(403, "csrf", "This form did not come from the inbox.")
-        if not _is_public(request.path):
-            session = await request.app[SIGN_INS].session(request.cookies.get(COOKIE))
-            if session is None:
-                raise WebError(401, "signed_out", "Signed out: ask the chat for a new link.")
-            if request.method == "POST" and not csrf_matches(session, await _csrf_token(request)):
-                raise WebError(403, "csrf", "Missing or wrong CSRF token: reload the inbox.")
-            request[SESSION] = session
+        await _admit(request)
         response = await handler(request)
     except WebError as exc:
         response = _refusal(request, exc)

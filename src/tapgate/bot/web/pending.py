@@ -23,6 +23,7 @@ from tapgate.core.always import offer_for
 from tapgate.core.gate import Gate
 from tapgate.core.models import Request
 from tapgate.notifiers.presentation import ApprovalView, present
+from tapgate.notifiers.standing import standing
 
 __all__ = ["PAGE", "pending_for", "pending_page", "queue_fragment", "views_of"]
 
@@ -39,7 +40,9 @@ async def pending_for(gate: Gate, approver: str) -> list[Request]:
     return [r for r in pending if approver in r.approvers and r.expires_at > now]
 
 
-def views_of(gate: Gate, requests: list[Request], shell_args: Mapping[str, str]) -> list[ApprovalView]:
+def views_of(
+    gate: Gate, requests: list[Request], shell_args: Mapping[str, str]
+) -> list[ApprovalView]:
     """Each request's presentation, with the remember buttons the policy offers now."""
     now = gate.clock.now()
     return [
@@ -66,14 +69,16 @@ async def _queue(request: web.Request) -> tuple[str, int, int]:
         start = 0
     mine = await pending_for(gate, session.approver)
     shown = mine[start : start + PAGE]
-    views = {v.request_id: v for v in views_of(gate, shown, request.app[SHELL_ARGS])}
+    shell: dict[str, str] = request.app[SHELL_ARGS]
+    views = {v.request_id: v for v in views_of(gate, shown, shell)}
+    notes = {r.id: standing(r) for r in shown}
     parts = []
     for batch_id, members in _groups(shown):
         member_views = [views[r.id] for r in members]
         if batch_id is None:
-            parts.append(card_html(member_views[0], csrf=session.csrf))
+            parts.append(card_html(member_views[0], csrf=session.csrf, note=notes[members[0].id]))
         else:
-            parts.append(batch_html(member_views, batch_id, csrf=session.csrf))
+            parts.append(batch_html(member_views, batch_id, csrf=session.csrf, notes=notes))
     return "".join(parts), len(mine), start
 
 

@@ -17,8 +17,8 @@ import secrets
 
 from aiohttp import web
 
+from tapgate.bot.keys import SIGN_INS
 from tapgate.bot.web.guard import COOKIE, SESSION, WebError, cookie_options
-from tapgate.bot.web.keys import SIGN_INS
 from tapgate.bot.web.layout import e, message_page, page
 
 __all__ = ["revoke_session", "sessions_page", "sign_in", "sign_in_page", "sign_out"]

@@ -142,9 +142,7 @@ class WebSessions:
             )
             .order_by(web_sessions.c.created_at.desc(), web_sessions.c.id)
         )
-        return await self.runner.read(
-            lambda c: [_session(r) for r in c.execute(query).mappings()]
-        )
+        return await self.runner.read(lambda c: [_session(r) for r in c.execute(query).mappings()])
 
     async def revoke(self, session_id: str, *, approver: str, now: datetime) -> bool:
         """End ``approver``'s session ``session_id``; False if not theirs or already ended."""

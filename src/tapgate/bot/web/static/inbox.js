@@ -77,7 +77,11 @@
     const result = await post("/inbox/answer", body);
     delete card.dataset.busy;
     say(result.data.message || "");
-    if (result.ok || ["already", "expired", "not_found"].includes(result.data.outcome)) {
+    if (result.data.outcome === "partial") {  // counted; the quorum waits for other approvers
+      const out = card.querySelector(".outcome");
+      if (out) out.textContent = result.data.message || "";
+      card.classList.add("counted");
+    } else if (result.ok || ["already", "expired", "not_found"].includes(result.data.outcome)) {
       if (card.isConnected) removeCard(card);
     } else {
       const out = card.querySelector(".outcome");

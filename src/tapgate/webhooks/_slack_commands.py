@@ -1,0 +1,72 @@
+"""``/tapgate <command>`` in Slack: the slash command on the interactivity request URL.
+
+Slack posts a slash command, form-encoded and signed like a tap, to the same
+request URL (or over Socket Mode); bolt routes ``/tapgate`` here. What a
+command means is :mod:`tapgate.core.chat_commands` (the same as a text typed
+to the LINE bot); this module acknowledges within Slack's 3 seconds and tells
+the sender the answer ephemerally (``chat.postEphemeral``, else the
+command's ``response_url``), so only they see a sign-in link.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from slack_bolt.async_app import AsyncAck
+from slack_bolt.response import BoltResponse
+
+from tapgate.core.chat_commands import COMMANDS, LinkMaker, parse_command, run_command
+from tapgate.core.directory import Directory
+from tapgate.core.tap_texts import NO_INBOX_FOR_STRANGERS
+from tapgate.webhooks._slack_payloads import SlashCommand
+from tapgate.webhooks._slack_replies import SlackReplies
+
+__all__ = ["COMMAND", "SlackCommands"]
+
+COMMAND = "/tapgate"
+_USAGE = "Usage: /tapgate " + " | ".join(COMMANDS)
+
+
+class SlackCommands:
+    """Answers ``/tapgate``; ``spawn`` runs the work in a task the webhook owns."""
+
+    def __init__(
+        self,
+        *,
+        directory: Directory,
+        replies: SlackReplies,
+        links: LinkMaker | None,
+        team_id: str | None,
+        spawn: Callable[[Coroutine[Any, Any, None]], None],
+    ) -> None:
+        self._directory = directory
+        self._replies = replies
+        self._links = links
+        self._team_id = team_id
+        self._spawn = spawn
+
+    async def __call__(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
+        """Acknowledge at once (with the usage for an unknown command), then answer."""
+        sent = SlashCommand.parse(body)
+        command = None if sent is None else parse_command(sent.text)
+        if sent is None or command is None:
+            response: BoltResponse = await ack(text=_USAGE)
+            return response
+        response = await ack()
+        self._spawn(self._answer(sent, command))
+        return response
+
+    async def _answer(self, sent: SlashCommand, command: Any) -> None:
+        if self._team_id is not None and sent.team != self._team_id:
+            await self._replies.tell(sent, NO_INBOX_FOR_STRANGERS)  # another workspace
+            return
+        text = await run_command(
+            command,
+            directory=self._directory,
+            channel="slack",
+            user_id=sent.user_id,
+            team=sent.team,
+            links=self._links,
+        )
+        await self._replies.tell(sent, text)

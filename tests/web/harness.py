@@ -1,0 +1,204 @@
+"""What the web inbox tests share: the config, the served app, an agent, signed chat taps."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import aiohttp
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from tapgate.bot.config import Config, parse_config
+from tapgate.bot.keys import GATE
+from tapgate.bot.routes import LINE_WEBHOOK, SLACK_WEBHOOK
+from tapgate.core.clock import ManualClock
+from tapgate.core.gate import Gate
+from tests.fakes import FakeLine, FakeSlack
+from tests.fakes.slack import DEFAULT_BOT_TOKEN
+from tests.fakes.taps import signed_line_text
+
+SLACK_SECRET = "test-slack-signing-secret-0123"
+LINE_SECRET = "test-line-channel-secret"
+LINE_TOKEN = "line-test-channel-access-token"
+TEAM = "T0TAPGATE"
+AGENT_TOKEN = "ci-bot-token-0123456789abcdef"
+# (Slack id, LINE id) of each person
+ALICE = ("U0ALICE", "U" + "a1" * 16)
+BOB = ("U0BOB", "U" + "b2" * 16)
+CAROL = ("U0CAROL", "U" + "c3" * 16)  # an approver, but not of deploys
+LINK = re.compile(r"https?://[^\s>|]+/inbox/sign-in\?token=[A-Za-z0-9_\-]+")
+
+
+def make_config(slack_url: str, line_url: str, db_url: str, port: int) -> Config:
+    people = (("alice", ALICE, ["oncall"]), ("bob", BOB, ["oncall"]), ("carol", CAROL, []))
+    return parse_config(
+        {
+            "server": {
+                "max_wait": 60,
+                "heartbeat_interval": 3600,
+                "public_url": f"http://127.0.0.1:{port}",
+            },
+            "store": {"url": db_url},
+            "agents": [{"name": "ci", "token": AGENT_TOKEN}],
+            "approvers": [
+                {"name": name, "slack": ids[0], "slack_team": TEAM, "line": ids[1], "groups": g}
+                for name, ids, g in people
+            ],
+            "channels": {
+                "console": {"enabled": False},
+                "slack": {
+                    "bot_token": DEFAULT_BOT_TOKEN,
+                    "signing_secret": SLACK_SECRET,
+                    "api_base_url": slack_url,
+                    "timeout": 5,
+                },
+                "line": {
+                    "channel_access_token": LINE_TOKEN,
+                    "channel_secret": LINE_SECRET,
+                    "api_base_url": line_url,
+                    "timeout": 5,
+                },
+            },
+            "policy": {
+                "tools": {"read_file": {"risk": "read_only"}},
+                "rules": [
+                    {"tool": "deploy", "action": "ask", "approvers": ["oncall"], "timeout": 600},
+                    {"tool": "billing", "action": "ask", "approvers": ["carol"], "timeout": 600},
+                ],
+            },
+        },
+        env={},
+    )
+
+
+async def until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Let the app and the fakes run until ``predicate`` holds (I/O only; no outcome waits)."""
+    for _ in range(int(timeout / 0.01)):
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition never became true")
+
+
+@dataclass
+class Served:
+    """The real app on a real loopback port, both fake chats and the manual clock."""
+
+    app: web.Application
+    server: TestServer
+    slack: FakeSlack
+    line: FakeLine
+    clock: ManualClock
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.port}"
+
+    @property
+    def gate(self) -> Gate:
+        return self.app[GATE]
+
+    async def agent(
+        self, method: str, path: str, body: Any = None, *, status: int = 200
+    ) -> dict[str, Any]:
+        """One agent API call with the agent's bearer token; the JSON answer."""
+        headers = {"Authorization": f"Bearer {AGENT_TOKEN}"}
+        async with (
+            aiohttp.ClientSession() as http,
+            http.request(method, self.url + path, json=body, headers=headers) as response,
+        ):
+            answer: dict[str, Any] = await response.json()
+            assert response.status == status, answer
+            return answer
+
+    async def submit_batch(self, calls: list[dict[str, Any]]) -> dict[str, Any]:
+        return await self.agent(
+            "POST", "/v1/tool-call-batches", {"calls": calls, "session": "s1"}, status=201
+        )
+
+    async def line_link(self, user: tuple[str, str]) -> str:
+        """Type ``inbox`` to the LINE bot as ``user``; the sign-in link LINE's reply carried."""
+        before = len(self.line.replies)
+        body, headers = signed_line_text(LINE_SECRET, user[1], "inbox")
+        await self._post("/webhooks/line", body, headers)
+        await self.app[LINE_WEBHOOK].settled()
+        await until(lambda: len(self.line.replies) > before)
+        texts = [m.get("text", "") for r in self.line.replies[before:] for m in r.messages]
+        return _link_in(texts)
+
+    async def slack_link(self, user: tuple[str, str]) -> str:
+        """``/tapgate inbox`` in Slack as ``user``; the link in the ephemeral Slack was asked to show."""
+        before = len(self.slack.ephemerals) + len(self.slack.responses)
+        form = {
+            "command": "/tapgate",
+            "text": "inbox",
+            "user_id": user[0],
+            "team_id": TEAM,
+            "channel_id": self.slack.dm_channel(user[0]),
+            "trigger_id": "1.2",
+            "response_url": self.slack.response_url("cmd"),
+        }
+        await self._slack_post(urlencode(form).encode())
+        await until(lambda: len(self.slack.ephemerals) + len(self.slack.responses) > before)
+        texts = [e.text or "" for e in self.slack.ephemerals] + [
+            json.dumps(r.body) for r in self.slack.responses
+        ]
+        return _link_in(texts)
+
+    async def slack_tap(self, payload: dict[str, Any]) -> None:
+        await self._slack_post(b"payload=" + quote(json.dumps(payload), safe="").encode())
+        await until(lambda: not self.app[SLACK_WEBHOOK]._tasks)
+
+    async def _slack_post(self, body: bytes) -> None:
+        timestamp = str(int(self.clock.now().timestamp()))
+        base = f"v0:{timestamp}:".encode() + body
+        signature = "v0=" + hmac.new(SLACK_SECRET.encode(), base, hashlib.sha256).hexdigest()
+        headers = {
+            "Content-Type": "application/x-www-form-urlencoded",
+            "X-Slack-Request-Timestamp": timestamp,
+            "X-Slack-Signature": signature,
+        }
+        await self._post("/webhooks/slack", body, headers)
+
+    async def _post(self, path: str, body: bytes, headers: dict[str, str]) -> None:
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(self.url + path, data=body, headers=headers) as response,
+        ):
+            assert response.status == 200, await response.text()
+
+
+def _link_in(texts: list[str]) -> str:
+    found = [m.group(0) for t in texts for m in LINK.finditer(t)]
+    assert found, texts
+    return found[-1]
+
+
+def click(action: str, value: str, user: tuple[str, str], channel: str) -> dict[str, Any]:
+    """A Slack ``block_actions`` payload for one button of a card in ``channel``."""
+    return {
+        "type": "block_actions",
+        "user": {"id": user[0], "username": "x", "name": "x", "team_id": TEAM},
+        "api_app_id": "A0TAPGATE",
+        "container": {"type": "message", "message_ts": "1.000100", "channel_id": channel},
+        "trigger_id": f"{abs(hash(value)) % 10**12}.{value}",
+        "team": {"id": TEAM, "domain": "tapgate"},
+        "channel": {"id": channel, "name": "directmessage"},
+        "actions": [
+            {
+                "action_id": f"tapgate_{action}",
+                "block_id": f"tapgate:{value}",
+                "value": value,
+                "type": "button",
+                "action_ts": "1767225600.123456",
+            }
+        ],
+    }
