@@ -14,19 +14,41 @@ core stays free of URLs and web frameworks.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Literal
 
 from tapgate.core.directory import Directory
 from tapgate.core.sign_in import LINK_TTL
 from tapgate.core.tap_texts import NO_INBOX, NO_INBOX_FOR_STRANGERS, inbox_link_message
 
-__all__ = ["COMMANDS", "Command", "LinkMaker", "parse_command", "run_command"]
+__all__ = [
+    "COMMANDS",
+    "Command",
+    "CommandAnswer",
+    "LinkMaker",
+    "parse_command",
+    "run_command",
+]
 
 Command = Literal["inbox"]
 COMMANDS: tuple[Command, ...] = ("inbox",)
 
 LinkMaker = Callable[[str, str], Awaitable[str | None]]
 """``(approver, via) →`` a sign-in URL, or ``None`` when the server has no public URL."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CommandAnswer:
+    """What to tell the sender, and the link inside it (``url``) for surfaces that mark links up.
+
+    Slack escapes a sentence for mrkdwn, which would mangle a URL (``_``), so
+    it renders ``template`` with the link in its own syntax; LINE sends ``text``.
+    """
+
+    text: str
+    url: str | None = None
+    template: str | None = None
+    """``text`` with ``{url}`` where the link goes (when there is one)."""
 
 
 def parse_command(text: str | None) -> Command | None:
@@ -45,12 +67,14 @@ async def run_command(
     user_id: str,
     team: str | None = None,
     links: LinkMaker | None,
-) -> str:
-    """Run ``command`` for the platform user ``user_id``; the sentence to show them only."""
+) -> CommandAnswer:
+    """Run ``command`` for the platform user ``user_id``; what to show them only."""
     approver = directory.identify(channel, user_id, team)
     if approver is None:
-        return NO_INBOX_FOR_STRANGERS
+        return CommandAnswer(text=NO_INBOX_FOR_STRANGERS)
     url = None if links is None else await links(approver, channel)
     if url is None:
-        return NO_INBOX
-    return inbox_link_message(url, int(LINK_TTL.total_seconds() // 60))
+        return CommandAnswer(text=NO_INBOX)
+    minutes = int(LINK_TTL.total_seconds() // 60)
+    template = inbox_link_message("{url}", minutes)
+    return CommandAnswer(text=template.replace("{url}", url), url=url, template=template)

@@ -18,6 +18,7 @@ from slack_bolt.response import BoltResponse
 
 from tapgate.core.chat_commands import COMMANDS, LinkMaker, parse_command, run_command
 from tapgate.core.directory import Directory
+from tapgate.core.slack_text import escape
 from tapgate.core.tap_texts import NO_INBOX_FOR_STRANGERS
 from tapgate.webhooks._slack_payloads import SlashCommand
 from tapgate.webhooks._slack_replies import SlackReplies
@@ -61,7 +62,7 @@ class SlackCommands:
         if self._team_id is not None and sent.team != self._team_id:
             await self._replies.tell(sent, NO_INBOX_FOR_STRANGERS)  # another workspace
             return
-        text = await run_command(
+        told = await run_command(
             command,
             directory=self._directory,
             channel="slack",
@@ -69,4 +70,10 @@ class SlackCommands:
             team=sent.team,
             links=self._links,
         )
-        await self._replies.tell(sent, text)
+        if told.url is None or told.template is None:
+            await self._replies.tell(sent, told.text)
+            return
+        # The sentence escaped for mrkdwn, the link in Slack's own <url> syntax (unescaped:
+        # it is ours, and escaping would turn its "_" into a lookalike).
+        words = escape(told.template).split(escape("{url}"))
+        await self._replies.tell(sent, f"<{told.url}>".join(words), escaped=True)

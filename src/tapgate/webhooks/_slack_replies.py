@@ -41,16 +41,21 @@ class SlackReplies:
         self._timeout = timeout
 
     async def tell(
-        self, interaction: Interaction | BatchInteraction | SlashCommand, text: str
+        self,
+        interaction: Interaction | BatchInteraction | SlashCommand,
+        text: str,
+        *,
+        escaped: bool = False,
     ) -> None:
         """Show ``text`` to the tapper only: in the conversation, else via ``response_url``.
 
         ``chat.postEphemeral`` works as long as the bot is in the conversation
         (the approval DM); a ``response_url`` only 5 times within 30 minutes,
         so it is the fallback. ``text`` is escaped here: it may name a tool or
-        a question's subject, and Slack would read ``<!here>`` in it as a mention.
+        a question's subject, and Slack would read ``<!here>`` in it as a mention
+        (``escaped``: the caller escaped it already, around a link of its own).
         """
-        text = escape(text)
+        text = text if escaped else escape(text)
         if interaction.channel is not None:
             try:
                 await self._client.chat_postEphemeral(

@@ -264,9 +264,10 @@ class LineWebhook:
             return await self._answer(event, event.user_id, reference, answer, started)
         if event.command is not None and event.kind != "postback":
             directory, user = self._gate.directory, event.user_id
-            return await run_command(
+            told = await run_command(
                 event.command, directory=directory, channel="line", user_id=user, links=self._links
             )
+            return told.text
         if event.kind != "postback":
             return f"Your LINE user id is {event.user_id}; add it to tapgate.yaml under approvers."
         return await self._postback(event, event.user_id, started)

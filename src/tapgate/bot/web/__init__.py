@@ -53,4 +53,3 @@ def setup_web(app: web.Application) -> None:
     r.add_get(f"{PREFIX}/sessions", signing.sessions_page)
     r.add_post(f"{PREFIX}/sessions/{{session_id}}/revoke", signing.revoke_session)
     r.add_static(f"{PREFIX}/static", STATIC, append_version=False)
-

@@ -49,6 +49,7 @@ def page(
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(title)} · tapgate</title>{meta}"
+        '<link rel="icon" href="/inbox/static/favicon.svg" type="image/svg+xml">'
         '<link rel="stylesheet" href="/inbox/static/inbox.css">'
         '<script src="/inbox/static/inbox.js" defer></script></head>'
         f"<body>{nav}<main id=main>{body}</main></body></html>"
