@@ -47,7 +47,9 @@ def make_config(slack_url: str, line_url: str, db_url: str, port: int) -> Config
                 "public_url": f"http://127.0.0.1:{port}",
             },
             "store": {"url": db_url},
-            "agents": [{"name": "ci", "token": AGENT_TOKEN}],
+            "agents": [
+                {"name": "ci", "token": AGENT_TOKEN, "max_pending": 0, "asks_per_minute": 0}
+            ],
             "approvers": [
                 {"name": name, "slack": ids[0], "slack_team": TEAM, "line": ids[1], "groups": g}
                 for name, ids, g in people

@@ -92,7 +92,9 @@ async def test_a_link_works_once(served: Served, browsers: tuple[Browser, Browse
     assert (await thief.get("/inbox")).status == 401
 
 
-async def test_an_expired_link_is_refused(served: Served, browsers: tuple[Browser, Browser]) -> None:
+async def test_an_expired_link_is_refused(
+    served: Served, browsers: tuple[Browser, Browser]
+) -> None:
     link = await served.slack_link(ALICE)
     served.clock.advance(LINK_TTL.total_seconds() + 1)
     assert await browsers[0].sign_in(link) == 410
@@ -163,7 +165,9 @@ async def test_a_non_approver_cannot_decide(
     page = await (await carol.http.get(served.url + "/inbox")).text()
     assert request_id not in page
     status, body = await carol.post(
-        "/inbox/answer", {"request_id": request_id, "action": "approve"}, **{"X-CSRF-Token": carol.csrf}
+        "/inbox/answer",
+        {"request_id": request_id, "action": "approve"},
+        **{"X-CSRF-Token": carol.csrf},
     )
     assert (status, body["outcome"]) == (409, "not_approver")
     assert body["message"] == "You are not an approver for this request."

@@ -1,9 +1,9 @@
 """``GET /inbox``: the signed-in approver's pending requests, newest first, grouped by batch.
 
 Only requests this approver may decide are listed (they are one of its
-approvers), and only the first :data:`PAGE` are drawn: a queue of a thousand
-costs one indexed read and the same page as a queue of fifty (the benchmark,
-``benchmarks/bench_inbox.py``), and "Next" shows the rest. Cards are drawn by
+approvers, matched in SQL), and only :data:`PAGE` at a time: a queue of a
+thousand costs a page read and a count, and draws the same page as a queue of
+fifty (``benchmarks/bench_inbox.py``); "Next" shows the rest. Cards are drawn by
 :mod:`tapgate.bot.web.cards` from the chat cards' presentation model, with
 the remember buttons the policy offers now (:func:`tapgate.core.always.offer_for`).
 """
@@ -30,14 +30,16 @@ __all__ = ["PAGE", "pending_for", "pending_page", "queue_fragment", "views_of"]
 PAGE = 50
 """Requests drawn per page: more than fit on a screen, few enough to draw in milliseconds."""
 
-_SCAN = 10_000  # pending requests read per page view: far beyond any real queue
 
+async def pending_for(gate: Gate, approver: str, *, start: int = 0) -> tuple[list[Request], int]:
+    """One page of ``approver``'s open requests, newest first, and how many are pending in all.
 
-async def pending_for(gate: Gate, approver: str) -> list[Request]:
-    """``approver``'s open requests, newest first (expired but not yet swept ones left out)."""
+    Expired requests the heartbeat has not swept yet are left off the page.
+    """
     now = gate.clock.now()
-    pending = await gate.list_requests(status="pending", limit=_SCAN)
-    return [r for r in pending if approver in r.approvers and r.expires_at > now]
+    page = await gate.list_requests(status="pending", approver=approver, limit=PAGE, offset=start)
+    total = await gate.count_requests(status="pending", approver=approver)
+    return [r for r in page if r.expires_at > now], total
 
 
 def views_of(
@@ -67,8 +69,7 @@ async def _queue(request: web.Request) -> tuple[str, int, int]:
         start = max(0, int(request.query.get("from", "0")))
     except ValueError:
         start = 0
-    mine = await pending_for(gate, session.approver)
-    shown = mine[start : start + PAGE]
+    shown, total = await pending_for(gate, session.approver, start=start)
     shell: dict[str, str] = request.app[SHELL_ARGS]
     views = {v.request_id: v for v in views_of(gate, shown, shell)}
     notes = {r.id: standing(r) for r in shown}
@@ -79,7 +80,7 @@ async def _queue(request: web.Request) -> tuple[str, int, int]:
             parts.append(card_html(member_views[0], csrf=session.csrf, note=notes[members[0].id]))
         else:
             parts.append(batch_html(member_views, batch_id, csrf=session.csrf, notes=notes))
-    return "".join(parts), len(mine), start
+    return "".join(parts), total, start
 
 
 def _count(total: int) -> str:

@@ -232,21 +232,30 @@ class Store:
         tool: str | None = None,
         id_prefix: str | None = None,
         limit: int = 100,
+        approver: str | None = None,
+        offset: int = 0,
     ) -> list[Request]:
-        """Requests, newest first, optionally filtered by status, agent, tool and id prefix.
+        """Requests, newest first, optionally filtered by status, agent, tool, id prefix, approver.
 
         ``id_prefix`` is matched with ``LIKE``, which SQLite compares without
         regard to ASCII case: callers that need an exact prefix check it again.
         """
         return await self.runner.read(
             lambda c: _requests.newest_first(
-                c, status=status, agent=agent, tool=tool, id_prefix=id_prefix, limit=limit
+                c,
+                status=status,
+                agent=agent,
+                tool=tool,
+                id_prefix=id_prefix,
+                limit=limit,
+                approver=approver,
+                offset=offset,
             )
         )
 
-    async def count_requests(self, *, status: RequestStatus) -> int:
+    async def count_requests(self, *, status: RequestStatus, approver: str | None = None) -> int:
         """How many requests have ``status`` (the pending gauge; an indexed count)."""
-        return await self.runner.read(lambda c: _requests.count(c, status))
+        return await self.runner.read(lambda c: _requests.count(c, status, approver))
 
     async def transition(
         self,
