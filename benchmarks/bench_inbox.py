@@ -17,8 +17,9 @@ sample by sample so both see the same noise on a shared machine:
 3. **page weight**: the bytes of ``/inbox`` (HTML) + ``inbox.css`` +
    ``inbox.js`` as served, uncompressed.
 
-Targets (issue 17): B under 3x A for 1 and 2; page weight under 100 KB. Each
-run prints its medians; the last line gives each ratio's spread over runs.
+Targets (issue 17): B under 3x A for 1 and 2 (the median over runs); page
+weight under 100 KB, with 10 pending and with 1,000 (its first page). Each run
+prints its medians, then each ratio's spread over runs; exits 1 on a miss.
 """
 
 from __future__ import annotations
@@ -146,7 +147,7 @@ def _ms(values: list[float]) -> str:
     return f"{statistics.median(values):7.1f} ms"
 
 
-async def main(runs: int, samples: int) -> None:
+async def main(runs: int, samples: int) -> int:
     from playwright.async_api import async_playwright
 
     print(f"web inbox, 10 vs 1,000 pending; {machine()}; {runs} runs x {samples} samples")
@@ -160,8 +161,10 @@ async def main(runs: int, samples: int) -> None:
             small = await open_side("a10", 10, browser, tmp, stack)
             large = await open_side("b1000", 1000, browser, tmp, stack)
             sizes = (await weight(small), await weight(large))
-            print(f"page weight (HTML+CSS+JS): {sizes[0] / 1024:.1f} KB with 10 pending, ")
-            print(f"                            {sizes[1] / 1024:.1f} KB with 1,000 (first page)")
+            print(
+                f"page weight (HTML+CSS+JS): {sizes[0] / 1024:.1f} KB with 10 pending,"
+                f" {sizes[1] / 1024:.1f} KB with 1,000 (first page)"
+            )
             for run in range(1, runs + 1):
                 render: dict[str, list[float]] = {"a10": [], "b1000": []}
                 paint: dict[str, list[float]] = {"a10": [], "b1000": []}
@@ -187,8 +190,13 @@ async def main(runs: int, samples: int) -> None:
                 await item.close()
             else:
                 await item.__aexit__(None, None, None)  # type: ignore[attr-defined]
+    missed = [f"page weight {max(sizes) / 1024:.1f} KB"] if max(sizes) >= 100 * 1024 else []
     for name, values in ratios.items():
         print(f"{name} ratio 1,000 / 10: {min(values):.2f}x to {max(values):.2f}x over {runs} runs")
+        if statistics.median(values) >= 3:
+            missed.append(f"{name} ratio {statistics.median(values):.2f}x")
+    print("targets met" if not missed else "targets missed: " + ", ".join(missed))
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":
@@ -196,4 +204,4 @@ if __name__ == "__main__":
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--samples", type=int, default=7)
     args = parser.parse_args()
-    asyncio.run(main(args.runs, args.samples))
+    sys.exit(asyncio.run(main(args.runs, args.samples)))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 
 from tapgate.core.clock import ManualClock
 from tapgate.core.directory import Approver, Directory
@@ -47,12 +47,12 @@ async def test_only_digests_are_stored(store: Store, clock: ManualClock) -> None
     opened = await sign_ins.exchange(token)
     assert opened is not None
 
-    def rows(conn: object) -> list[str]:
-        links = [r[0] for r in conn.execute(select(web_sign_ins.c.token_hash))]  # type: ignore[attr-defined]
-        cookies = [r[0] for r in conn.execute(select(web_sessions.c.secret_hash))]  # type: ignore[attr-defined]
+    def rows(conn: Connection) -> list[str]:
+        links = [str(r[0]) for r in conn.execute(select(web_sign_ins.c.token_hash))]
+        cookies = [str(r[0]) for r in conn.execute(select(web_sessions.c.secret_hash))]
         return links + cookies
 
-    stored = await store.run(rows)  # type: ignore[arg-type]
+    stored = await store.run(rows)
     assert token not in stored and opened.secret not in stored
     assert hashlib.sha256(token.encode()).hexdigest() in stored
 

@@ -38,7 +38,11 @@ LINK = re.compile(r"https?://[^\s>|]+/inbox/sign-in\?token=[A-Za-z0-9_\-]+")
 
 
 def make_config(slack_url: str, line_url: str, db_url: str, port: int) -> Config:
-    people = (("alice", ALICE, ["oncall"]), ("bob", BOB, ["oncall"]), ("carol", CAROL, []))
+    people: tuple[tuple[str, tuple[str, str], list[str]], ...] = (
+        ("alice", ALICE, ["oncall"]),
+        ("bob", BOB, ["oncall"]),
+        ("carol", CAROL, []),
+    )
     return parse_config(
         {
             "server": {
@@ -137,7 +141,7 @@ class Served:
         return _link_in(texts)
 
     async def slack_link(self, user: tuple[str, str]) -> str:
-        """``/tapgate inbox`` in Slack as ``user``; the link in the ephemeral Slack was asked to show."""
+        """``/tapgate inbox`` in Slack as ``user``; the link in the ephemeral Slack got."""
         before = len(self.slack.ephemerals) + len(self.slack.responses)
         form = {
             "command": "/tapgate",
@@ -204,3 +208,40 @@ def click(action: str, value: str, user: tuple[str, str], channel: str) -> dict[
             }
         ],
     }
+
+
+_HIDDEN = re.compile(r'name="(\w+)" value="([^"]*)"')
+
+
+class Browser:
+    """An HTTP client with its own cookie jar: one person's browser."""
+
+    def __init__(self, served: Served, http: aiohttp.ClientSession) -> None:
+        self.served, self.http = served, http
+        self.csrf = ""
+
+    async def open_link(self, link: str) -> tuple[int, dict[str, str]]:
+        """GET the link page; its status and its form's hidden fields."""
+        async with self.http.get(link) as response:
+            return response.status, dict(_HIDDEN.findall(await response.text()))
+
+    async def sign_in(self, link: str) -> int:
+        """Open the link and press "Sign in"; the final status (200 when signed in)."""
+        status, fields = await self.open_link(link)
+        if status != 200:
+            return status
+        async with self.http.post(self.served.url + "/inbox/sign-in", data=fields) as response:
+            if response.status == 200:
+                found = re.search(r'name="csrf-token" content="([^"]+)"', await response.text())
+                self.csrf = found.group(1) if found else ""
+            return response.status
+
+    async def post(self, path: str, body: dict[str, Any], **headers: str) -> tuple[int, Any]:
+        headers = {"Accept": "application/json", **headers}
+        async with self.http.post(self.served.url + path, json=body, headers=headers) as response:
+            return response.status, await response.json()
+
+    async def get(self, path: str, **headers: str) -> aiohttp.ClientResponse:
+        async with self.http.get(self.served.url + path, headers=headers) as response:
+            await response.read()
+            return response

@@ -9,9 +9,7 @@ carries (CSP, cookie flags).
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator
-from typing import Any
 
 import aiohttp
 import pytest
@@ -19,45 +17,9 @@ import pytest_asyncio
 from yarl import URL
 
 from tapgate.core.sign_in import LINK_TTL
-from tests.web.harness import AGENT_TOKEN, ALICE, BOB, CAROL, Served
+from tests.web.harness import AGENT_TOKEN, ALICE, BOB, CAROL, Browser, Served
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-_HIDDEN = re.compile(r'name="(\w+)" value="([^"]*)"')
-
-
-class Browser:
-    """An HTTP client with its own cookie jar: one person's browser."""
-
-    def __init__(self, served: Served, http: aiohttp.ClientSession) -> None:
-        self.served, self.http = served, http
-        self.csrf = ""
-
-    async def open_link(self, link: str) -> tuple[int, dict[str, str]]:
-        """GET the link page; its status and its form's hidden fields."""
-        async with self.http.get(link) as response:
-            return response.status, dict(_HIDDEN.findall(await response.text()))
-
-    async def sign_in(self, link: str) -> int:
-        """Open the link and press "Sign in"; the final status (200 when signed in)."""
-        status, fields = await self.open_link(link)
-        if status != 200:
-            return status
-        async with self.http.post(self.served.url + "/inbox/sign-in", data=fields) as response:
-            if response.status == 200:
-                found = re.search(r'name="csrf-token" content="([^"]+)"', await response.text())
-                self.csrf = found.group(1) if found else ""
-            return response.status
-
-    async def post(self, path: str, body: dict[str, Any], **headers: str) -> tuple[int, Any]:
-        headers = {"Accept": "application/json", **headers}
-        async with self.http.post(self.served.url + path, json=body, headers=headers) as response:
-            return response.status, await response.json()
-
-    async def get(self, path: str, **headers: str) -> aiohttp.ClientResponse:
-        async with self.http.get(self.served.url + path, headers=headers) as response:
-            await response.read()
-            return response
 
 
 @pytest_asyncio.fixture(loop_scope="module")

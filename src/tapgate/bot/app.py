@@ -165,14 +165,16 @@ def _core(
             on_unreachable=unreachable,
         )
         inbox = Inbox(gate, apply_delay=delay)  # the webhooks register with it (bot/routes.py)
+        sign_ins = SignIns(gate)  # the web inbox's links and sessions (bot/web)
         heartbeat = Heartbeat(
             gate,
             dispatcher,
             inbox=inbox,
+            sign_ins=sign_ins,
             interval=config.server.heartbeat_interval,
         )
         app[STORE], app[GATE], app[DISPATCHER], app[HEARTBEAT] = store, gate, dispatcher, heartbeat
-        app[INBOX], app[SIGN_INS] = inbox, SignIns(gate)
+        app[INBOX], app[SIGN_INS] = inbox, sign_ins
         await gate.start()
         await dispatcher.start()
         await heartbeat.start()

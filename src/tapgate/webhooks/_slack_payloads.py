@@ -11,8 +11,8 @@ live here too, because a submission is read by them.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tapgate.core.buttons import (

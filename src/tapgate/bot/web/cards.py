@@ -62,7 +62,8 @@ def batch_html(
         f'<form method="post" action="/inbox/batch" class="inline batch-form">'
         f'<input type="hidden" name="csrf" value="{e(csrf)}">'
         f'<input type="hidden" name="batch_id" value="{bid}">'
-        f'<button type="submit" name="action" value="{action}" class="{cls}">{label}</button></form>'
+        f'<button type="submit" name="action" value="{action}" class="{cls}">{label}</button>'
+        "</form>"
         for action, cls, label in (
             ("approve_all", "allow", "Allow all (Alt+Return)"),
             ("deny_all", "deny", "Deny all (Alt+Esc)"),
@@ -98,7 +99,7 @@ def _standing(note: str | None) -> str:
 
 def _body(view: ApprovalView) -> str:
     label = f"{view.label}: {view.path}" if view.path else view.label
-    if view.kind == "file_write" and view.label == "Edit" or view.body.startswith("--- "):
+    if (view.kind == "file_write" and view.label == "Edit") or view.body.startswith("--- "):
         shown = _diff(view.body)
     else:
         shown = _folded(view.body, f"body {view.kind}")
@@ -177,9 +178,11 @@ def _form(view: ApprovalView, csrf: str) -> str:
     if view.is_question:
         return (
             f'<form method="post" action="/inbox/answer" class="answer">{hidden}'
-            f'<label>Answer <textarea name="reason" class="reason" maxlength="2000"></textarea></label>'
+            '<label>Answer <textarea name="reason" class="reason" maxlength="2000">'
+            "</textarea></label>"
             '<button type="submit" name="action" value="reply" class="allow">Reply</button>'
-            '<button type="submit" name="action" value="dismiss" class="deny">Dismiss</button></form>'
+            '<button type="submit" name="action" value="dismiss" class="deny">Dismiss</button>'
+            "</form>"
         )
     session = ""
     if view.can_allow_session:
@@ -198,7 +201,8 @@ def _form(view: ApprovalView, csrf: str) -> str:
         f'<form method="post" action="/inbox/answer" class="answer">{hidden}{session}'
         f'<label class="reason-label">Reason (optional) <input name="reason" class="reason" '
         f'maxlength="2000" autocomplete="off"></label>'
-        '<button type="submit" name="action" value="approve" class="allow">Allow <kbd>⏎</kbd></button>'
+        '<button type="submit" name="action" value="approve" class="allow">'
+        "Allow <kbd>⏎</kbd></button>"
         '<button type="submit" name="action" value="deny" class="deny">Deny <kbd>Esc</kbd></button>'
         f"{always}</form>"
     )

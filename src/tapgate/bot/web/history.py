@@ -64,7 +64,8 @@ async def history_page(request: web.Request) -> web.Response:
     ]
     mine.sort(key=lambda r: r.resolved_at or r.expires_at, reverse=True)
     rows = "".join(
-        f'<tr class="h-{e(r.status)}"><td><a href="/inbox/requests/{e(r.id)}">{e(r.id[:8])}</a></td>'
+        f'<tr class="h-{e(r.status)}">'
+        f'<td><a href="/inbox/requests/{e(r.id)}">{e(r.id[:8])}</a></td>'
         f"<td>{e(r.agent)}</td><td>{e(r.tool)}</td><td>{e(r.status)}"
         f"{' (' + e(r.scope) + ')' if r.scope and r.scope != 'once' else ''}</td>"
         f"<td>{e(r.resolved_by or '')}</td><td>{e(_when(r.resolved_at))}</td>"

@@ -30,7 +30,7 @@ def e(text: object) -> str:
 def page(
     title: str, body: str, *, approver: str | None = None, csrf: str | None = None, here: str = ""
 ) -> str:
-    """A whole page: head (CSS, the deferred script, the CSRF token), nav, ``body`` (escaped already)."""
+    """A whole page: head (CSS, deferred script, CSRF token), nav, ``body`` (escaped already)."""
     nav = ""
     if approver is not None and csrf is not None:
         links = "".join(

@@ -75,7 +75,7 @@ def count(conn: Connection, status: RequestStatus, approver: str | None = None) 
 
 
 def _names(approver: str) -> ColumnElement[bool]:
-    """The ``approvers`` column (a JSON list) holds ``approver``: its JSON string, quotes included."""
+    """``approvers`` (a JSON list) holds ``approver``: its JSON string, quotes included."""
     return requests.c.approvers.contains(json.dumps(approver), autoescape=True)
 
 

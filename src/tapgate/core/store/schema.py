@@ -40,10 +40,10 @@ __all__ = [
     "metadata",
     "outbox",
     "requests",
-    "webhook_events",
-    "webhook_inbox",
     "web_sessions",
     "web_sign_ins",
+    "webhook_events",
+    "webhook_inbox",
 ]
 
 
