@@ -9,7 +9,8 @@ by ``remind_every``), escalates requests nobody answered by ``escalate_at``,
 replays the webhook events stored before their 200 and still unapplied (a
 replica died between the ack and the apply: :mod:`tapgate.core.inbox`),
 forgets old webhook event ids and the web inbox's long-ended links and
-sessions. Reminders and escalation are also compare-and-sets in the store, so a lost lock mid-beat cannot double them.
+sessions. Reminders and escalation are also compare-and-sets in the store,
+so a lost lock mid-beat cannot double them.
 """
 
 from __future__ import annotations
