@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import hmac
 import json
 import re
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +21,7 @@ from aiohttp.test_utils import TestServer
 from tapgate.bot.config import Config, parse_config
 from tapgate.bot.keys import GATE
 from tapgate.bot.routes import LINE_WEBHOOK, SLACK_WEBHOOK
+from tapgate.core.buttons import INBOX_POSTBACK
 from tapgate.core.clock import ManualClock
 from tapgate.core.gate import Gate
 from tests.fakes import FakeLine, FakeSlack
@@ -140,6 +143,27 @@ class Served:
         texts = [m.get("text", "") for r in self.line.replies[before:] for m in r.messages]
         return _link_in(texts)
 
+    async def line_button_link(self, user: tuple[str, str]) -> str:
+        """Tap "Open inbox" under a LINE card as ``user``; the link in LINE's reply."""
+        before = len(self.line.replies)
+        body, headers = _signed_line_postback(user[1], INBOX_POSTBACK)
+        await self._post("/webhooks/line", body, headers)
+        await self.app[LINE_WEBHOOK].settled()
+        await until(lambda: len(self.line.replies) > before)
+        return _link_in([m.get("text", "") for r in self.line.replies[before:] for m in r.messages])
+
+    async def slack_button_link(self, user: tuple[str, str]) -> str:
+        """Tap "Open inbox" on a Slack card as ``user``; the link in the ephemeral Slack got."""
+        before = len(self.slack.ephemerals) + len(self.slack.responses)
+        payload = click("open_inbox", "inbox", user, self.slack.dm_channel(user[0]))
+        payload["response_url"] = self.slack.response_url("button")
+        await self.slack_tap(payload)
+        await until(lambda: len(self.slack.ephemerals) + len(self.slack.responses) > before)
+        texts = [e.text or "" for e in self.slack.ephemerals] + [
+            json.dumps(r.body) for r in self.slack.responses
+        ]
+        return _link_in(texts)
+
     async def slack_link(self, user: tuple[str, str]) -> str:
         """``/tapgate inbox`` in Slack as ``user``; the link in the ephemeral Slack got."""
         before = len(self.slack.ephemerals) + len(self.slack.responses)
@@ -180,6 +204,22 @@ class Served:
             http.post(self.url + path, data=body, headers=headers) as response,
         ):
             assert response.status == 200, await response.text()
+
+
+def _signed_line_postback(user_id: str, data: str) -> tuple[bytes, dict[str, str]]:
+    event = {
+        "type": "postback",
+        "mode": "active",
+        "timestamp": 1763700000000,
+        "source": {"type": "user", "userId": user_id},
+        "webhookEventId": uuid.uuid4().hex.upper(),
+        "deliveryContext": {"isRedelivery": False},
+        "replyToken": uuid.uuid4().hex,
+        "postback": {"data": data},
+    }
+    body = json.dumps({"destination": "Ubot", "events": [event]}).encode()
+    signature = base64.b64encode(hmac.new(LINE_SECRET.encode(), body, hashlib.sha256).digest())
+    return body, {"Content-Type": "application/json", "X-Line-Signature": signature.decode()}
 
 
 def _link_in(texts: list[str]) -> str:

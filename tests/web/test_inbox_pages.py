@@ -5,6 +5,7 @@ the chats answer to ``inbox`` from a stranger or without a public URL.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest_asyncio
 from aiohttp.test_utils import TestServer
 
 from tapgate.bot.app import build_app
+from tapgate.core.buttons import INBOX_ACTION_ID, INBOX_POSTBACK
 from tapgate.core.clock import ManualClock
 from tapgate.core.tap_texts import NO_INBOX, NO_INBOX_FOR_STRANGERS
 from tests.fakes import FakeLine, FakeSlack
@@ -215,3 +217,14 @@ async def test_without_a_public_url_the_chat_says_so(tmp_path: Path) -> None:
             assert [m["text"] for m in line.replies[0].messages] == [NO_INBOX]
         finally:
             await server.close()
+
+
+async def test_every_card_offers_open_inbox(served: Served) -> None:
+    await ask(served, "cards")
+    await served.submit_batch([{"tool": "deploy", "arguments": {"env": f"c{n}"}} for n in range(2)])
+    # LINE is not paced: all four cards; Slack paces each DM by the (manual) clock: two
+    await until(lambda: len(served.slack.posts) >= 2 and len(served.line.pushes) >= 4)
+    for post in served.slack.posts:
+        assert INBOX_ACTION_ID in json.dumps(post.blocks)
+    for push in served.line.pushes:
+        assert INBOX_POSTBACK in json.dumps(push.messages)

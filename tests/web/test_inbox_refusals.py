@@ -47,7 +47,7 @@ async def sessions(served: Served, approver: str) -> int:
 
 async def test_a_link_works_once(served: Served, browsers: tuple[Browser, Browser]) -> None:
     mine, thief = browsers
-    link = await served.line_link(ALICE)
+    link = await served.line_button_link(ALICE)  # "Open inbox" under a LINE card
     assert await mine.sign_in(link) == 200
     assert await thief.sign_in(link) == 410
     assert await sessions(served, "alice") == 1
@@ -85,7 +85,7 @@ async def test_a_cookie_replayed_after_sign_out_opens_nothing(
     served: Served, browsers: tuple[Browser, Browser]
 ) -> None:
     alice, replay = browsers
-    assert await alice.sign_in(await served.slack_link(ALICE)) == 200
+    assert await alice.sign_in(await served.slack_button_link(ALICE)) == 200  # a card's button
     cookies = alice.http.cookie_jar.filter_cookies(URL(served.url + "/inbox"))
     stolen = cookies["tapgate_session"].value
     request_id = await a_request(served)

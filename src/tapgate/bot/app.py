@@ -97,6 +97,7 @@ def notifiers_for(config: Config, *, config_path: str | None = None) -> list[Not
     channels = config.channels
     shell_args = {t.name: t.shell for t in config.policy_spec().tools if t.shell}
     offers = partial(offer_for, Policy(config.policy_spec()))  # the remember buttons, per card
+    inbox = config.server.public_url is not None  # "Open inbox": a link needs a public URL
     out: list[Notifier] = []
     if "console" in config.enabled_channels:
         out.append(
@@ -112,6 +113,7 @@ def notifiers_for(config: Config, *, config_path: str | None = None) -> list[Not
                 timeout=channels.line.timeout,
                 tool_shell_args=shell_args,
                 offers=offers,
+                inbox_button=inbox,
             )
         )
     if channels.slack is not None:
@@ -125,6 +127,7 @@ def notifiers_for(config: Config, *, config_path: str | None = None) -> list[Not
                 channel_id=channels.slack.channel,
                 tool_shell_args=shell_args,
                 offers=offers,
+                inbox_button=inbox,
             )
         )
     return out

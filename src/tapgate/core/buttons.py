@@ -36,6 +36,8 @@ from typing import Literal, TypeVar
 
 __all__ = [
     "BATCH_ACTIONS",
+    "INBOX_ACTION_ID",
+    "INBOX_POSTBACK",
     "QUESTION_ACTIONS",
     "REFERENCE_MIN",
     "SHORT_ID_LENGTH",
@@ -114,6 +116,10 @@ SLACK_BATCH_ACTION_IDS: Mapping[BatchAction, str] = {
     "approve_all_session": "tapgate_approve_all_session",
 }
 SLACK_BATCH_ACTIONS: Mapping[str, BatchAction] = {v: k for k, v in SLACK_BATCH_ACTION_IDS.items()}
+INBOX_ACTION_ID = "tapgate_open_inbox"
+"""``action_id`` of a card's "Open inbox" button: a sign-in link for whoever taps it."""
+INBOX_POSTBACK = "v=1&a=inbox"
+"""LINE ``data`` of the same button (it names no request: the link is the tapper's)."""
 SLACK_REVOKE_ACTION_ID = "tapgate_revoke_grant"
 """``action_id`` of a listed grant's Revoke button; its ``value`` is the grant id."""
 _REVOKE: Mapping[str, Literal["revoke"]] = {"revoke": "revoke"}

@@ -28,7 +28,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tapgate.core.buttons import TapAction, answer_prefill, parse_postback_data, postback_data
+from tapgate.core.buttons import (
+    TapAction,
+    answer_prefill,
+    parse_postback_data,
+    postback_data,
+)
+from tapgate.notifiers.inbox_button import line_inbox_button
 from tapgate.notifiers.presentation import ApprovalView, clip, fit_text, question_heading
 
 __all__ = [
@@ -59,10 +65,13 @@ def utf16_len(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-def render_line(view: ApprovalView) -> dict[str, Any]:
-    """The Flex message (a dict in LINE's JSON shape) asking for a decision or an answer."""
+def render_line(view: ApprovalView, *, inbox: bool = False) -> dict[str, Any]:
+    """The Flex message (a dict in LINE's JSON shape) asking for a decision or an answer.
+
+    ``inbox`` adds "Open inbox" (the server has a public URL for the web inbox).
+    """
     if view.is_question:
-        return _render_question(view)
+        return line_inbox_button(_render_question(view), inbox)
     alt = f"Approval needed: {view.tool} by {view.agent} ({view.risk}), request {view.short_id}"
     bubble = {
         "type": "bubble",
@@ -75,11 +84,12 @@ def render_line(view: ApprovalView) -> dict[str, Any]:
         "body": _box([*_facts(view), *_arguments(view), *_covers(view)], spacing="sm"),
         "footer": _box(_buttons(view), spacing="sm"),
     }
-    return {
+    message = {
         "type": "flex",
         "altText": clip(alt, ALT_TEXT_MAX, measure=utf16_len),
         "contents": bubble,
     }
+    return line_inbox_button(message, inbox)
 
 
 def _fact(text: str, max_len: int = FACT_MAX) -> str:

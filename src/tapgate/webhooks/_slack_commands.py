@@ -5,7 +5,8 @@ request URL (or over Socket Mode); bolt routes ``/tapgate`` here. What a
 command means is :mod:`tapgate.core.chat_commands` (the same as a text typed
 to the LINE bot); this module acknowledges within Slack's 3 seconds and tells
 the sender the answer ephemerally (``chat.postEphemeral``, else the
-command's ``response_url``), so only they see a sign-in link.
+command's ``response_url``), so only they see a sign-in link. A card's "Open
+inbox" button is the ``inbox`` command of whoever taps it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck
 from slack_bolt.response import BoltResponse
 
-from tapgate.core.chat_commands import COMMANDS, LinkMaker, parse_command, run_command
+from tapgate.core.chat_commands import COMMANDS, Command, LinkMaker, parse_command, run_command
 from tapgate.core.directory import Directory
 from tapgate.core.slack_text import escape
 from tapgate.core.tap_texts import NO_INBOX_FOR_STRANGERS
@@ -58,7 +59,15 @@ class SlackCommands:
         self._spawn(self._answer(sent, command))
         return response
 
-    async def _answer(self, sent: SlashCommand, command: Any) -> None:
+    async def open_inbox(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
+        """A card's "Open inbox" button: ``inbox`` for whoever tapped it."""
+        sent = SlashCommand.from_button(body)
+        response: BoltResponse = await ack()
+        if sent is not None:
+            self._spawn(self._answer(sent, "inbox"))
+        return response
+
+    async def _answer(self, sent: SlashCommand, command: Command) -> None:
         if self._team_id is not None and sent.team != self._team_id:
             await self._replies.tell(sent, NO_INBOX_FOR_STRANGERS)  # another workspace
             return

@@ -80,6 +80,26 @@ class SlashCommand(_From):
     text: str
 
     @classmethod
+    def from_button(cls, body: Mapping[str, Any]) -> SlashCommand | None:
+        """A card's "Open inbox" button, read as the ``inbox`` command of the one who tapped.
+
+        ``user.team_id`` is the tapper's home workspace, as for every tap.
+        """
+        user = body.get("user")
+        if not isinstance(user, dict) or not isinstance(user.get("id"), str) or not user["id"]:
+            return None
+        container, url = body.get("container"), body.get("response_url")
+        channel = container.get("channel_id") if isinstance(container, dict) else None
+        team = user.get("team_id")
+        return cls(
+            user_id=user["id"],
+            team=team if isinstance(team, str) else None,
+            channel=channel if isinstance(channel, str) else None,
+            response_url=url if isinstance(url, str) else None,
+            text="inbox",
+        )
+
+    @classmethod
     def parse(cls, body: Mapping[str, Any]) -> SlashCommand | None:
         """The command of a verified body; ``None`` when a field Slack always sends is missing."""
         user, text = body.get("user_id"), body.get("text", "")

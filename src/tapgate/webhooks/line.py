@@ -8,7 +8,7 @@ Owns ``POST /webhooks/line`` from the raw bytes to the reply in the chat (sent a
                                          | Reply postback ──core.taps.check──► hint
                                          | "answer <ref>: …" text ──core.questions, tap──► reply
                                          | "id" text / follow ──► reply with the user id
-                                         | "inbox" text ──core.chat_commands──► sign-in link
+                                         | "inbox" text, "Open inbox" ──core.chat_commands──► link
 
 What a tap *means* (who may decide, the compare-and-set, the sentences) is
 ``tapgate.core.taps``; this module only speaks LINE. The payload is read by
@@ -42,6 +42,7 @@ import aiohttp
 from aiohttp import web
 
 from tapgate.core.buttons import (
+    INBOX_POSTBACK,
     BatchAction,
     TapAction,
     answer_prefill,
@@ -273,7 +274,9 @@ class LineWebhook:
         return await self._postback(event, event.user_id, started)
 
     async def _postback(self, event: Event, user_id: str, started: float | None) -> str | None:
-        """A button: a decision, the Reply button's hint, or an unknown button refused."""
+        """A button: a decision, the Reply button's hint, "Open inbox", or an unknown one."""
+        if event.data == INBOX_POSTBACK:
+            return await self._open_inbox(event, user_id)
         parsed = parse_postback_data(event.data)
         batch = parse_batch_postback_data(event.data) if parsed is None else None
         if batch is not None:  # a batch card's Approve all / Deny all / Allow all
@@ -293,6 +296,16 @@ class LineWebhook:
         answer = Tap(channel="line", user_id=user_id, action=action, request_id=request_id)
         outcome = await tap(self._gate, answer, event=event.event_id)
         return self._told(event, action, request_id, outcome, started)
+
+    async def _open_inbox(self, event: Event, user_id: str) -> str | None:
+        """ "Open inbox" decides nothing: claimed once, then the tapper's sign-in link."""
+        if not await self._claim(event):
+            return None
+        directory, links = self._gate.directory, self._links
+        told = await run_command(
+            "inbox", directory=directory, channel="line", user_id=user_id, links=links
+        )
+        return told.text
 
     async def _reply_hint(self, event: Event, user_id: str, request_id: str) -> str | None:
         """The Reply button: it opened the keyboard; say what to send, or why not to."""

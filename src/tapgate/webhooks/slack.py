@@ -44,7 +44,7 @@ from slack_bolt.async_app import AsyncAck
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from tapgate.core.buttons import SLACK_ACTIONS, SLACK_BATCH_ACTIONS
+from tapgate.core.buttons import INBOX_ACTION_ID, SLACK_ACTIONS, SLACK_BATCH_ACTIONS
 from tapgate.core.chat_commands import LinkMaker
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox, InboxItem
@@ -156,6 +156,7 @@ class SlackWebhook:
             actions={
                 **dict.fromkeys(SLACK_ACTIONS, self._on_action),
                 **dict.fromkeys(SLACK_BATCH_ACTIONS, self._on_batch_action),
+                INBOX_ACTION_ID: commands.open_inbox,
             },
             views={
                 DENY_CALLBACK_ID: self._on_deny_submission,
