@@ -186,3 +186,22 @@ async def test_a_keyboard_only_walk_through_ten(served: Served, page: Page) -> N
     await page.locator("#count").filter(has_text="Nothing waits for you.").wait_for()
     statuses = [(await served.gate.get_request(i)).status for i in created]
     assert statuses.count("approved") == 5 and statuses.count("denied") == 5
+
+
+async def test_a_reason_being_typed_survives_a_new_request(served: Served, page: Page) -> None:
+    await sign_in(page, await served.line_link(ALICE))
+    first = await served.agent(
+        "POST", "/v1/tool-calls", {"tool": "deploy", "arguments": {"env": "one"}}, status=201
+    )
+    await page.locator(f"#r-{first['id']}").wait_for()
+    await page.keyboard.press("r")
+    await page.keyboard.type("half a th")
+    await served.agent(
+        "POST", "/v1/tool-calls", {"tool": "deploy", "arguments": {"env": "two"}}, status=201
+    )
+    await page.locator("article.card").nth(1).wait_for()  # redrawn with the new one
+    await page.keyboard.type("ought")
+    await page.keyboard.press("Enter")  # in the reason field: deny with it
+    await page.locator(f"#r-{first['id']}").wait_for(state="detached")
+    decided = await served.gate.get_request(first["id"])
+    assert (decided.status, decided.resolution_reason) == ("denied", "half a thought")

@@ -52,12 +52,17 @@
   }
 
   async function post(url, body) {
-    const response = await fetch(url, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRF-Token": csrf },
-      body: JSON.stringify(body),
-    });
+    let response;
+    try {
+      response = await fetch(url, {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRF-Token": csrf },
+        body: JSON.stringify(body),
+      });
+    } catch (_) {
+      return { ok: false, status: 0, data: { message: "Could not reach tapgate; nothing was decided. Try again." } };
+    }
     let data = {};
     try { data = await response.json(); } catch (_) { data = { message: "Unexpected answer (" + response.status + ")" }; }
     return { ok: response.ok, status: response.status, data: data };
@@ -180,15 +185,50 @@
   if (allow) allow.addEventListener("click", () => answerSelection("approve"));
   if (deny) deny.addEventListener("click", () => answerSelection("deny"));
 
+  // A new request redraws the queue; what the approver was doing survives it:
+  // typed reasons, ticked boxes, the selection, the focus (a field's too).
+  function remember() {
+    const kept = {};
+    for (const card of cards()) {
+      const reason = card.querySelector(".reason");
+      const box = card.querySelector('input[name="session"]');
+      kept[card.dataset.id] = {
+        reason: reason ? reason.value : "",
+        session: box ? box.checked : false,
+        selected: card.classList.contains("selected"),
+      };
+    }
+    return kept;
+  }
+
+  function restore(kept) {
+    for (const card of cards()) {
+      const was = kept[card.dataset.id];
+      if (!was) continue;
+      const reason = card.querySelector(".reason");
+      const box = card.querySelector('input[name="session"]');
+      if (reason) reason.value = was.reason;
+      if (box) box.checked = was.session;
+      if (was.selected) { card.classList.add("selected"); card.setAttribute("aria-selected", "true"); }
+    }
+    updateSelection();
+  }
+
   async function redraw() {
     const keep = current ? current.dataset.id : null;
+    const typing = document.activeElement && document.activeElement.matches(".reason");
     const response = await fetch("/inbox/queue?from=" + (queue.dataset.from || "0"), { credentials: "same-origin" });
     if (!response.ok) return;
+    const kept = remember();
     queue.innerHTML = await response.text();
+    restore(kept);
     const total = response.headers.get("X-Tapgate-Total");
     if (total !== null && count) { count.dataset.total = total; setTotal(0); }
     current = null;
-    focusCard((keep && document.getElementById("r-" + keep)) || cards()[0] || null);
+    const again = keep && document.getElementById("r-" + keep);
+    focusCard(again || cards()[0] || null);
+    const field = again && typing ? again.querySelector(".reason") : null;
+    if (field) field.focus();
   }
 
   const words = { approved: "approved", denied: "denied", expired: "expired", cancelled: "cancelled" };
