@@ -205,3 +205,35 @@ async def test_a_reason_being_typed_survives_a_new_request(served: Served, page:
     await page.locator(f"#r-{first['id']}").wait_for(state="detached")
     decided = await served.gate.get_request(first["id"])
     assert (decided.status, decided.resolution_reason) == ("denied", "half a thought")
+
+
+async def test_whole_batches_and_selections_by_key(served: Served, page: Page) -> None:
+    await sign_in(page, await served.slack_link(BOB))
+    denied = await served.submit_batch(DEPLOYS)
+    await page.locator("article.card").nth(2).wait_for()
+    await page.keyboard.press("Alt+Escape")  # every open call of the focused call's batch
+    for call in denied["calls"]:
+        await page.locator(f"#r-{call['id']}").wait_for(state="detached")
+    allowed = await served.submit_batch(  # not DEPLOYS again: its denial answers re-issues
+        [{"tool": "deploy", "arguments": {"env": e}} for e in ("us", "ap")]
+    )
+    await page.locator("article.card").nth(1).wait_for()
+    await page.keyboard.press("Alt+Enter")
+    for call in allowed["calls"]:
+        await page.locator(f"#r-{call['id']}").wait_for(state="detached")
+    picked = [
+        (await served.agent("POST", "/v1/tool-calls", call, status=201))["id"]
+        for call in ({"tool": "deploy", "arguments": {"env": e}} for e in ("s1", "s2", "s3"))
+    ]
+    await page.locator("article.card").nth(2).wait_for()
+    await page.keyboard.press("x")
+    await page.keyboard.press("j")
+    await page.keyboard.press("x")
+    await page.get_by_role("button", name="Allow selected").click()
+    await page.locator("article.card").nth(1).wait_for(state="detached")
+    statuses = {i: (await served.gate.get_request(i)).status for i in picked}
+    assert sorted(statuses.values()) == ["approved", "approved", "pending"]
+    for call in denied["calls"]:
+        assert (await served.gate.get_request(call["id"])).status == "denied"
+    for call in allowed["calls"]:
+        assert (await served.gate.get_request(call["id"])).status == "approved"
