@@ -1,7 +1,7 @@
 """The "Open inbox" button every live card carries when the web inbox has a public URL.
 
 It names no request: whoever taps it is sent a single-use sign-in link for
-themselves (``webhooks/_slack_commands.py``, ``webhooks/line.py``, the meaning
+themselves (``webhooks/_slack_sign_in.py``, ``webhooks/line.py``, the meaning
 in :mod:`tapgate.core.chat_commands`). Added after a card's own buttons, by
 the Slack and LINE renderers, single and batch cards alike.
 """
@@ -19,7 +19,7 @@ def slack_inbox_button(payload: dict[str, Any], inbox: bool) -> dict[str, Any]:
     """``payload`` with "Open inbox" after the buttons of its last actions block, if ``inbox``.
 
     The button carries no request: tapping it asks for a sign-in link for the
-    tapper (``webhooks/_slack_commands.py``), answered ephemerally.
+    tapper (``webhooks/_slack_sign_in.py``), answered ephemerally.
     """
     if not inbox:
         return payload

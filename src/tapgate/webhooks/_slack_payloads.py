@@ -35,8 +35,8 @@ __all__ = [
     "REASON_MAX",
     "REPLY_CALLBACK_ID",
     "BatchInteraction",
+    "InboxAsk",
     "Interaction",
-    "SlashCommand",
     "parse_action",
     "parse_batch_action",
     "parse_deny_all_submission",
@@ -74,13 +74,13 @@ class _From:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class SlashCommand(_From):
-    """A ``/tapgate …`` slash command: who sent it, where, and the text after the command."""
+class InboxAsk(_From):
+    """Who asked for a sign-in link (``/tapgate inbox``, "Open inbox"), where, and the text."""
 
     text: str
 
     @classmethod
-    def from_button(cls, body: Mapping[str, Any]) -> SlashCommand | None:
+    def from_button(cls, body: Mapping[str, Any]) -> InboxAsk | None:
         """A card's "Open inbox" button, read as the ``inbox`` command of the one who tapped.
 
         ``user.team_id`` is the tapper's home workspace, as for every tap.
@@ -100,7 +100,7 @@ class SlashCommand(_From):
         )
 
     @classmethod
-    def parse(cls, body: Mapping[str, Any]) -> SlashCommand | None:
+    def parse(cls, body: Mapping[str, Any]) -> InboxAsk | None:
         """The command of a verified body; ``None`` when a field Slack always sends is missing."""
         user, text = body.get("user_id"), body.get("text", "")
         if not isinstance(user, str) or not user or not isinstance(text, str):

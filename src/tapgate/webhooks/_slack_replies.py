@@ -19,7 +19,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from tapgate.core.models import Request
 from tapgate.core.slack_text import escape
 from tapgate.webhooks._slack_modals import deny_all_modal, deny_modal, reply_modal
-from tapgate.webhooks._slack_payloads import BatchInteraction, Interaction, SlashCommand
+from tapgate.webhooks._slack_payloads import BatchInteraction, InboxAsk, Interaction
 
 __all__ = ["SlackReplies"]
 
@@ -42,7 +42,7 @@ class SlackReplies:
 
     async def tell(
         self,
-        interaction: Interaction | BatchInteraction | SlashCommand,
+        interaction: Interaction | BatchInteraction | InboxAsk,
         text: str,
         *,
         escaped: bool = False,

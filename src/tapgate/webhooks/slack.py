@@ -14,7 +14,7 @@ bytes to the answer::
     answer submitted ─► blank? ack with an error | ack ─► tap(reply, answer) | ephemeral
     Dismiss (a question, behind a confirm dialog) ─► tap(dismiss)
     Approve all ─► core.taps.tap_batch | Deny all ─► ``_slack_batches`` (reason modal)
-    /tapgate inbox ─► ack ─► ``_slack_commands`` ─► core.chat_commands ─► ephemeral link
+    /tapgate inbox ─► ack ─► ``_slack_sign_in`` ─► core.chat_commands ─► ephemeral link
 
 What a tap *means* (who may, what is refused and audited, the words) is
 :mod:`tapgate.core.taps`; this module only speaks Slack. A decided request's
@@ -53,7 +53,6 @@ from tapgate.core.taps import check, refuse, tap, tap_batch
 from tapgate.webhooks import _slack_inbox
 from tapgate.webhooks._slack_batches import SlackBatchTaps
 from tapgate.webhooks._slack_bolt import bolt_request, build_bolt
-from tapgate.webhooks._slack_commands import COMMAND, SlackCommands
 from tapgate.webhooks._slack_payloads import (
     ANSWER_BLOCK,
     DENY_ALL_CALLBACK_ID,
@@ -68,6 +67,7 @@ from tapgate.webhooks._slack_payloads import (
     parse_reply_submission,
 )
 from tapgate.webhooks._slack_replies import SlackReplies
+from tapgate.webhooks._slack_sign_in import COMMAND, SlackSignIn
 from tapgate.webhooks._slack_signature import (
     SIGNATURE_HEADER,
     SIGNATURE_WINDOW,
@@ -141,7 +141,7 @@ class SlackWebhook:
         client_args: dict[str, Any] = {"base_url": api_base_url, "timeout": timeout}
         self._client = AsyncWebClient(token=bot_token, retry_handlers=[], **client_args)
         self._replies = SlackReplies(self._client, timeout=timeout)
-        commands = SlackCommands(
+        commands = SlackSignIn(
             directory=gate.directory,
             replies=self._replies,
             links=links,

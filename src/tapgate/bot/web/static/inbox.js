@@ -10,6 +10,7 @@
   const count = document.getElementById("count");
   const keys = document.getElementById("keys");
   let current = null;
+  const gone = new Set();  // decided here or elsewhere: a redraw fetched earlier must not bring them back
 
   const cards = () => Array.from(queue.querySelectorAll("article.card"));
   const say = (text) => { if (status) status.textContent = text; };
@@ -38,6 +39,7 @@
   }
 
   function removeCard(card) {
+    gone.add(card.dataset.id);
     const all = cards();
     const at = all.indexOf(card);
     const wasCurrent = card === current;
@@ -215,16 +217,18 @@
   }
 
   async function redraw() {
-    const keep = current ? current.dataset.id : null;
-    const typing = document.activeElement && document.activeElement.matches(".reason");
     const response = await fetch("/inbox/queue?from=" + (queue.dataset.from || "0"), { credentials: "same-origin" });
     if (!response.ok) return;
-    const kept = remember();
-    queue.innerHTML = await response.text();
+    const html = await response.text();
+    const kept = remember();  // after the last await: nothing the approver does is lost
+    const keep = current ? current.dataset.id : null;
+    const typing = document.activeElement && document.activeElement.matches(".reason");
+    queue.innerHTML = html;
     restore(kept);
     const total = response.headers.get("X-Tapgate-Total");
     if (total !== null && count) { count.dataset.total = total; setTotal(0); }
     current = null;
+    for (const card of cards()) if (gone.has(card.dataset.id)) removeCard(card);
     const again = keep && document.getElementById("r-" + keep);
     focusCard(again || cards()[0] || null);
     const field = again && typing ? again.querySelector(".reason") : null;
@@ -234,6 +238,8 @@
   const words = { approved: "approved", denied: "denied", expired: "expired", cancelled: "cancelled" };
   const events = new EventSource("/inbox/events");
   events.addEventListener("requested", () => { redraw(); });
+  // Connected (or back after a drop): what arrived while nobody listened is drawn now.
+  events.addEventListener("open", () => { redraw(); });
   for (const kind of ["resolved", "expired", "cancelled"]) {
     events.addEventListener(kind, (message) => {
       const data = JSON.parse(message.data);

@@ -1,4 +1,4 @@
-"""``/tapgate <command>`` in Slack: the slash command on the interactivity request URL.
+"""Sign-in links from Slack: ``/tapgate inbox`` and the cards' "Open inbox" button.
 
 Slack posts a slash command, form-encoded and signed like a tap, to the same
 request URL (or over Socket Mode); bolt routes ``/tapgate`` here. What a
@@ -21,17 +21,22 @@ from tapgate.core.chat_commands import COMMANDS, Command, LinkMaker, parse_comma
 from tapgate.core.directory import Directory
 from tapgate.core.slack_text import escape
 from tapgate.core.tap_texts import NO_INBOX_FOR_STRANGERS
-from tapgate.webhooks._slack_payloads import SlashCommand
+from tapgate.webhooks._slack_payloads import InboxAsk
 from tapgate.webhooks._slack_replies import SlackReplies
 
-__all__ = ["COMMAND", "SlackCommands"]
+__all__ = ["COMMAND", "SlackSignIn"]
 
 COMMAND = "/tapgate"
 _USAGE = "Usage: /tapgate " + " | ".join(COMMANDS)
 
 
-class SlackCommands:
-    """Answers ``/tapgate``; ``spawn`` runs the work in a task the webhook owns."""
+class SlackSignIn:
+    """Answers ``/tapgate`` (``inbox``) and "Open inbox"; ``spawn`` runs the work in a task
+    the webhook owns.
+
+    When a ``/tapgate`` dispatch with other subcommands exists, ``inbox`` is one of
+    them: :meth:`answer_for` gives its ephemeral mrkdwn for any sender.
+    """
 
     def __init__(
         self,
@@ -50,7 +55,7 @@ class SlackCommands:
 
     async def __call__(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
         """Acknowledge at once (with the usage for an unknown command), then answer."""
-        sent = SlashCommand.parse(body)
+        sent = InboxAsk.parse(body)
         command = None if sent is None else parse_command(sent.text)
         if sent is None or command is None:
             response: BoltResponse = await ack(text=_USAGE)
@@ -61,16 +66,19 @@ class SlackCommands:
 
     async def open_inbox(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
         """A card's "Open inbox" button: ``inbox`` for whoever tapped it."""
-        sent = SlashCommand.from_button(body)
+        sent = InboxAsk.from_button(body)
         response: BoltResponse = await ack()
         if sent is not None:
             self._spawn(self._answer(sent, "inbox"))
         return response
 
-    async def _answer(self, sent: SlashCommand, command: Command) -> None:
+    async def _answer(self, sent: InboxAsk, command: Command) -> None:
+        await self._replies.tell(sent, await self.answer_for(sent, command), escaped=True)
+
+    async def answer_for(self, sent: InboxAsk, command: Command = "inbox") -> str:
+        """The ephemeral answer to ``command`` from ``sent``'s sender, as Slack mrkdwn."""
         if self._team_id is not None and sent.team != self._team_id:
-            await self._replies.tell(sent, NO_INBOX_FOR_STRANGERS)  # another workspace
-            return
+            return escape(NO_INBOX_FOR_STRANGERS)  # another workspace
         told = await run_command(
             command,
             directory=self._directory,
@@ -80,9 +88,8 @@ class SlackCommands:
             links=self._links,
         )
         if told.url is None or told.template is None:
-            await self._replies.tell(sent, told.text)
-            return
+            return escape(told.text)
         # The sentence escaped for mrkdwn, the link in Slack's own <url> syntax (unescaped:
         # it is ours, and escaping would turn its "_" into a lookalike).
         words = escape(told.template).split(escape("{url}"))
-        await self._replies.tell(sent, f"<{told.url}>".join(words), escaped=True)
+        return f"<{told.url}>".join(words)
