@@ -164,6 +164,11 @@ class Served:
         ]
         return _link_in(texts)
 
+    async def slash(self, user: tuple[str, str], text: str) -> str:
+        """``/tapgate <text>`` from ``user``; what the 200 says back (the usage, or nothing)."""
+        form = {"command": "/tapgate", "text": text, "user_id": user[0], "team_id": TEAM}
+        return await self._slack_post(urlencode(form).encode())
+
     async def slack_link(self, user: tuple[str, str]) -> str:
         """``/tapgate inbox`` in Slack as ``user``; the link in the ephemeral Slack got."""
         before = len(self.slack.ephemerals) + len(self.slack.responses)
@@ -187,7 +192,7 @@ class Served:
         await self._slack_post(b"payload=" + quote(json.dumps(payload), safe="").encode())
         await until(lambda: not self.app[SLACK_WEBHOOK]._tasks)
 
-    async def _slack_post(self, body: bytes) -> None:
+    async def _slack_post(self, body: bytes) -> str:
         timestamp = str(int(self.clock.now().timestamp()))
         base = f"v0:{timestamp}:".encode() + body
         signature = "v0=" + hmac.new(SLACK_SECRET.encode(), base, hashlib.sha256).hexdigest()
@@ -196,14 +201,17 @@ class Served:
             "X-Slack-Request-Timestamp": timestamp,
             "X-Slack-Signature": signature,
         }
-        await self._post("/webhooks/slack", body, headers)
+        return await self._post("/webhooks/slack", body, headers)
 
-    async def _post(self, path: str, body: bytes, headers: dict[str, str]) -> None:
+    async def _post(self, path: str, body: bytes, headers: dict[str, str]) -> str:
+        """POST signed ``body``; the 200's text (Slack shows an ack's text to the sender)."""
         async with (
             aiohttp.ClientSession() as http,
             http.post(self.url + path, data=body, headers=headers) as response,
         ):
-            assert response.status == 200, await response.text()
+            text = await response.text()
+            assert response.status == 200, text
+            return text
 
 
 def _signed_line_postback(user_id: str, data: str) -> tuple[bytes, dict[str, str]]:

@@ -228,3 +228,8 @@ async def test_every_card_offers_open_inbox(served: Served) -> None:
         assert INBOX_ACTION_ID in json.dumps(post.blocks)
     for push in served.line.pushes:
         assert INBOX_POSTBACK in json.dumps(push.messages)
+
+
+async def test_slack_answers_an_unknown_subcommand_with_the_usage(served: Served) -> None:
+    assert "Usage: /tapgate inbox" in await served.slash(ALICE, "frobnicate")
+    assert served.slack.ephemerals == [] and served.slack.responses == []

@@ -769,8 +769,17 @@ def test_the_app_manifest_points_at_this_webhook_with_the_scopes_tapgate_uses() 
     interactivity = data["settings"]["interactivity"]
     assert interactivity == {"is_enabled": True, "request_url": "https://YOUR-HOST/webhooks/slack"}
     assert data["settings"]["socket_mode_enabled"] is False
-    assert data["oauth_config"]["scopes"]["bot"] == ["chat:write", "im:write", "im:history"]
+    assert data["oauth_config"]["scopes"]["bot"] == [
+        "chat:write",
+        "im:write",
+        "im:history",
+        "commands",
+    ]
     assert data["display_information"]["name"] == "tapgate"
+    # /tapgate (the web inbox's sign-in link) arrives on the same signed request URL
+    (command,) = data["features"]["slash_commands"]
+    assert command["command"] == "/tapgate"
+    assert command["url"] == interactivity["request_url"]
 
 
 # -- anything at all: never a 5xx, never a change -----------------------------------------
