@@ -238,8 +238,14 @@
   const words = { approved: "approved", denied: "denied", expired: "expired", cancelled: "cancelled" };
   const events = new EventSource("/inbox/events");
   events.addEventListener("requested", () => { redraw(); });
-  // Connected (or back after a drop): what arrived while nobody listened is drawn now.
-  events.addEventListener("open", () => { redraw(); });
+  // Connected (or back after a drop): if anything changed while nobody listened, redraw.
+  events.addEventListener("open", async () => {
+    const response = await fetch("/inbox/queue?ids=1&from=" + (queue.dataset.from || "0"), { credentials: "same-origin" });
+    if (!response.ok) return;
+    const now = (await response.json()).ids.filter((id) => !gone.has(id));
+    const shown = cards().map((c) => c.dataset.id);
+    if (now.length !== shown.length || now.some((id, i) => id !== shown[i])) redraw();
+  });
   for (const kind of ["resolved", "expired", "cancelled"]) {
     events.addEventListener(kind, (message) => {
       const data = JSON.parse(message.data);
