@@ -78,11 +78,17 @@ def _is_public(path: str) -> bool:
 
 
 def _same_origin(request: web.Request) -> bool:
-    """A browser's ``Origin`` (when sent) names this server: a form posted from elsewhere is not."""
+    """A browser's ``Origin`` (when sent) names this server: a form posted from elsewhere is not.
+
+    This server is the ``Host`` it was asked for, or ``server.public_url``'s
+    host (a reverse proxy may rewrite ``Host``).
+    """
     origin = request.headers.get(hdrs.ORIGIN)
     if origin is None:
         return True  # not a browser's cross-site POST (those always send Origin)
-    return urlsplit(origin).netloc == request.host
+    public = request.app[CONFIG].server.public_url
+    ours = {request.host} | ({urlsplit(str(public)).netloc} if public is not None else set())
+    return urlsplit(origin).netloc in ours
 
 
 async def _csrf_token(request: web.Request) -> str | None:

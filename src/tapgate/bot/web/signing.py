@@ -69,7 +69,8 @@ async def sign_in(request: web.Request) -> web.Response:
     token, pre = form.get("token"), form.get("pre")
     if not isinstance(token, str) or not isinstance(pre, str) or not 0 < len(token) <= 100:
         raise WebError(400, "bad_request", "This sign-in form is incomplete.")
-    if not secrets.compare_digest(pre.encode(), request.cookies.get(_PRE, "").encode()):
+    expected = request.cookies.get(_PRE, "")
+    if not expected or not secrets.compare_digest(pre.encode(), expected.encode()):
         raise WebError(403, "csrf", "Open the sign-in link again in this browser.")
     sign_ins = request.app[SIGN_INS]
     current = await _signed_in_as(request)
