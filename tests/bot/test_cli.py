@@ -111,6 +111,24 @@ def test_explain_ask_names_approvers(capsys: pytest.CaptureFixture[str]) -> None
     assert "approvers: me" in out
 
 
+def test_explain_says_what_an_approver_may_remember(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = tmp_path / "tapgate.yaml"
+    config.write_text(
+        "approvers: [{name: me}]\n"
+        "policy:\n"
+        "  always_ttl: 2d\n"
+        "  tools: {restart: {always_uses: 1}, rotate: {remember: [once, session]}}\n"
+        "  rules: [{tool: '*', action: ask}]\n"
+    )
+    code, out, _ = run(capsys, "explain", "--config", str(config), "--tool", "restart")
+    assert code == 0 and "  may remember: always, once, session (Always: once, within 2d)" in out
+    code, out, _ = run(capsys, "explain", "--config", str(config), "--tool", "rotate", "--json")
+    result = json.loads(out)
+    assert (result["remember"], "always" in result) == (["once", "session"], False)
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

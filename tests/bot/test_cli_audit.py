@@ -120,3 +120,22 @@ async def test_the_documented_stdlib_snippet_agrees(
     edited.write_text(export.read_text().replace('"bob"', '"alice"'))
     bad = run(edited)
     assert bad.returncode == 1 and "row 3" in bad.stdout
+
+
+async def test_the_printed_log_masks_a_typed_reason_and_the_export_keeps_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path)
+    rid = await submit(config, arguments={"env": "prod"})
+    token = "ghp" + "_" + "R2l0SHViVG9rZW5Gb3JUZXN0czAxMjM0NTY3"  # assembled: not a real one
+    reason = f"leaked {token}\n<b>x</b>"
+    code, _, _ = await cli(
+        capsys, "resolve", rid, "deny", "--config", str(config), "--as", "bob", "--reason", reason
+    )
+    assert code == 0
+    code, out, _ = await cli(capsys, "audit", "--config", str(config))
+    [denied] = [line for line in out.splitlines() if " denied " in line]
+    assert token not in denied and "leaked" in denied and "<b>x</b>" in denied
+    code, out, _ = await cli(capsys, "audit", "--config", str(config), "--format", "jsonl")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert json.loads(rows[-1]["detail"])["reason"] == reason  # as hashed, so it verifies

@@ -273,3 +273,19 @@ async def test_url_options_are_one_line_and_a_query_password_is_masked(
     code, out, err = await cli(capsys, "pending", "--config", str(config))
     assert "s3cret-pw" not in out + err
     assert shown.format(port=port) in one_line_error(code, out, err)
+
+
+async def test_grants_list_shows_the_uses_a_single_use_grant_has_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config_path = write_config(tmp_path)
+    rid = await submit(config_path, arguments={"env": "prod"})
+    config = load_config(config_path)
+    async with await Store.open(config.store_url) as store:
+        gate = Gate(store=store, policy=Policy(config.policy_spec()), directory=config.directory())
+        await gate.resolve(rid, "approve", by="alice", scope="always", grant_uses=1)
+    code, out, _ = await cli(capsys, "grants", "list", "--config", str(config_path), "--json")
+    [grant] = [json.loads(line) for line in out.splitlines()]
+    assert (code, grant["scope"], grant["uses_left"]) == (0, "always", 1)
+    code, out, _ = await cli(capsys, "grants", "list", "--config", str(config_path))
+    assert out.strip().endswith("by alice  active, 1 use left")

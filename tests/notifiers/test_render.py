@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from linebot.v3.messaging import FlexMessage, PostbackAction
 from slack_sdk.models.blocks import Block
 
+from tapgate.core.buttons import parse_deny_reason_postback_data
 from tapgate.core.masking import MASK, is_secret_key, mask_arguments, mask_text
 from tapgate.core.models import Request, args_digest
 from tapgate.notifiers._file_diff import unified_diff as _diff
@@ -308,8 +309,8 @@ def test_no_session_button_when_a_session_grant_is_impossible(overrides: dict[st
     assert not view.can_allow_session
     slack_ids = [e["action_id"] for e in render_slack(view)["blocks"][-1]["elements"]]
     assert slack_ids == [ACTION_APPROVE, ACTION_DENY]
-    line_actions = [parse_postback_data(a["data"]) for a in postback_actions(render_line(view))]
-    assert [a[0] for a in line_actions if a] == ["approve", "deny"]
+    line_actions = [line_button(a["data"]) for a in postback_actions(render_line(view))]
+    assert [a[0] for a in line_actions if a] == ["approve", "deny_reason"]
 
 
 # --------------------------------------------------------------------------- truncation
@@ -674,13 +675,19 @@ def test_slack_buttons_carry_the_request_id() -> None:
 
 def test_line_buttons_round_trip() -> None:
     actions = postback_actions(render_line(view_of("Bash", {"command": "ls"})))
-    parsed = [parse_postback_data(action["data"]) for action in actions]
+    parsed = [line_button(action["data"]) for action in actions]
     assert parsed == [
         ("approve", REQUEST_ID),
-        ("deny", REQUEST_ID),
+        ("deny_reason", REQUEST_ID),  # "Deny…" asks for the reason (core.reasons)
         ("approve_session", REQUEST_ID),
     ]
-    assert [action["label"] for action in actions] == ["Approve", "Deny", "Allow for session"]
+    assert [action["label"] for action in actions] == ["Approve", "Deny…", "Allow for session"]
+
+
+def line_button(data: str) -> tuple[str, str] | None:
+    """What a LINE button asks for: a decision, or "Deny…" (which asks for the reason)."""
+    deny_for = parse_deny_reason_postback_data(data)
+    return ("deny_reason", deny_for) if deny_for else parse_postback_data(data)
 
 
 def test_postback_data_fits_for_the_longest_id() -> None:

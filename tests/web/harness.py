@@ -170,23 +170,12 @@ class Served:
         return await self._slack_post(urlencode(form).encode())
 
     async def slack_link(self, user: tuple[str, str]) -> str:
-        """``/tapgate inbox`` in Slack as ``user``; the link in the ephemeral Slack got."""
-        before = len(self.slack.ephemerals) + len(self.slack.responses)
-        form = {
-            "command": "/tapgate",
-            "text": "inbox",
-            "user_id": user[0],
-            "team_id": TEAM,
-            "channel_id": self.slack.dm_channel(user[0]),
-            "trigger_id": "1.2",
-            "response_url": self.slack.response_url("cmd"),
-        }
-        await self._slack_post(urlencode(form).encode())
-        await until(lambda: len(self.slack.ephemerals) + len(self.slack.responses) > before)
-        texts = [e.text or "" for e in self.slack.ephemerals] + [
-            json.dumps(r.body) for r in self.slack.responses
-        ]
-        return _link_in(texts)
+        """``/tapgate inbox`` in Slack as ``user``; the link in the ephemeral answer.
+
+        A slash command is answered in its 200 (Slack shows that body to the
+        sender only), not through the Web API: the body is what Slack received.
+        """
+        return _link_in([await self.slash(user, "inbox")])
 
     async def slack_tap(self, payload: dict[str, Any]) -> None:
         await self._slack_post(b"payload=" + quote(json.dumps(payload), safe="").encode())

@@ -233,6 +233,7 @@ async def test_every_card_offers_open_inbox(served: Served) -> None:
         assert INBOX_POSTBACK in json.dumps(push.messages)
 
 
-async def test_slack_answers_an_unknown_subcommand_with_the_usage(served: Served) -> None:
-    assert "Usage: /tapgate inbox" in await served.slash(ALICE, "frobnicate")
+async def test_slack_help_lists_inbox(served: Served) -> None:
+    helped = await served.slash(ALICE, "frobnicate")
+    assert "is not a tapgate command" in helped and "/tapgate inbox" in helped
     assert served.slack.ephemerals == [] and served.slack.responses == []

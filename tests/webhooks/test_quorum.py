@@ -198,16 +198,16 @@ def posts_to(served: Served, user: tuple[str, str]) -> int:
 
 async def test_reminders_repeat_by_the_clock_and_stop_at_the_decision(served: Served) -> None:
     request_id = await ask(served, "migrate")
-    await until(lambda: posts_to(served, ALICE) == 1)
+    await until(lambda: posts_to(served, ALICE) == 1, timeout=30)
     beat = served.app[HEARTBEAT].beat
     served.clock.advance(121)
     await beat()
-    await until(lambda: posts_to(served, ALICE) == 2)
+    await until(lambda: posts_to(served, ALICE) == 2, timeout=30)
     served.clock.advance(60)
     await beat()  # the next one is due 120 s after the first, not yet
     served.clock.advance(61)
     await beat()
-    await until(lambda: posts_to(served, ALICE) == 3)
+    await until(lambda: posts_to(served, ALICE) == 3, timeout=30)
     await served.slack_tap(click("approve", request_id, ALICE, dm_channel_for(ALICE[0])))
     assert (await served.gate.get_request(request_id)).status == "approved"
     served.clock.advance(240)
@@ -218,13 +218,13 @@ async def test_reminders_repeat_by_the_clock_and_stop_at_the_decision(served: Se
 
 async def test_escalation_adds_an_approver_whose_tap_decides(served: Served) -> None:
     request_id = await ask(served, "release")
-    await until(lambda: bool(slack_card_texts(served, ALICE)))
+    await until(lambda: bool(slack_card_texts(served, ALICE)), timeout=30)
     reply = await served.line_tap(postback_data("approve", request_id), user=BOB)
     assert "not an approver" in reply  # not yet
     agent = asyncio.create_task(waited(served, request_id))
     served.clock.advance(301)
     await served.app[HEARTBEAT].beat()
-    await until(lambda: bool(line_pushes_to(served, BOB)))
+    await until(lambda: bool(line_pushes_to(served, BOB)), timeout=30)
     card = line_pushes_to(served, BOB)[0]
     assert "Escalated: bob added" in card and "nobody answered within 5 min" in card
     await served.app[HEARTBEAT].beat()  # once: a second beat adds nothing and sends nothing

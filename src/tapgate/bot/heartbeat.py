@@ -2,7 +2,9 @@
 
 Each beat nudges the dispatcher so retries that are due go out even if no
 event woke it; then, on the one replica that holds the heartbeat lock
-(PostgreSQL; always on SQLite), it expires overdue requests (waking their
+(PostgreSQL; always on SQLite), it ends the LINE reasons whose window is over
+(a "Deny…" with no reason typed in time is denied without one:
+:mod:`tapgate.core.reasons`), then expires overdue requests (waking their
 waiters and, through the event, updating their messages), queues the
 reminders that are due (each request carries its own ``remind_at``, moved on
 by ``remind_every``), escalates requests nobody answered by ``escalate_at``,
@@ -22,6 +24,7 @@ from datetime import timedelta
 
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox
+from tapgate.core.reasons import Reasons
 from tapgate.core.sign_in import SignIns
 from tapgate.notifiers.dispatcher import Dispatcher
 
@@ -52,6 +55,7 @@ class Heartbeat:
         self.interval = interval
         self._task: asyncio.Task[None] | None = None
         self._leadership = gate.leadership()
+        self._reasons = Reasons(gate)
 
     async def start(self) -> None:
         """Start beating (idempotent)."""
@@ -79,6 +83,9 @@ class Heartbeat:
         if not await self.leads():
             return
         now = self.gate.clock.now()
+        lapsed = await self._reasons.lapse_due()  # before expiry: a deny decided, not expired
+        if lapsed:
+            log.info("ended %d pending reason(s) whose window was over", lapsed)
         expired = await self.gate.expire_overdue()
         if expired:
             log.info("expired %d request(s)", len(expired))

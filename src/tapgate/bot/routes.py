@@ -99,6 +99,7 @@ async def _line(app: web.Application) -> AsyncIterator[None]:
         on_decision=metrics.tap_latency.observe,
         inbox=app[INBOX],
         links=_links(app),
+        reason_window=line.reason_window,
     )
     app[LINE_WEBHOOK] = webhook
     try:

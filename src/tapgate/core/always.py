@@ -8,7 +8,8 @@ questions from the policy and the request alone:
 - :func:`offer_for`: which remember buttons a card shows (a session button
   only when the call has a session; "always" unless a tool or rule says
   ``remember: [once, session]``; nothing for a question or for a call with
-  hazards, which is never ``grantable``) and the grant's lifetime;
+  hazards, which is never ``grantable``), the grant's lifetime and how many
+  calls it allows (``always_uses``: single-use grants are spent by the first);
 - :func:`covers`: the request's fingerprint in words ("deploy_web with
   env=staging"): exactly what a grant is keyed on, since a grant covers the
   request's own fingerprint (:func:`tapgate.core.records.grant_for`);
@@ -49,6 +50,8 @@ class Offer:
     always: bool
     always_ttl: float
     covers: str
+    always_uses: int | None = None
+    """Calls the grant allows before it is spent (``1``: the card says "once")."""
     """The fingerprint in words: what a session or an always grant would let through."""
 
 
@@ -58,6 +61,7 @@ class Reach:
 
     scope: Scope
     ttl: float | None = None
+    uses: int | None = None
     refused: bool = False
 
 
@@ -80,6 +84,7 @@ def offer_for(policy: Policy, request: Request) -> Offer:
         always="always" in remember,
         always_ttl=verdict.always_ttl,
         covers=words,
+        always_uses=verdict.always_uses,
     )
 
 
@@ -94,7 +99,12 @@ def reach_for(policy: Policy, request: Request | None, scope: Scope) -> Reach:
         return Reach(scope=scope)
     offer = offer_for(policy, request)
     if scope == "always":
-        return Reach(scope="always", ttl=offer.always_ttl, refused=not offer.always)
+        return Reach(
+            scope="always",
+            ttl=offer.always_ttl,
+            uses=offer.always_uses,
+            refused=not offer.always,
+        )
     refused = not offer.session and bool(request.session) and request.grantable
     return Reach(scope="session", refused=refused)
 

@@ -21,6 +21,11 @@ other, so it lives here.
 - A grant's Revoke button (:func:`revoke_postback_data`): LINE
   ``v=1&a=revoke&g=<grant id>`` (``g``: never readable as a request or a
   batch), Slack :data:`SLACK_REVOKE_ACTION_ID` with the grant id as ``value``.
+- LINE's "Deny…" (:func:`deny_reason_postback_data`): ``v=1&a=deny_reason&r=<id>``.
+  It decides nothing itself: it asks for the reason, which the approver's next
+  text message gives (:mod:`tapgate.core.reasons`). Not a :data:`TapAction`, so
+  no surface can mistake it for a decision; an older parser refuses it as
+  unknown, and an old card's ``a=deny`` still denies at once.
 - A typed answer to a question (LINE has no dialogs): a text message
   ``answer <reference>: <the answer>``. The Reply button pre-fills
   ``answer <short id>: `` in the approver's keyboard; the reference is a
@@ -50,8 +55,10 @@ __all__ = [
     "TapAction",
     "answer_prefill",
     "batch_postback_data",
+    "deny_reason_postback_data",
     "parse_answer",
     "parse_batch_postback_data",
+    "parse_deny_reason_postback_data",
     "parse_postback_data",
     "parse_revoke_postback_data",
     "postback_data",
@@ -207,6 +214,20 @@ def revoke_postback_data(grant_id: str) -> str:
 def parse_revoke_postback_data(data: object) -> str | None:
     """The grant id of a Revoke button's ``data``, or ``None``; never raises."""
     parsed = _parse(data, "g", _REVOKE)
+    return None if parsed is None else parsed[1]
+
+
+_DENY_REASON: Mapping[str, Literal["deny_reason"]] = {"deny_reason": "deny_reason"}
+
+
+def deny_reason_postback_data(request_id: str) -> str:
+    """The ``data`` of LINE's "Deny…" button: ``v=1&a=deny_reason&r=<request id>``."""
+    return _data("deny_reason", "r", request_id, _DENY_REASON)
+
+
+def parse_deny_reason_postback_data(data: object) -> str | None:
+    """The request id of a "Deny…" button's ``data``, or ``None``; never raises."""
+    parsed = _parse(data, "r", _DENY_REASON)
     return None if parsed is None else parsed[1]
 
 

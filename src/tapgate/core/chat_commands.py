@@ -1,9 +1,9 @@
 """What an approver may type to the bot (LINE) or ask with ``/tapgate`` (Slack), once for both.
 
 A command is judged here, after the surface has verified the platform's
-signature and found who typed it, so LINE's text and Slack's slash command
-cannot drift apart: the surfaces parse the platform's payload, call
-:func:`run_command`, and deliver the sentence it returns.
+signature, so LINE's text, Slack's slash command and the cards' "Open inbox"
+button cannot drift apart: each surface's dispatch (``webhooks/_line_commands``,
+``webhooks/_slack_commands``) routes the word here and delivers the answer.
 
 ``inbox``: a single-use sign-in link to the web inbox (DESIGN.md decision
 16), minted for the approver the chat has verified. The link itself is made
@@ -21,17 +21,11 @@ from tapgate.core.directory import Directory
 from tapgate.core.sign_in import LINK_TTL
 from tapgate.core.tap_texts import NO_INBOX, NO_INBOX_FOR_STRANGERS, inbox_link_message
 
-__all__ = [
-    "COMMANDS",
-    "Command",
-    "CommandAnswer",
-    "LinkMaker",
-    "parse_command",
-    "run_command",
-]
+__all__ = ["INBOX_SUMMARY", "Command", "CommandAnswer", "LinkMaker", "run_command"]
 
 Command = Literal["inbox"]
-COMMANDS: tuple[Command, ...] = ("inbox",)
+INBOX_SUMMARY = "a single-use link that signs you in to the web inbox"
+"""The help line of ``inbox`` in Slack's ``/tapgate help`` and LINE's ``help``."""
 
 LinkMaker = Callable[[str, str], Awaitable[str | None]]
 """``(approver, via) →`` a sign-in URL, or ``None`` when the server has no public URL."""
@@ -49,14 +43,6 @@ class CommandAnswer:
     url: str | None = None
     template: str | None = None
     """``text`` with ``{url}`` where the link goes (when there is one)."""
-
-
-def parse_command(text: str | None) -> Command | None:
-    """The command ``text`` is (any case, surrounding blanks ignored), or ``None``."""
-    if text is None:
-        return None
-    word = text.strip().casefold()
-    return "inbox" if word == "inbox" else None
 
 
 async def run_command(

@@ -305,6 +305,7 @@ class Gate(StoreDoor):
         scope: Scope = "once",
         reason: str | None = None,
         grant_ttl: float | None = None,
+        grant_uses: int | None = None,
         authorize: bool = True,
         detail: dict[str, Any] | None = None,
         event: tuple[str, str] | None = None,
@@ -318,7 +319,9 @@ class Gate(StoreDoor):
         ``event`` (platform, event id) is remembered in the same transaction: a
         redelivery raises :class:`~tapgate.errors.DuplicateEvent`, changing nothing.
         """
-        make_grant = grant_maker(verdict, by=by, scope=scope, ttl=grant_ttl, now=self.clock.now())
+        make_grant = grant_maker(
+            verdict, by=by, scope=scope, ttl=grant_ttl, uses=grant_uses, now=self.clock.now()
+        )
         transition = await self.store.transition(
             request_id,
             to="approved" if verdict == "approve" else "denied",

@@ -242,10 +242,14 @@ class Grant:
     request_id: str | None = None
     revoked_at: datetime | None = None
     revoked_by: str | None = None
+    uses_left: int | None = None
+    """Calls it may still allow (``always_uses``); ``None``: any number until it expires."""
 
     def active(self, now: datetime) -> bool:
-        """Not revoked and not past its expiry."""
-        return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+        """Not revoked, not past its expiry, not used up."""
+        if self.revoked_at is not None or self.uses_left == 0:
+            return False
+        return self.expires_at is None or self.expires_at > now
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -57,7 +57,8 @@ class PolicyVerdict:
     a remembered grant must not turn this "ask" into "allow" (shell and path
     hazards are never auto-allowed). ``remember`` is what an approver may
     choose to remember (the rule's, else the tool's, else the policy's
-    setting) and ``always_ttl`` how long an "always" grant lasts; a verdict
+    setting), ``always_ttl`` how long an "always" grant lasts and
+    ``always_uses`` how many calls it allows (``None``: any); a verdict
     that is not ``grantable`` remembers nothing whatever ``remember`` says.
     """
 
@@ -76,6 +77,7 @@ class PolicyVerdict:
     escalate_to: tuple[str, ...] = ()
     remember: frozenset[Scope] = ALL_SCOPES
     always_ttl: float = DEFAULT_ALWAYS_TTL
+    always_uses: int | None = None
 
 
 class Policy:
@@ -210,7 +212,7 @@ class Policy:
     def _build_verdict(
         self, tool: str, risk: Risk, rule: Rule | None, note: str = ""
     ) -> PolicyVerdict:
-        remember, ttl = self._remembering(tool, rule)
+        remember, ttl, uses = self._remembering(tool, rule)
         if rule is None:
             action = self.spec.risk_actions[risk]
             return PolicyVerdict(
@@ -222,6 +224,7 @@ class Policy:
                 timeout=self.spec.default_timeout,
                 remember=remember,
                 always_ttl=ttl,
+                always_uses=uses,
                 **ask_terms(self.spec, None),
             )
         reason = rule.reason or f"{rule.action} by {rule.source} (tool {rule.tool!r})"
@@ -234,19 +237,24 @@ class Policy:
             timeout=rule.timeout if rule.timeout is not None else self.spec.default_timeout,
             remember=remember,
             always_ttl=ttl,
+            always_uses=uses,
             **ask_terms(self.spec, rule),
         )
 
-    def _remembering(self, tool: str, rule: Rule | None) -> tuple[frozenset[Scope], float]:
-        """What may be remembered, and for how long: the rule's word, else the tool's, else ours."""
+    def _remembering(
+        self, tool: str, rule: Rule | None
+    ) -> tuple[frozenset[Scope], float, int | None]:
+        """What may be remembered, how long and how often: the rule's word, the tool's, ours."""
         spec = self.tool_spec(tool)
-        remember, ttl = self.spec.remember, self.spec.always_ttl
+        remember, ttl, uses = self.spec.remember, self.spec.always_ttl, self.spec.always_uses
         for layer in (spec, rule):
             if layer is not None and layer.remember is not None:
                 remember = layer.remember
             if layer is not None and layer.always_ttl is not None:
                 ttl = layer.always_ttl
-        return remember, ttl
+            if layer is not None and layer.always_uses is not None:
+                uses = layer.always_uses
+        return remember, ttl, uses
 
     def _evaluate_shell(
         self, call: ToolCall, spec: ToolSpec, risk: Risk, command: str, arguments: Mapping[str, Any]

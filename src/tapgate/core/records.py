@@ -147,7 +147,13 @@ def new_request(
 
 
 def grant_maker(
-    verdict: str, *, by: str, scope: Scope, now: datetime, ttl: float | None = None
+    verdict: str,
+    *,
+    by: str,
+    scope: Scope,
+    now: datetime,
+    ttl: float | None = None,
+    uses: int | None = None,
 ) -> Callable[[Request], Grant | None] | None:
     """What builds the grant an approval makes from the decided request (``None``: no grant).
 
@@ -156,15 +162,22 @@ def grant_maker(
     """
     if verdict != "approve" or scope == "once":
         return None
-    return partial(grant_for, by=by, scope=scope, ttl=ttl, now=now)
+    return partial(grant_for, by=by, scope=scope, ttl=ttl, uses=uses, now=now)
 
 
 def grant_for(
-    request: Request, *, by: str, scope: Scope, ttl: float | None, now: datetime
+    request: Request,
+    *,
+    by: str,
+    scope: Scope,
+    ttl: float | None,
+    now: datetime,
+    uses: int | None = None,
 ) -> Grant | None:
     """The grant an approval with ``scope`` creates, or ``None`` (once, ungrantable, no session).
 
-    A grant covers the request's own fingerprint: never more than the approver saw.
+    A grant covers the request's own fingerprint: never more than the approver
+    saw. ``uses`` limits an "always" grant to that many later calls.
     """
     if scope == "once" or not request.grantable:
         return None
@@ -182,6 +195,7 @@ def grant_for(
         created_by=by,
         expires_at=now + timedelta(seconds=ttl) if ttl is not None else None,
         request_id=request.id,
+        uses_left=uses if scope == "always" else None,
     )
 
 

@@ -46,9 +46,9 @@ class ToolSpec:
     for shell tools and "all arguments" otherwise. ``paths`` names the
     arguments that are file paths, normalised before rules and fingerprints
     see them; ``None`` means :data:`~tapgate.core.paths.DEFAULT_PATH_ARGUMENTS`
-    and ``()`` means none. ``remember`` and ``always_ttl`` narrow what an
-    approver may remember for this tool (``None``: the policy's default; a
-    matching rule's own setting wins over both).
+    and ``()`` means none. ``remember``, ``always_ttl`` and ``always_uses``
+    narrow what an approver may remember for this tool (``None``: the
+    policy's default; a matching rule's own setting wins over both).
     """
 
     name: str
@@ -59,6 +59,7 @@ class ToolSpec:
     paths: tuple[str, ...] | None = None
     remember: frozenset[Scope] | None = None
     always_ttl: float | None = None
+    always_uses: int | None = None
     source: str = ""
 
 
@@ -78,6 +79,7 @@ class Rule:
     reason: str | None = None
     remember: frozenset[Scope] | None = None
     always_ttl: float | None = None
+    always_uses: int | None = None
     source: str = ""
     quorum: int = 1
     self_approval: bool | None = None
@@ -107,3 +109,5 @@ class PolicySpec:
     """Each agent's owner (an approver), for ``self_approval: false``."""
     remember: frozenset[Scope] = ALL_SCOPES
     always_ttl: float = DEFAULT_ALWAYS_TTL
+    always_uses: int | None = None
+    """Calls an "Always" grant allows before it is spent (``None``: until it expires)."""

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 
-from tapgate.core.buttons import SHORT_ID_LENGTH
+from tapgate.core.buttons import SHORT_ID_LENGTH, answer_prefill
 from tapgate.core.masking import mask_text
 from tapgate.core.models import CONTACT_TOOL, Grant, Request
 
@@ -29,6 +29,7 @@ __all__ = [
     "NOT_APPROVER_BATCH",
     "NOT_FOUND",
     "NOT_GRANT_OWNER",
+    "NOT_KNOWN",
     "NOT_QUESTION",
     "NOT_REMEMBERED",
     "NO_GRANTS",
@@ -36,19 +37,24 @@ __all__ = [
     "NO_INBOX_FOR_STRANGERS",
     "REASON_SKIPPED",
     "SELF_APPROVAL",
+    "TYPE_ANSWER",
     "already_message",
     "always_label",
+    "answer_hint",
     "applied_message",
+    "ask_reason_message",
     "batch_message",
     "clock_time",
     "counted_message",
     "duration_text",
     "grant_line",
+    "grants_heading",
     "inbox_link_message",
     "is_question",
     "no_question_matches",
     "partial_message",
     "progress",
+    "reason_too_long",
     "revoked_message",
     "session_label",
     "short",
@@ -69,15 +75,18 @@ NOT_REMEMBERED = "This answer cannot be remembered for this tool; approve this c
 NO_GRANTS = "You have no active grants."
 NOT_GRANT_OWNER = "Only the approver who made a grant can revoke it from the chat."
 GRANT_GONE = "That grant does not exist or was already revoked."
+NOT_KNOWN = "tapgate does not know you as an approver, so you have no grants to list or revoke."
 ASK_REASON = "Type the reason (or 'skip')"
 NO_INBOX = "The web inbox needs server.public_url in tapgate.yaml; ask the operator."
 NO_INBOX_FOR_STRANGERS = "Only configured approvers have an inbox."
+TYPE_ANSWER = "Type your answer and send it."
 REASON_SKIPPED = "skip"
 """What an approver types to deny without a reason (any case)."""
 
 _PAST = {"approved": "approved", "denied": "denied", "cancelled": "cancelled", "expired": "expired"}
 _QUESTION_PAST = {**_PAST, "approved": "answered", "denied": "dismissed"}
 _TITLE_MAX = 40
+_REASON_SHOWN = 200
 
 
 def is_question(request: Request) -> bool:
@@ -102,14 +111,16 @@ def title(request: Request) -> str:
     subject = request.arguments.get("subject")
     if not isinstance(subject, str):
         return "question"
+    return _one_line(subject, _TITLE_MAX) or "question"
+
+
+def _one_line(text: str, limit: int) -> str:
+    """Hostile text for a one-line reply: control characters dropped, masked, clipped."""
     words = [
-        "".join(c for c in w if not unicodedata.category(c).startswith("C"))
-        for w in subject.split()
+        "".join(c for c in w if not unicodedata.category(c).startswith("C")) for w in text.split()
     ]
-    text = mask_text(" ".join(word for word in words if word))
-    if len(text) > _TITLE_MAX:
-        text = text[: _TITLE_MAX - 1] + "…"
-    return text or "question"
+    shown = mask_text(" ".join(word for word in words if word))
+    return shown[: limit - 1] + "…" if len(shown) > limit else shown
 
 
 def applied_message(request: Request) -> str:
@@ -119,7 +130,29 @@ def applied_message(request: Request) -> str:
         return f"{verb} - {title(request)} ({short(request.id)})"
     verb = "Approved" if request.status == "approved" else "Denied"
     scope = {"session": " for this session", "always": " always"}.get(request.scope or "", "")
-    return f"{verb}{scope} - {request.tool} ({short(request.id)})"
+    said = ""
+    if request.status == "denied" and request.resolution_reason:  # the approver's own words
+        said = f": {_one_line(request.resolution_reason, _REASON_SHOWN)}"
+    return f"{verb}{scope} - {request.tool} ({short(request.id)}){said}"
+
+
+def answer_hint(request_id: str) -> str:
+    """LINE's Reply button opened the keyboard: what to send."""
+    return f'Type your answer after "{answer_prefill(request_id).rstrip()}" and send it.'
+
+
+def reason_too_long(limit: int) -> str:
+    """A typed reason (or answer) over ``limit`` characters: refused, the window still open."""
+    return f"That is longer than {limit} characters; please shorten it and send it again."
+
+
+def ask_reason_message(request: Request, window: float) -> str:
+    """LINE's "Deny…": "Type the reason (or 'skip') to deny deploy (request 3fA9xK2b)…"."""
+    return (
+        f"{ASK_REASON} to deny {title(request)} ({short(request.id)}) within "
+        f"{duration_text(window)}; after that, or if you tap another button, "
+        "it is denied without a reason."
+    )
 
 
 def progress(request: Request) -> str:
@@ -199,8 +232,16 @@ def duration_text(seconds: float) -> str:
     return f"{round(seconds)} seconds"
 
 
-def always_label(covers: str, ttl: float) -> str:
-    """What "Always allow" covers: "Always: deploy_web with env=staging, 30 days"."""
+def always_label(covers: str, ttl: float, uses: int | None = None) -> str:
+    """What "Always allow" covers: "Always: deploy_web with env=staging, 30 days".
+
+    A single-use grant (``always_uses: 1``) says "once" instead of its
+    lifetime, the limit the approver will meet first; a few uses say both.
+    """
+    if uses == 1:
+        return f"Always: {covers}, once"
+    if uses is not None:
+        return f"Always: {covers}, {uses} times within {duration_text(ttl)}"
     return f"Always: {covers}, {duration_text(ttl)}"
 
 
@@ -213,6 +254,16 @@ def grant_line(grant: Grant, covers: str) -> str:
     """One listed grant: "deploy_web with env=staging for ci, until 2025-07-01 12:03 UTC"."""
     until = f"until {grant.expires_at:%Y-%m-%d %H:%M} UTC" if grant.expires_at else "no expiry"
     return f"{covers} for {grant.agent}, {until}"
+
+
+def grants_heading(shown: int, total: int) -> str:
+    """Above a listing: "Your active grants (2):", or which of how many are shown."""
+    if shown >= total:
+        return f"Your active grants ({total}):"
+    return (
+        f"Your active grants: the newest {shown} of {total}. "
+        f"Revoke some to see the other {total - shown}."
+    )
 
 
 def revoked_message(covers: str) -> str:

@@ -207,6 +207,7 @@ async def tap(
                 answer.request_id,
                 scope=remembered.scope,
                 grant_ttl=remembered.ttl,
+                grant_uses=remembered.uses,
                 **how,
             )
         else:  # one deny denies

@@ -16,6 +16,9 @@ UTF-16 code units, so every cap below is measured that way:
   "Always allow" (12);
   ``displayText`` 300 → ≤ 40;  ``fillInText`` 300 → ``answer <short id>: `` (17).
 
+A call's *Deny…* sends ``v=1&a=deny_reason&r=<id>``: the webhook asks for the
+reason, which the approver types next (``core.reasons``).
+
 A question (``view.is_question``) gets *Reply* and *Dismiss*. LINE has no
 dialogs, so Reply is a postback with ``inputOption: openKeyboard`` whose
 ``fillInText`` types ``answer 3fA9xK2b: `` for the approver (see
@@ -31,6 +34,7 @@ from typing import Any
 from tapgate.core.buttons import (
     TapAction,
     answer_prefill,
+    deny_reason_postback_data,
     parse_postback_data,
     postback_data,
 )
@@ -168,7 +172,7 @@ def _extra_parts(view: ApprovalView) -> list[dict[str, Any]]:
 def _buttons(view: ApprovalView) -> list[dict[str, Any]]:
     buttons = [
         _button("Approve", "approve", view, f"Approve {view.short_id}", style="primary"),
-        _button("Deny", "deny", view, f"Deny {view.short_id}", style="primary", color=_RED),
+        _deny_button(view),
     ]
     if view.can_allow_session:
         shown = f"Allow {view.short_id} for this session"
@@ -178,6 +182,13 @@ def _buttons(view: ApprovalView) -> list[dict[str, Any]]:
             _button("Always allow", "approve_always", view, f"Always allow {view.short_id}")
         )
     return buttons
+
+
+def _deny_button(view: ApprovalView) -> dict[str, Any]:
+    """ "Deny…": asks for the reason, which the approver types next (``core.reasons``)."""
+    button = _button("Deny…", "deny", view, f"Deny {view.short_id}…", style="primary", color=_RED)
+    button["action"]["data"] = deny_reason_postback_data(view.request_id)
+    return button
 
 
 def _covers(view: ApprovalView) -> list[dict[str, Any]]:

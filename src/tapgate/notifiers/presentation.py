@@ -155,7 +155,7 @@ def present(
             else None
         ),
         always_covers=(
-            clean(always_label(offer.covers, offer.always_ttl))
+            clean(always_label(offer.covers, offer.always_ttl, offer.always_uses))
             if offer is not None and always_ok
             else None
         ),

@@ -43,7 +43,7 @@ from linebot.v3.webhook import UnknownEvent
 from linebot.v3.webhooks import MessageEvent, PostbackEvent, TextMessageContent
 
 from tapgate.core.buttons import parse_answer
-from tapgate.core.chat_commands import Command, parse_command
+from tapgate.webhooks._line_commands import command_word
 
 __all__ = ["Event", "EventReader", "Malformed", "decode", "encode"]
 
@@ -61,7 +61,8 @@ class Event:
     """The fields of one LINE event that tapgate acts on, read at the boundary.
 
     ``answer`` is ``(reference, answer)`` when the event is a text message
-    typed as an answer to a question.
+    typed as an answer to a question; ``command`` the word of a typed
+    command (``grants``: see ``_line_commands``).
     """
 
     kind: str
@@ -73,6 +74,7 @@ class Event:
     data: str | None = None
     text: str | None = None
     answer: tuple[str, str] | None = None
+    command: str | None = None
 
     @property
     def is_id_command(self) -> bool:
@@ -80,13 +82,8 @@ class Event:
         return self.text is not None and self.text.strip().casefold() == _ID_COMMAND
 
     @property
-    def command(self) -> Command | None:
-        """A command typed to the bot (``inbox``: see :mod:`tapgate.core.chat_commands`)."""
-        return parse_command(self.text)
-
-    @property
     def actionable(self) -> bool:
-        """A tap, a new follower, the ``id`` command, a command or an answer; others ignored."""
+        """A tap, a new follower, a command or an answer; other events are ignored."""
         typed = self.is_id_command or self.command is not None or self.answer is not None
         return self.kind in ("postback", "follow") or typed
 
@@ -132,6 +129,7 @@ def _event(item: Any, raw: dict[str, Any], index: int) -> Event:
         data=item.postback.data if isinstance(item, PostbackEvent) else None,
         text=text,
         answer=parse_answer(text),
+        command=command_word(text),
     )
 
 
@@ -167,9 +165,8 @@ def _acted_on(raw: dict[str, Any]) -> bool:
         text = message.get("text")
         if not isinstance(text, str):
             return False
-        if text.strip().casefold() == _ID_COMMAND or parse_command(text) is not None:
-            return True
-        return parse_answer(text) is not None
+        typed = command_word(text) is not None or parse_answer(text) is not None
+        return text.strip().casefold() == _ID_COMMAND or typed
     return raw.get("type") in _ACTED_ON
 
 

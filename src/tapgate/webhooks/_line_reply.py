@@ -1,4 +1,4 @@
-"""The one LINE call the webhook makes: a text reply to a tap, over one long-lived session.
+"""The one LINE call the webhook makes: a reply to a tap or a command, over one long-lived session.
 
 Pushes go through line-bot-sdk (``tapgate.notifiers.line``), where retry
 keys, error bodies and quota handling matter. A reply is simpler (one text,
@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from collections.abc import Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -59,9 +61,12 @@ class LineReplier:
 
     async def reply(self, reply_token: str, text: str) -> None:
         """Reply with one text message; raises :class:`ReplyFailed` on an error status."""
+        await self.reply_messages(reply_token, [{"type": "text", "text": text[:TEXT_LIMIT]}])
+
+    async def reply_messages(self, reply_token: str, messages: Sequence[Mapping[str, Any]]) -> None:
+        """Reply with up to five message objects (a Flex listing); raises :class:`ReplyFailed`."""
         body = json.dumps(
-            {"replyToken": reply_token, "messages": [{"type": "text", "text": text[:TEXT_LIMIT]}]},
-            ensure_ascii=False,
+            {"replyToken": reply_token, "messages": list(messages)}, ensure_ascii=False
         ).encode("utf-8")
         async with self._session.post(self._url, data=body, proxy=self._proxy) as response:
             if response.status >= 300:

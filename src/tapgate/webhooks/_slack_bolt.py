@@ -19,9 +19,12 @@ in its source):
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from re import Pattern
 from typing import Any
+from urllib.parse import parse_qsl
 
 from aiohttp import web
 from slack_bolt.async_app import AsyncAck, AsyncApp
@@ -57,9 +60,10 @@ def build_bolt(
     logger: logging.Logger,
     actions: Mapping[str, Listener],
     views: Mapping[str, Listener],
-    commands: Mapping[str, Listener] | None = None,
+    commands: Mapping[str | Pattern[str], Listener] | None = None,
 ) -> AsyncApp:
-    """A bolt app routing ``actions`` (``action_id``), ``views`` (``callback_id``), ``commands``.
+    """A bolt app routing ``actions`` (by ``action_id``), ``views`` (by ``callback_id``)
+    and slash ``commands`` (by name, or a pattern of names).
 
     ``client`` has no token: ``authorize`` supplies it per request (a token on
     the client too would only make bolt log that it ignores it).
@@ -94,10 +98,18 @@ def bolt_request(body: bytes, request: web.Request) -> AsyncBoltRequest | None:
 
     Decoded as UTF-8 (what Slack sends) rather than with whatever charset the
     request claims, so bolt parses exactly the bytes whose signature passed.
+    A slash command's form is handed over as the JSON of its fields: bolt
+    takes any form body *containing* the word "payload" (a channel called
+    ``#payload-alerts``, a user named ``payloadbob``) for an interaction and
+    reads it as empty.
     """
     headers: dict[str, str | Sequence[str]] = dict(request.headers)
     try:
         text = body.decode("utf-8")
+        if not text.startswith("{") and "payload" in text:
+            form = dict(parse_qsl(text, keep_blank_values=True))
+            if "payload" not in form:
+                text = json.dumps(form)
         built = AsyncBoltRequest(body=text, query=request.query_string, headers=headers)
     except Exception:  # JSON, UTF-8, nesting, or bolt's context extraction on odd shapes
         return None

@@ -37,7 +37,7 @@ from tapgate.core.buttons import (
     SLACK_BATCH_ACTIONS,
     valid_request_id,
 )
-from tapgate.webhooks._slack_payloads import BatchInteraction, Interaction
+from tapgate.webhooks._slack_payloads import BatchInteraction, Interaction, RevokeInteraction
 
 __all__ = ["decode", "encode", "event_id"]
 
@@ -62,8 +62,12 @@ def event_id(body: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-def encode(interaction: Interaction | BatchInteraction) -> str:
-    """The interaction as the inbox stores it: what deciding and answering need."""
+def encode(interaction: Interaction | BatchInteraction | RevokeInteraction) -> str:
+    """The interaction as the inbox stores it: what deciding and answering need.
+
+    A Revoke tap is marked ``"revoke": true`` (its ``id`` a grant id), so no
+    older reader can take it for a tap on a request.
+    """
     data: dict[str, Any] = {
         "v": _VERSION,
         "batch": isinstance(interaction, BatchInteraction),
@@ -71,6 +75,8 @@ def encode(interaction: Interaction | BatchInteraction) -> str:
         "id": interaction.request_id,
         "user_id": interaction.user_id,
     }
+    if isinstance(interaction, RevokeInteraction):
+        data["revoke"] = True
     for name in _OPTIONAL:
         value = getattr(interaction, name)
         if value is not None:
@@ -78,26 +84,37 @@ def encode(interaction: Interaction | BatchInteraction) -> str:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
-def decode(payload: str) -> Interaction | BatchInteraction | None:
+def decode(payload: str) -> Interaction | BatchInteraction | RevokeInteraction | None:
     """What :func:`encode` stored; ``None`` for anything else (another version, damage)."""
+    data = _stored(payload)
+    if data is None:
+        return None
+    user_id, target, action = data.get("user_id"), data.get("id", ""), data.get("action")
+    optional = {name: data.get(name) for name in _OPTIONAL}
+    well_formed = (
+        isinstance(user_id, str)
+        and isinstance(target, str)
+        and valid_request_id(target)
+        and all(value is None or isinstance(value, str) for value in optional.values())
+    )
+    if not well_formed or not isinstance(user_id, str):  # mypy narrows only the second
+        return None
+    if data.get("revoke") is True:
+        return RevokeInteraction(grant_id=target, user_id=user_id, **optional)
+    if data.get("batch") is True and action in _BATCH_ACTIONS:
+        return BatchInteraction(action=action, batch_id=target, user_id=user_id, **optional)
+    if data.get("batch") is False and action in _TAP_ACTIONS:
+        return Interaction(action=action, request_id=target, user_id=user_id, **optional)
+    return None
+
+
+def _stored(payload: str) -> dict[str, Any] | None:
+    """The stored JSON object of this version, else ``None``."""
     try:
         data = json.loads(payload)
     except ValueError:
         return None
-    if not isinstance(data, dict) or data.get("v") != _VERSION:
-        return None
-    user_id, target, action = data.get("user_id"), data.get("id", ""), data.get("action")
-    optional = {name: data.get(name) for name in _OPTIONAL}
-    if not isinstance(user_id, str) or not isinstance(target, str):
-        return None
-    well_formed = valid_request_id(target) and all(
-        value is None or isinstance(value, str) for value in optional.values()
-    )
-    if well_formed and data.get("batch") is True and action in _BATCH_ACTIONS:
-        return BatchInteraction(action=action, batch_id=target, user_id=user_id, **optional)
-    if well_formed and data.get("batch") is False and action in _TAP_ACTIONS:
-        return Interaction(action=action, request_id=target, user_id=user_id, **optional)
-    return None
+    return data if isinstance(data, dict) and data.get("v") == _VERSION else None
 
 
 def _dict(value: object) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import Any
 from tapgate.core.buttons import (
     SLACK_ACTIONS,
     SLACK_BATCH_ACTIONS,
+    SLACK_REVOKE_ACTION_ID,
     BatchAction,
     TapAction,
     valid_request_id,
@@ -37,11 +38,13 @@ __all__ = [
     "BatchInteraction",
     "InboxAsk",
     "Interaction",
+    "RevokeInteraction",
     "parse_action",
     "parse_batch_action",
     "parse_deny_all_submission",
     "parse_deny_submission",
     "parse_reply_submission",
+    "parse_revoke",
 ]
 
 DENY_CALLBACK_ID = "tapgate_deny"
@@ -99,21 +102,6 @@ class InboxAsk(_From):
             text="inbox",
         )
 
-    @classmethod
-    def parse(cls, body: Mapping[str, Any]) -> InboxAsk | None:
-        """The command of a verified body; ``None`` when a field Slack always sends is missing."""
-        user, text = body.get("user_id"), body.get("text", "")
-        if not isinstance(user, str) or not user or not isinstance(text, str):
-            return None
-        team, channel, url = body.get("team_id"), body.get("channel_id"), body.get("response_url")
-        return cls(
-            user_id=user,
-            team=team if isinstance(team, str) else None,
-            channel=channel if isinstance(channel, str) else None,
-            response_url=url if isinstance(url, str) else None,
-            text=text,
-        )
-
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Interaction(_From):
@@ -169,6 +157,34 @@ class BatchInteraction(_From):
             action=self.action,
             batch_id=self.batch_id,
         )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RevokeInteraction(_From):
+    """A tap on the Revoke button of a grant that ``/tapgate grants`` listed.
+
+    ``response_url`` is the listing's own: the answer replaces the listing.
+    """
+
+    grant_id: str
+
+    @property
+    def action(self) -> str:
+        """What logs and the inbox call it."""
+        return "revoke"
+
+    @property
+    def request_id(self) -> str:
+        """What logs name: the grant."""
+        return self.grant_id
+
+
+def parse_revoke(body: object) -> RevokeInteraction | None:
+    """The tap in a ``block_actions`` payload of a Revoke button, or ``None``."""
+    clicked = _clicked(body)
+    if clicked is None or clicked.action_id != SLACK_REVOKE_ACTION_ID:
+        return None
+    return RevokeInteraction(grant_id=clicked.value, **clicked.where)
 
 
 def parse_batch_action(body: object) -> BatchInteraction | None:

@@ -19,7 +19,12 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from tapgate.core.models import Request
 from tapgate.core.slack_text import escape
 from tapgate.webhooks._slack_modals import deny_all_modal, deny_modal, reply_modal
-from tapgate.webhooks._slack_payloads import BatchInteraction, InboxAsk, Interaction
+from tapgate.webhooks._slack_payloads import (
+    BatchInteraction,
+    InboxAsk,
+    Interaction,
+    RevokeInteraction,
+)
 
 __all__ = ["SlackReplies"]
 
@@ -42,7 +47,7 @@ class SlackReplies:
 
     async def tell(
         self,
-        interaction: Interaction | BatchInteraction | InboxAsk,
+        interaction: Interaction | BatchInteraction | RevokeInteraction | InboxAsk,
         text: str,
         *,
         escaped: bool = False,

@@ -5,24 +5,28 @@ Owns ``POST /webhooks/line`` from the raw bytes to the reply in the chat (sent a
     raw body ──X-Line-Signature──► 401 | JSON ──shape──► 400 | events
     postbacks, typed answers ──inbox.record (one INSERT)──► 503 | 200, then applied:
     event ──webhookEventId seen?──► skip | postback ──core.taps.tap──► reply
-                                         | Reply postback ──core.taps.check──► hint
+                                         | Deny… / Reply ──core.reasons.ask──► "Type the reason"
+                                         | other text ──core.reasons.typed──► the reason, or nothing
                                          | "answer <ref>: …" text ──core.questions, tap──► reply
                                          | "id" text / follow ──► reply with the user id
-                                         | "inbox" text, "Open inbox" ──core.chat_commands──► link
+                                         | "grants" / "inbox" / "help" text ──► ``_line_commands``
+                                         | "Open inbox" postback ──► ``_line_commands`` (inbox)
+                                         | Revoke postback ──► ``_line_grants`` (core.own_grants)
 
 What a tap *means* (who may decide, the compare-and-set, the sentences) is
 ``tapgate.core.taps``; this module only speaks LINE. The payload is read by
 line-bot-sdk's ``WebhookParser`` (fenced in ``_line_events``) after verification.
 
-LINE has no dialogs, so a question is answered in two steps: the Reply button
-(a postback with ``inputOption: openKeyboard``) opens the keyboard with
-``answer 3fA9xK2b: `` typed in, and the approver sends the answer as a text
-message. That text is signed by LINE like a tap and carries the sender's user
+LINE has no dialogs, so "Deny…" and a question's Reply are two steps: the tap
+(Reply opens the keyboard with ``answer 3fA9xK2b: `` typed in), then the
+approver's next text message, which is the reason or the answer
+(:mod:`tapgate.core.reasons`; any other tap of theirs first ends what is
+pending). That text is signed by LINE like a tap and carries the sender's user
 id, so it is authorised exactly like a tap; its ``webhookEventId`` is
-remembered in the decision's transaction, as a tap's is.
+remembered in the transaction that takes it, as a tap's is.
 
 Record before acknowledging (DESIGN.md decision 17): the events that may
-decide (a postback or a typed answer in a 1:1 chat) are stored in the inbox
+decide (a postback or a text message in a 1:1 chat) are stored in the inbox
 (:mod:`tapgate.core.inbox`) before the 200 and applied after it; the
 decision's transaction remembers the ``webhookEventId`` and deletes the
 stored row, so a replay after a crash acts once. The ``id`` command and a
@@ -45,16 +49,20 @@ from tapgate.core.buttons import (
     INBOX_POSTBACK,
     BatchAction,
     TapAction,
-    answer_prefill,
     parse_batch_postback_data,
+    parse_deny_reason_postback_data,
     parse_postback_data,
+    parse_revoke_postback_data,
 )
-from tapgate.core.chat_commands import LinkMaker, run_command
+from tapgate.core.chat_commands import LinkMaker
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox, InboxItem
 from tapgate.core.questions import find_question
-from tapgate.core.taps import ANSWER_MAX, BatchTap, Tap, TapOutcome, check, tap, tap_batch
+from tapgate.core.reasons import Reasons
+from tapgate.core.taps import ANSWER_MAX, BatchTap, Tap, TapOutcome, tap, tap_batch
+from tapgate.webhooks._line_commands import LineAnswer, run
 from tapgate.webhooks._line_events import Event, EventReader, Malformed, decode, encode
+from tapgate.webhooks._line_grants import revoke_answer
 from tapgate.webhooks._line_reply import LineReplier, ReplyFailed
 from tapgate.webhooks._line_signature import verify_signature
 
@@ -92,8 +100,10 @@ class LineWebhook:
     reply, inside the running loop (its aiohttp session binds to the loop),
     and closed by :meth:`close`; replies skip line-bot-sdk (see ``_line_reply``).
     ``inbox`` is the app's (one is made if none is given); its replays of
-    stored events come back through :meth:`_replay`. ``links`` mints the web
-    inbox's sign-in links for the ``inbox`` command (``None``: no public URL).
+    stored events come back through :meth:`_replay`. ``reason_window`` is how
+    long a typed reason is waited for after "Deny…" (``channels.line.reason_window``).
+    ``links`` mints the web inbox's sign-in links (``inbox``, "Open inbox"; ``None``:
+    the server has no public URL).
     """
 
     def __init__(
@@ -107,6 +117,7 @@ class LineWebhook:
         on_reject: Callable[[str], None] | None = None,
         on_decision: Callable[[float], None] | None = None,
         inbox: Inbox | None = None,
+        reason_window: float = 300.0,
         links: LinkMaker | None = None,
     ) -> None:
         if not channel_secret:
@@ -127,6 +138,7 @@ class LineWebhook:
         self._closed = False
         self._inbox = inbox or Inbox(gate)
         self._inbox.register("line", self._replay)
+        self._reasons = Reasons(gate, window=reason_window)
         self._links = links
 
     async def handle(self, headers: Mapping[str, str], body: bytes) -> WebhookResult:
@@ -150,7 +162,7 @@ class LineWebhook:
         except Malformed as error:
             _log.warning("LINE webhook refused: signed but malformed payload (%s)", error)
             return self._reject("payload", 400, "malformed payload")
-        acting = [event for event in events if event.actionable]
+        acting = [event for event in events if event.actionable or self._may_decide(event)]
         stored = [event for event in acting if self._may_decide(event)]
         if stored:
             try:
@@ -233,7 +245,7 @@ class LineWebhook:
             message = await self._respond(event, started)
         except Exception:  # one bad event must not cost the others their decisions
             _log.exception("LINE event %s could not be handled", event.event_id)
-            message = _SEND_AGAIN if event.answer is not None else _TRY_AGAIN
+            message = _SEND_AGAIN if event.text is not None else _TRY_AGAIN
         if message is None:
             self._skipped(event)
             return
@@ -242,9 +254,10 @@ class LineWebhook:
 
     @staticmethod
     def _may_decide(event: Event) -> bool:
-        """A postback or a typed answer in a 1:1 chat: its event id goes with the decision."""
+        """A postback or a text in a 1:1 chat (an answer, or a reason): it may decide."""
         one_to_one = event.source_type == "user" and event.user_id is not None
-        return one_to_one and (event.kind == "postback" or event.answer is not None)
+        typed = event.text is not None and not event.is_id_command
+        return one_to_one and (event.kind == "postback" or typed)
 
     async def _claim(self, event: Event) -> bool:
         """Remember ``event`` as handled; False if it was (a redelivery: say nothing)."""
@@ -255,28 +268,56 @@ class LineWebhook:
         redelivered = " (redelivery)" if event.redelivery else ""
         _log.info("LINE event %s already handled%s; skipped", event.event_id, redelivered)
 
-    async def _respond(self, event: Event, started: float | None) -> str | None:
+    async def _respond(self, event: Event, started: float | None) -> LineAnswer | None:
         # In a group or room LINE does not promise the tapper's userId, and a
         # decision must be attributable to one approver.
         if event.source_type != "user" or event.user_id is None:
             return _ONE_TO_ONE_ONLY
-        if event.answer is not None:
+        user_id = event.user_id
+        if event.kind == "postback":
+            return await self._postback(event, user_id, started)
+        if event.command is not None:  # "grants", "inbox", "help": never a reason, ends nothing
+            return await run(self._gate, event.command, user_id, links=self._links)
+        if event.answer is not None:  # addressed to one question: whatever was pending ends
+            before = await self._reasons.interrupt(user_id=user_id)
             reference, answer = event.answer
-            return await self._answer(event, event.user_id, reference, answer, started)
-        if event.command is not None and event.kind != "postback":
-            directory, user = self._gate.directory, event.user_id
-            told = await run_command(
-                event.command, directory=directory, channel="line", user_id=user, links=self._links
-            )
-            return told.text
-        if event.kind != "postback":
-            return f"Your LINE user id is {event.user_id}; add it to tapgate.yaml under approvers."
-        return await self._postback(event, event.user_id, started)
+            said = await self._answer(event, user_id, reference, answer, started)
+            return _joined(before, said)
+        if event.text is not None and not event.is_id_command:
+            return await self._reasons.typed(user_id=user_id, text=event.text, event=event.event_id)
+        return f"Your LINE user id is {user_id}; add it to tapgate.yaml under approvers."
 
-    async def _postback(self, event: Event, user_id: str, started: float | None) -> str | None:
-        """A button: a decision, the Reply button's hint, "Open inbox", or an unknown one."""
-        if event.data == INBOX_POSTBACK:
-            return await self._open_inbox(event, user_id)
+    async def _postback(
+        self, event: Event, user_id: str, started: float | None
+    ) -> LineAnswer | None:
+        """Deny… and Reply ask for text; a decision's button first ends what was pending.
+
+        A listed grant's Revoke decides no request, so a reason being typed stays pending.
+        """
+        if event.data == INBOX_POSTBACK:  # a card's "Open inbox": decides nothing, claimed once
+            if not await self._claim(event):
+                return None
+            return await run(self._gate, "inbox", user_id, links=self._links)
+        grant_id = parse_revoke_postback_data(event.data)
+        if grant_id is not None:  # a listed grant's Revoke (see _line_grants)
+            return await revoke_answer(self._gate, user_id, grant_id, event.event_id)
+        parsed = parse_postback_data(event.data)
+        deny_for = parse_deny_reason_postback_data(event.data)
+        if deny_for is not None or (parsed is not None and parsed[0] == "reply"):
+            request_id = deny_for or (parsed[1] if parsed else "")
+            asked = Tap(
+                channel="line",
+                user_id=user_id,
+                action="deny" if deny_for else "reply",
+                request_id=request_id,
+            )
+            _log.info("LINE %s tap by %s on request %s", asked.action, user_id, request_id)
+            return await self._reasons.ask(asked, event=event.event_id)
+        before = await self._reasons.interrupt(user_id=user_id)
+        return _joined(before, await self._button(event, user_id, started))
+
+    async def _button(self, event: Event, user_id: str, started: float | None) -> str | None:
+        """A button that decides: a request's, a batch's, or an unknown one refused."""
         parsed = parse_postback_data(event.data)
         batch = parse_batch_postback_data(event.data) if parsed is None else None
         if batch is not None:  # a batch card's Approve all / Deny all / Allow all
@@ -291,33 +332,9 @@ class LineWebhook:
             _log.info("LINE postback %s carries unknown data; refused", event.event_id)
             return _NO_LONGER_VALID
         action, request_id = parsed
-        if action == "reply":
-            return await self._reply_hint(event, user_id, request_id)
         answer = Tap(channel="line", user_id=user_id, action=action, request_id=request_id)
         outcome = await tap(self._gate, answer, event=event.event_id)
         return self._told(event, action, request_id, outcome, started)
-
-    async def _open_inbox(self, event: Event, user_id: str) -> str | None:
-        """ "Open inbox" decides nothing: claimed once, then the tapper's sign-in link."""
-        if not await self._claim(event):
-            return None
-        directory, links = self._gate.directory, self._links
-        told = await run_command(
-            "inbox", directory=directory, channel="line", user_id=user_id, links=links
-        )
-        return told.text
-
-    async def _reply_hint(self, event: Event, user_id: str, request_id: str) -> str | None:
-        """The Reply button: it opened the keyboard; say what to send, or why not to."""
-        if not await self._claim(event):
-            return None
-        answer = Tap(channel="line", user_id=user_id, action="reply", request_id=request_id)
-        may = await check(self._gate, answer)
-        _log.info("LINE Reply tap by %s on request %s: %s", user_id, request_id, may.kind)
-        if may.kind != "ready":
-            return may.message
-        prefix = answer_prefill(request_id).rstrip()
-        return f'Type your answer after "{prefix}" and send it.'
 
     async def _answer(
         self, event: Event, user_id: str, reference: str, answer: str, started: float | None
@@ -366,10 +383,13 @@ class LineWebhook:
             self._on_decision(time.perf_counter() - started)
         return outcome.message
 
-    async def _reply(self, reply_token: str, text: str) -> None:
-        """Reply with ``text``; a failure is logged, never raised."""
+    async def _reply(self, reply_token: str, answer: LineAnswer) -> None:
+        """Reply with ``answer`` (a text, or message objects); a failure is logged, never raised."""
         try:
-            await self._replier().reply(reply_token, text)
+            if isinstance(answer, str):
+                await self._replier().reply(reply_token, answer)
+            else:
+                await self._replier().reply_messages(reply_token, answer)
         except ReplyFailed as error:  # e.g. an expired reply token (about a minute)
             _log.warning("LINE reply failed: HTTP %s: %s", error.status, _excerpt(error.body))
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
@@ -385,6 +405,13 @@ class LineWebhook:
                 timeout=self._timeout,
             )
         return self._client
+
+
+def _joined(before: str | None, said: str | None) -> str | None:
+    """One reply for two outcomes (a deny a tap elsewhere made, then the tap's own)."""
+    if before is None or said is None:
+        return before or said
+    return f"{before}\n{said}"
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:

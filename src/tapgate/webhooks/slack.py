@@ -14,7 +14,9 @@ bytes to the answer::
     answer submitted ─► blank? ack with an error | ack ─► tap(reply, answer) | ephemeral
     Dismiss (a question, behind a confirm dialog) ─► tap(dismiss)
     Approve all ─► core.taps.tap_batch | Deny all ─► ``_slack_batches`` (reason modal)
-    /tapgate inbox ─► ack ─► ``_slack_sign_in`` ─► core.chat_commands ─► ephemeral link
+    /tapgate <subcommand> ─► ``_slack_commands`` ─► ack with an ephemeral answer
+    Open inbox (any card) ─► ack ─► ``_slack_sign_in`` (core.chat_commands) ─► ephemeral link
+    Revoke (a listed grant) ─inbox.record─► ack ─► ``_slack_grants`` (core.own_grants)
 
 What a tap *means* (who may, what is refused and audited, the words) is
 :mod:`tapgate.core.taps`; this module only speaks Slack. A decided request's
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -44,8 +47,13 @@ from slack_bolt.async_app import AsyncAck
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from tapgate.core.buttons import INBOX_ACTION_ID, SLACK_ACTIONS, SLACK_BATCH_ACTIONS
-from tapgate.core.chat_commands import LinkMaker
+from tapgate.core.buttons import (
+    INBOX_ACTION_ID,
+    SLACK_ACTIONS,
+    SLACK_BATCH_ACTIONS,
+    SLACK_REVOKE_ACTION_ID,
+)
+from tapgate.core.chat_commands import INBOX_SUMMARY, LinkMaker
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox, InboxItem
 from tapgate.core.models import Request
@@ -53,6 +61,8 @@ from tapgate.core.taps import check, refuse, tap, tap_batch
 from tapgate.webhooks import _slack_inbox
 from tapgate.webhooks._slack_batches import SlackBatchTaps
 from tapgate.webhooks._slack_bolt import bolt_request, build_bolt
+from tapgate.webhooks._slack_commands import SlashCommands
+from tapgate.webhooks._slack_grants import SUMMARY, SlackGrantTaps
 from tapgate.webhooks._slack_payloads import (
     ANSWER_BLOCK,
     DENY_ALL_CALLBACK_ID,
@@ -60,14 +70,16 @@ from tapgate.webhooks._slack_payloads import (
     REPLY_CALLBACK_ID,
     BatchInteraction,
     Interaction,
+    RevokeInteraction,
     parse_action,
     parse_batch_action,
     parse_deny_all_submission,
     parse_deny_submission,
     parse_reply_submission,
+    parse_revoke,
 )
 from tapgate.webhooks._slack_replies import SlackReplies
-from tapgate.webhooks._slack_sign_in import COMMAND, SlackSignIn
+from tapgate.webhooks._slack_sign_in import SlackSignIn
 from tapgate.webhooks._slack_signature import (
     SIGNATURE_HEADER,
     SIGNATURE_WINDOW,
@@ -96,6 +108,7 @@ MODAL_FAILED = "tapgate could not open the deny dialog; please tap Deny again."
 REPLY_MODAL_FAILED = "tapgate could not open the answer dialog; please tap Reply again."
 BLANK_ANSWER = "Type an answer: the agent is waiting for it."
 _Tapped = Interaction | BatchInteraction
+_Stored = _Tapped | RevokeInteraction  # what the inbox keeps: everything that changes state
 _UNRECORDED = 503  # the listener's own answer when the inbox could not store a tap
 
 
@@ -141,13 +154,18 @@ class SlackWebhook:
         client_args: dict[str, Any] = {"base_url": api_base_url, "timeout": timeout}
         self._client = AsyncWebClient(token=bot_token, retry_handlers=[], **client_args)
         self._replies = SlackReplies(self._client, timeout=timeout)
-        commands = SlackSignIn(
+        self._grants = SlackGrantTaps(gate, self._replies, team_id=team_id, timeout=timeout)
+        self.commands = SlashCommands(team_id=team_id)
+        """``/tapgate``'s subcommands: another surface adds its own with ``commands.add``."""
+        self.commands.add("grants", self._grants.command, SUMMARY)
+        self._sign_in = SlackSignIn(
             directory=gate.directory,
             replies=self._replies,
             links=links,
             team_id=team_id,
             spawn=self._own,
         )
+        self.commands.add("inbox", self._sign_in.command, INBOX_SUMMARY)
         self._bolt = build_bolt(
             signing_secret=signing_secret,
             bot_token=bot_token,
@@ -156,14 +174,15 @@ class SlackWebhook:
             actions={
                 **dict.fromkeys(SLACK_ACTIONS, self._on_action),
                 **dict.fromkeys(SLACK_BATCH_ACTIONS, self._on_batch_action),
-                INBOX_ACTION_ID: commands.open_inbox,
+                SLACK_REVOKE_ACTION_ID: self._on_revoke,
+                INBOX_ACTION_ID: self._sign_in.open_inbox,
             },
             views={
                 DENY_CALLBACK_ID: self._on_deny_submission,
                 DENY_ALL_CALLBACK_ID: self._on_deny_all_submission,
                 REPLY_CALLBACK_ID: self._on_reply_submission,
             },
-            commands={COMMAND: commands},
+            commands={re.compile(r"^/"): self.commands.listener},  # whatever the app calls it
         )
         self._inbox = inbox or Inbox(gate)
         self._inbox.register("slack", self._replay)
@@ -247,6 +266,13 @@ class SlackWebhook:
         self._spawn(interaction, self._batches.ask_reason(interaction))
         return response
 
+    async def _on_revoke(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
+        """A listed grant's Revoke: it changes state, so it is stored before the ack."""
+        interaction = parse_revoke(body)
+        if interaction is None:
+            return self._refuse_bolt()
+        return await self._record_then_ack(ack, body, interaction, time.perf_counter())
+
     async def _on_deny_all_submission(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
         """The "Deny all" modal was submitted: close it at once, then deny (as a single deny)."""
         started = time.perf_counter()
@@ -283,7 +309,7 @@ class SlackWebhook:
         return await self._record_then_ack(ack, body, interaction, started)
 
     async def _record_then_ack(
-        self, ack: AsyncAck, body: dict[str, Any], interaction: _Tapped, started: float
+        self, ack: AsyncAck, body: dict[str, Any], interaction: _Stored, started: float
     ) -> BoltResponse:
         """Store the tap, then ack, then decide in an owned task (DESIGN.md decision 17).
 
@@ -308,11 +334,14 @@ class SlackWebhook:
             return
         self._spawn(interaction, self._apply(interaction, item.event_id, None))
 
-    async def _apply(self, interaction: _Tapped, event: str, started: float | None) -> None:
+    async def _apply(self, interaction: _Stored, event: str, started: float | None) -> None:
         await self._inbox.before_apply()
-        await self._decide(interaction, started, event)
+        if isinstance(interaction, RevokeInteraction):
+            await self._grants.revoke(interaction, event)
+        else:
+            await self._decide(interaction, started, event)
 
-    def _spawn(self, interaction: _Tapped, work: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, interaction: _Stored, work: Coroutine[Any, Any, None]) -> None:
         self._own(self._guarded(interaction, work))
 
     def _own(self, work: Coroutine[Any, Any, None]) -> None:
@@ -321,7 +350,7 @@ class SlackWebhook:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _guarded(self, interaction: _Tapped, work: Coroutine[Any, Any, None]) -> None:
+    async def _guarded(self, interaction: _Stored, work: Coroutine[Any, Any, None]) -> None:
         try:
             await work
         except Exception:  # the store or Slack failed: say so rather than stay silent

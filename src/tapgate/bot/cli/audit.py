@@ -2,7 +2,9 @@
 
 ``tapgate audit`` prints the log; ``--format jsonl`` writes one row per line
 with its ``prev_hash`` and ``hash``, ``detail`` as the JSON text that was
-hashed, so the copy can be checked away from tapgate. ``tapgate audit
+hashed, so the copy can be checked away from tapgate (the printed log masks
+what looks like a credential in a typed reason; the export keeps the text as
+hashed). ``tapgate audit
 verify`` checks the database's chain from its genesis, or with ``--file``
 an exported copy, and names the first broken link: exit status 0 when every
 link holds, 1 when one is broken (2 stays "could not run", as for every
@@ -28,6 +30,7 @@ from tapgate.bot.cli.text import format_time
 from tapgate.bot.config import Config
 from tapgate.core.audit_chain import ChainRow, Verdict, Verifier
 from tapgate.core.gate import Gate
+from tapgate.core.masking import mask_text
 from tapgate.errors import ConfigError
 
 __all__ = ["EXIT_BROKEN", "audit", "verify"]
@@ -49,9 +52,12 @@ def audit(args: argparse.Namespace, config: Config) -> int:
         return 0
     entries = with_gate(config, lambda g: g.audit_log(since=since, request_id=args.request))
     for entry in entries:
+        detail = dict(entry.detail)
+        if isinstance(detail.get("reason"), str):  # an approver's typed words: hostile text
+            detail["reason"] = mask_text(detail["reason"])
         print(
             f"{format_time(entry.at)}  {entry.event:<9} {entry.actor:<16} "
-            f"{entry.request_id or '-'}  {json.dumps(dict(entry.detail), sort_keys=True)}"
+            f"{entry.request_id or '-'}  {json.dumps(detail, sort_keys=True)}"
         )
     return 0
 

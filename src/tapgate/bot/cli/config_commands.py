@@ -59,6 +59,16 @@ def _agent(args: argparse.Namespace, config: Config) -> str:
     return str(args.agent)
 
 
+def _always_terms(out: dict[str, Any]) -> str:
+    """ "(Always: 30 days)", "(Always: once, within 2 days)": what an Always grant would be."""
+    always = out.get("always")
+    if always is None:
+        return ""
+    uses = always["uses"]
+    count = "" if uses is None else ("once, within " if uses == 1 else f"{uses} times, within ")
+    return f" (Always: {count}{readable_duration(always['ttl'])})"
+
+
 def explain(args: argparse.Namespace, config: Config) -> int:
     """Show the verdict the policy gives a tool call, the rule that decided, and why."""
     try:
@@ -83,6 +93,9 @@ def explain(args: argparse.Namespace, config: Config) -> int:
         out["approvers"] = list(config.directory().expand(verdict.approvers))
         out["timeout"] = verdict.timeout
         out["grantable"] = verdict.grantable
+        out["remember"] = sorted(verdict.remember) if verdict.grantable else ["once"]
+        if "always" in out["remember"]:
+            out["always"] = {"ttl": verdict.always_ttl, "uses": verdict.always_uses}
     if args.json:
         print(json.dumps(out, indent=2))
     else:
@@ -96,4 +109,5 @@ def explain(args: argparse.Namespace, config: Config) -> int:
                 f"  approvers: {', '.join(out['approvers']) or '(none)'}; "
                 f"timeout {readable_duration(verdict.timeout)}"
             )
+            print(f"  may remember: {', '.join(out['remember'])}{_always_terms(out)}")
     return 0

@@ -106,6 +106,8 @@ def grants_list(args: argparse.Namespace, config: Config) -> int:
             print(json.dumps(_grant_json(grant)))
         else:
             state = "revoked" if grant.revoked_at else "active"
+            if grant.uses_left is not None and not grant.revoked_at:
+                state = f"{state}, {grant.uses_left} use{'s' if grant.uses_left != 1 else ''} left"
             print(
                 f"{grant.id}  {grant.scope}  {grant.agent}"
                 f"{'/' + grant.session if grant.session else ''}  {grant.tool}  "
@@ -150,4 +152,5 @@ def _grant_json(g: Grant) -> dict[str, Any]:
         "created_at": g.created_at.isoformat(),
         "expires_at": g.expires_at.isoformat() if g.expires_at else None,
         "revoked_at": g.revoked_at.isoformat() if g.revoked_at else None,
+        "uses_left": g.uses_left,
     }

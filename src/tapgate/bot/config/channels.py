@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from pydantic import Field
+
 from tapgate.bot.config.fields import Duration, HttpUrl, NonEmptyStr, Secret, Section
 
 __all__ = ["ChannelsConfig", "ConsoleConfig", "LineConfig", "SlackConfig"]
@@ -13,13 +17,23 @@ class ConsoleConfig(Section):
     enabled: bool = True
 
 
+ReasonWindow = Annotated[Duration, Field(ge=10.0, le=3600.0)]
+"""How long LINE waits for a typed reason: 10 s to 1 h (a deny must not wait longer)."""
+
+
 class LineConfig(Section):
-    """The LINE Messaging API channel that pushes requests and receives taps."""
+    """The LINE Messaging API channel that pushes requests and receives taps.
+
+    ``reason_window``: after "Deny…" (or a question's Reply), how long the
+    approver's next text message is taken as the reason (the answer); when
+    it ends without one, the deny is made without a reason.
+    """
 
     channel_access_token: Secret
     channel_secret: Secret
     api_base_url: HttpUrl = "https://api.line.me"
     timeout: Duration = 10.0
+    reason_window: ReasonWindow = 300.0
 
 
 class SlackConfig(Section):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from tapgate.bot.config.agents import AgentConfig
@@ -97,6 +97,21 @@ def _remember(value: tuple[Scope, ...]) -> tuple[Scope, ...]:
 Remember = Annotated[tuple[Scope, ...], AfterValidator(_remember)]
 """What an approver may remember: ``[once, session]`` forbids "Always allow"."""
 
+
+def _check_always_uses(uses: int | None, info: ValidationInfo) -> int | None:
+    """``always_uses`` beside a ``remember`` without ``always`` would limit nothing: refused.
+
+    A field validator (``remember`` is declared first, so it is in ``info.data``),
+    so the error names ``….always_uses`` itself.
+    """
+    remember = info.data.get("remember")
+    if uses is not None and remember is not None and "always" not in remember:
+        raise PydanticCustomError(
+            "always_uses", "limits Always grants, but remember here does not include always"
+        )
+    return uses
+
+
 WritablePath = Annotated[str, AfterValidator(_writable_path)]
 HiddenPath = Annotated[str, AfterValidator(_absolute_path)]
 
@@ -124,6 +139,9 @@ class ToolConfig(Section):
     sandbox: SandboxConfig | None = None
     remember: Remember | None = None
     always_ttl: Duration | None = None
+    always_uses: PositiveInt | None = None
+
+    _always_uses_needs_always = field_validator("always_uses")(_check_always_uses)
 
 
 class RuleConfig(Section):
@@ -142,6 +160,9 @@ class RuleConfig(Section):
     escalate_to: tuple[NonEmptyStr, ...] = ()
     remember: Remember | None = None
     always_ttl: Duration | None = None
+    always_uses: PositiveInt | None = None
+
+    _always_uses_needs_always = field_validator("always_uses")(_check_always_uses)
 
 
 class AgentPolicyConfig(Section):
@@ -167,6 +188,10 @@ class PolicyConfig(Section):
     agents: dict[NonEmptyStr, AgentPolicyConfig] = Field(default_factory=dict)
     remember: Remember = ("once", "session", "always")
     always_ttl: Duration = DEFAULT_ALWAYS_TTL
+    always_uses: PositiveInt | None = None
+    """Calls one "Always" grant allows (``1``: single-use); ``null``: until it expires."""
+
+    _always_uses_needs_always = field_validator("always_uses")(_check_always_uses)
 
 
 def _rules(rules: Sequence[RuleConfig], loc: tuple[str, ...]) -> tuple[Rule, ...]:
@@ -180,6 +205,7 @@ def _rules(rules: Sequence[RuleConfig], loc: tuple[str, ...]) -> tuple[Rule, ...
             reason=rule.reason,
             remember=_scopes(rule.remember),
             always_ttl=rule.always_ttl,
+            always_uses=rule.always_uses,
             source=format_path((*loc, index)),
             quorum=rule.quorum,
             self_approval=rule.self_approval,
@@ -243,6 +269,7 @@ def policy_spec(
             paths=tool.paths,
             remember=_scopes(tool.remember),
             always_ttl=tool.always_ttl,
+            always_uses=tool.always_uses,
             source=format_path(("policy", "tools", name)),
         )
         for name, tool in policy.tools.items()
@@ -266,6 +293,7 @@ def policy_spec(
         owners={agent.name: agent.owner for agent in agent_configs if agent.owner},
         remember=_scopes(policy.remember) or ALL_SCOPES,
         always_ttl=policy.always_ttl,
+        always_uses=policy.always_uses,
     )
 
 

@@ -5,23 +5,33 @@ own deadline, a tap that came too late); one whose every message failed for
 good is given up (:mod:`~tapgate.core.store.reach` finds those). Both end it
 the same way: status ``expired``, the rule's ``on_timeout`` verdict for the
 agent, a decision number, and the audit line the trigger writes.
+
+One exception: a request an approver tapped "Deny…" on, whose typed reason is
+still awaited (a ``deny`` row in ``pending_reasons``), ends with the verdict
+deny whatever its ``on_timeout`` says: the approver's deny was acknowledged,
+and an ``on_timeout: allow`` must not turn it into an allow.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, Connection, literal, select, true, update
+from sqlalchemy import ColumnElement, Connection, case, exists, literal, select, true, update
 
 from tapgate.core.models import Request
 from tapgate.core.store import numbering
 from tapgate.core.store.rows import request_from_row
-from tapgate.core.store.schema import requests
+from tapgate.core.store.schema import pending_reasons, requests
 
 __all__ = ["UNREACHABLE", "expire", "expire_overdue", "give_up"]
 
+# An approver's acknowledged "Deny…" outweighs on_timeout (see the module docstring).
+_ASKED_TO_DENY = exists().where(
+    pending_reasons.c.target == requests.c.id, pending_reasons.c.kind == "deny"
+)
+_VERDICT = case((_ASKED_TO_DENY, literal("deny")), else_=requests.c.on_timeout)
 # {"on_timeout": "deny"} built in SQL, so a bulk expiry stays one statement.
-_ON_TIMEOUT_DETAIL = literal('{"on_timeout": "') + requests.c.on_timeout + literal('"}')
+_ON_TIMEOUT_DETAIL = literal('{"on_timeout": "') + _VERDICT + literal('"}')
 
 
 def expire(conn: Connection, ids: list[str], now: datetime) -> list[Request]:
@@ -62,6 +72,7 @@ def _end_by_timeout_verdict(
             resolved_by=by,
             resolution_reason=reason,
             resolution_detail=_ON_TIMEOUT_DETAIL,
+            on_timeout=_VERDICT,
             decided_seq=numbering.SEQ,
         )
         .returning(*requests.c)

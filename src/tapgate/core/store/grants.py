@@ -6,14 +6,24 @@ otherwise create a request (see :mod:`tapgate.core.store.lifecycle`), and a
 grant an approval makes commits with that approval, so it exists exactly when
 the approval does. Making and revoking a grant are audited here, in the same
 transaction; expiry needs no write (``expires_at`` is part of the lookup).
+
+A grant with ``uses_left`` (``always_uses`` in the policy) is spent by the
+call it allows: :func:`find` takes one use with a compare-and-set
+(``uses_left = uses_left - 1 WHERE uses_left > 0``) in the asking
+transaction. On PostgreSQL the second of two concurrent calls waits for the
+first's row lock, re-reads ``uses_left`` and finds nothing left, so exactly
+one of them is allowed and the other asks; on SQLite writes are serialised.
+A grant without a limit is preferred, so a limited one is spent only when
+nothing else covers the call.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, and_, bindparam, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, case, insert, or_, select, update
 
 from tapgate.core.models import Grant
 from tapgate.core.store import audit
@@ -53,13 +63,30 @@ _SELECT_COVERING = (
                 grants.c.session != "",
             ),
         ),
+        or_(grants.c.uses_left.is_(None), grants.c.uses_left > 0),
     )
+    .order_by(case((grants.c.uses_left.is_(None), 0), else_=1))
     .limit(1)
 )
+_TAKE_USE = (
+    update(grants)
+    .where(
+        grants.c.id == bindparam("b_id"),
+        grants.c.revoked_at.is_(None),
+        grants.c.uses_left > 0,
+    )
+    .values(uses_left=grants.c.uses_left - 1)
+)
+_FIND_ATTEMPTS = 3
 
 
 def find(conn: Connection, key: GrantKey, now: datetime) -> Grant | None:
-    """An active grant covering ``key``: durable, or for this very (non-empty) session."""
+    """An active grant covering ``key`` (durable, or for this very non-empty session).
+
+    A limited grant found here has one use taken (audited as ``grant_used``):
+    finding it *is* the call it allows. A use lost to a concurrent call looks
+    again; the grant it lost on has nothing left, so the loop ends.
+    """
     params = {
         "b_agent": key.agent,
         "b_tool": key.tool,
@@ -67,8 +94,19 @@ def find(conn: Connection, key: GrantKey, now: datetime) -> Grant | None:
         "b_now": now,
         "b_session": key.session or "",
     }
-    row = conn.execute(_SELECT_COVERING, params).mappings().first()
-    return grant_from_row(row) if row is not None else None
+    for _ in range(_FIND_ATTEMPTS):
+        row = conn.execute(_SELECT_COVERING, params).mappings().first()
+        if row is None:
+            return None
+        grant = grant_from_row(row)
+        if grant.uses_left is None:
+            return grant
+        if conn.execute(_TAKE_USE, {"b_id": grant.id}).rowcount == 1:
+            left = grant.uses_left - 1
+            detail = {"grant": grant.id, "tool": grant.tool, "uses_left": left}
+            audit.write(conn, now, "grant_used", None, f"agent:{key.agent}", detail)
+            return dataclasses.replace(grant, uses_left=left)
+    return None
 
 
 def add(conn: Connection, grant: Grant, *, request_id: str, by: str, now: datetime) -> None:

@@ -124,6 +124,7 @@ def grant_to_row(grant: Grant) -> dict[str, Any]:
         "request_id": grant.request_id,
         "revoked_at": grant.revoked_at,
         "revoked_by": grant.revoked_by,
+        "uses_left": grant.uses_left,
     }
 
 
@@ -142,6 +143,7 @@ def grant_from_row(row: Mapping[Any, Any]) -> Grant:
         request_id=row["request_id"],
         revoked_at=row["revoked_at"],
         revoked_by=row["revoked_by"],
+        uses_left=row["uses_left"],
     )
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "grants",
     "metadata",
     "outbox",
+    "pending_reasons",
     "requests",
     "web_sessions",
     "web_sign_ins",
@@ -215,6 +216,8 @@ grants = Table(
     Column("request_id", String(32)),
     Column("revoked_at", UTCDateTime),
     Column("revoked_by", String(200)),
+    # Migration 0009: calls a single-use (``always_uses``) grant may still allow.
+    Column("uses_left", Integer),
     CheckConstraint("scope IN ('session', 'always')", name="scope"),
     Index("ix_grants_agent_tool", "agent", "tool"),
 )
@@ -285,7 +288,7 @@ webhook_inbox = Table(
     Index("ix_webhook_inbox_received_at", "received_at"),
 )
 
-# Web inbox sign-in links (migration 0007): only the SHA-256 of a link's token
+# Web inbox sign-in links (migration 0010): only the SHA-256 of a link's token
 # is kept, so a database read does not hand out sign-ins; ``used_at`` makes a
 # link single-use by one compare-and-set.
 web_sign_ins = Table(
@@ -315,6 +318,25 @@ web_sessions = Table(
     Column("expires_at", UTCDateTime, nullable=False),
     Column("revoked_at", UTCDateTime),
     Index("ix_web_sessions_approver", "approver"),
+)
+
+# What an approver types next on LINE after "Deny…" or a question's Reply: one row
+# per approver at most, from the tap until the decision it ends in (migration 0008).
+pending_reasons = Table(
+    "pending_reasons",
+    metadata,
+    Column("approver", String(200), primary_key=True),
+    Column("id", String(32), nullable=False, unique=True),
+    Column("kind", String(16), nullable=False),
+    Column("target", String(64), nullable=False),
+    Column("channel", String(16), nullable=False),
+    Column("user_id", String(200), nullable=False),
+    Column("state", String(8), nullable=False),
+    Column("text", Text),
+    Column("asked_at", UTCDateTime, nullable=False),
+    Column("deadline", UTCDateTime, nullable=False),
+    Index("ix_pending_reasons_deadline", "deadline"),
+    Index("ix_pending_reasons_target", "target"),
 )
 
 # Calls an agent named itself (HumanLayer's call_id): the body it sent, and

@@ -5,7 +5,8 @@ operation as one transaction on its runner (:mod:`tapgate.core.store.engine`):
 reads with ``runner.read``, writes with ``runner.run``. Each lives with its concept:
 
 ``lifecycle``, ``expiry``, ``requests``, ``grants``, ``reminders``, ``events``,
-``audit``, ``batches``; ``outbox`` / ``calls`` / ``inbox`` / ``web`` are attributes.
+``audit``, ``batches``; ``store.outbox`` / ``calls`` / ``inbox`` / ``reasons`` /
+``owned_grants`` / ``web`` are attributes.
 Methods stay here, thin: callers see one object, concept modules no ``async``.
 """
 
@@ -44,6 +45,8 @@ from tapgate.core.store.leader import Leadership
 from tapgate.core.store.lifecycle import Created, TargetStatus, Transition
 from tapgate.core.store.notify import DecisionListener
 from tapgate.core.store.outbox import Outbox
+from tapgate.core.store.owned_grants import OwnedGrants
+from tapgate.core.store.reasons import PendingReasons
 from tapgate.core.store.web_sessions import WebSessions
 from tapgate.errors import RequestNotFound, StoreError
 
@@ -62,6 +65,8 @@ class Store:
         self.approvals = Approvals(runner)
         self.inbox = WebhookInbox(runner)
         self.web = WebSessions(runner)
+        self.reasons = PendingReasons(runner)
+        self.owned_grants = OwnedGrants(runner)
 
     @classmethod
     async def open(cls, url: str, *, migrate: bool = True) -> Store:

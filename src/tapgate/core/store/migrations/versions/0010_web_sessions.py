@@ -1,7 +1,7 @@
 """The web inbox's sign-in links and sessions.
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0010
+Revises: 0009
 Create Date: 2026-11-24
 
 ``web_sign_ins`` holds the single-use links an approver asks for in the chat
@@ -15,8 +15,8 @@ from alembic import op
 
 from tapgate.core.store.schema import UTCDateTime
 
-revision = "0008"
-down_revision = "0007"
+revision = "0010"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 
