@@ -293,11 +293,19 @@ BOT_ALLOWED_INTERNAL = {
     "config": {"tapgate.bot.config"},
     "api": {"tapgate.bot.api", "tapgate.bot.config", "tapgate.bot.keys"},
     "cli": {"tapgate.bot.cli", "tapgate.bot.config", "tapgate.bot.app", "tapgate.bot.access_log"},
+    # The web inbox: the app's keys, the API's handler type and shutdown event, nothing else.
+    "web": {
+        "tapgate.bot.web",
+        "tapgate.bot.keys",
+        "tapgate.bot.api.middleware",
+        "tapgate.bot.api.stream",
+    },
 }
 BOT_FORBIDDEN_EXTERNAL = {
     "config": {"aiohttp", "sqlalchemy", "alembic", "httpx", "prometheus_client"},
     "api": {"yaml"},
     "cli": set(),
+    "web": {"yaml"},
 }
 
 

@@ -74,3 +74,6 @@ def test_the_wheel_installs_and_runs_on_the_shipped_examples(tmp_path: Path) -> 
     # The migrations ship in the wheel: a database can be created from it.
     store = f"sqlite:///{tmp_path / 'wheel.db'}"
     assert "revision" in run(script, "db", "upgrade", "--url", store, env=env, cwd=elsewhere)
+    # The web inbox's stylesheet and script ship as package data (no build step, no CDN).
+    static = Path(site) / "tapgate" / "bot" / "web" / "static"
+    assert {p.name for p in static.iterdir()} >= {"inbox.css", "inbox.js", "favicon.svg"}

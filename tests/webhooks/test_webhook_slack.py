@@ -776,8 +776,9 @@ def test_the_app_manifest_points_at_this_webhook_with_the_scopes_tapgate_uses() 
         "commands",
     ]
     assert data["display_information"]["name"] == "tapgate"
-    [command] = data["features"]["slash_commands"]  # /tapgate grants, on the same signed URL
+    [command] = data["features"]["slash_commands"]  # /tapgate grants | inbox, same signed URL
     assert (command["command"], command["url"]) == ("/tapgate", interactivity["request_url"])
+    assert "inbox" in command["usage_hint"]
 
 
 # -- anything at all: never a 5xx, never a change -----------------------------------------

@@ -22,16 +22,18 @@ from tapgate.bot.bodies import HANDLER_ARGS, body_middleware
 from tapgate.bot.config import Config
 from tapgate.bot.health import setup_health
 from tapgate.bot.heartbeat import Heartbeat
-from tapgate.bot.keys import CLOCK, CONFIG, DISPATCHER, GATE, INBOX, METRICS, STORE
+from tapgate.bot.keys import CLOCK, CONFIG, DISPATCHER, GATE, INBOX, METRICS, SIGN_INS, STORE
 from tapgate.bot.metrics import Metrics
 from tapgate.bot.routes import setup_webhooks
 from tapgate.bot.test_hooks import apply_delay
 from tapgate.bot.unreachable import Unreachable
+from tapgate.bot.web import setup_web
 from tapgate.core.always import offer_for
 from tapgate.core.clock import Clock, SystemClock
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox
 from tapgate.core.policy import Policy
+from tapgate.core.sign_in import SignIns
 from tapgate.core.store import Store
 from tapgate.notifiers import ConsoleNotifier, Dispatcher, Notifier
 
@@ -75,6 +77,7 @@ def build_app(
         )
     )
     setup_webhooks(app)
+    setup_web(app)
     return app
 
 
@@ -94,6 +97,7 @@ def notifiers_for(config: Config, *, config_path: str | None = None) -> list[Not
     channels = config.channels
     shell_args = {t.name: t.shell for t in config.policy_spec().tools if t.shell}
     offers = partial(offer_for, Policy(config.policy_spec()))  # the remember buttons, per card
+    inbox = config.server.public_url is not None  # "Open inbox": a link needs a public URL
     out: list[Notifier] = []
     if "console" in config.enabled_channels:
         out.append(
@@ -109,6 +113,7 @@ def notifiers_for(config: Config, *, config_path: str | None = None) -> list[Not
                 timeout=channels.line.timeout,
                 tool_shell_args=shell_args,
                 offers=offers,
+                inbox_button=inbox,
             )
         )
     if channels.slack is not None:
@@ -122,6 +127,7 @@ def notifiers_for(config: Config, *, config_path: str | None = None) -> list[Not
                 channel_id=channels.slack.channel,
                 tool_shell_args=shell_args,
                 offers=offers,
+                inbox_button=inbox,
             )
         )
     return out
@@ -162,14 +168,16 @@ def _core(
             on_unreachable=unreachable,
         )
         inbox = Inbox(gate, apply_delay=delay)  # the webhooks register with it (bot/routes.py)
+        sign_ins = SignIns(gate)  # the web inbox's links and sessions (bot/web)
         heartbeat = Heartbeat(
             gate,
             dispatcher,
             inbox=inbox,
+            sign_ins=sign_ins,
             interval=config.server.heartbeat_interval,
         )
         app[STORE], app[GATE], app[DISPATCHER], app[HEARTBEAT] = store, gate, dispatcher, heartbeat
-        app[INBOX] = inbox
+        app[INBOX], app[SIGN_INS] = inbox, sign_ins
         await gate.start()
         await dispatcher.start()
         await heartbeat.start()

@@ -9,9 +9,10 @@ waiters and, through the event, updating their messages), queues the
 reminders that are due (each request carries its own ``remind_at``, moved on
 by ``remind_every``), escalates requests nobody answered by ``escalate_at``,
 replays the webhook events stored before their 200 and still unapplied (a
-replica died between the ack and the apply: :mod:`tapgate.core.inbox`), and
-forgets old webhook event ids. Reminders and escalation are also
-compare-and-sets in the store, so a lost lock mid-beat cannot double them.
+replica died between the ack and the apply: :mod:`tapgate.core.inbox`),
+forgets old webhook event ids and the web inbox's long-ended links and
+sessions. Reminders and escalation are also compare-and-sets in the store,
+so a lost lock mid-beat cannot double them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from datetime import timedelta
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox
 from tapgate.core.reasons import Reasons
+from tapgate.core.sign_in import SignIns
 from tapgate.notifiers.dispatcher import Dispatcher
 
 __all__ = ["Heartbeat"]
@@ -44,9 +46,11 @@ class Heartbeat:
         *,
         interval: float = 5.0,
         inbox: Inbox | None = None,
+        sign_ins: SignIns | None = None,
     ) -> None:
         self.gate = gate
         self.inbox = inbox
+        self.sign_ins = sign_ins
         self.dispatcher = dispatcher
         self.interval = interval
         self._task: asyncio.Task[None] | None = None
@@ -92,6 +96,8 @@ class Heartbeat:
                 log.warning("replayed %d stored webhook event(s)", replayed)
             await self.inbox.forget(now - EVENT_MEMORY)
         await self.gate.forget_events(now - EVENT_MEMORY)
+        if self.sign_ins is not None:
+            await self.sign_ins.forget()
 
     async def _remind(self) -> None:
         reminded = await self.gate.remind()

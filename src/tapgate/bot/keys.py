@@ -14,10 +14,11 @@ from tapgate.bot.metrics import Metrics
 from tapgate.core.clock import Clock
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox
+from tapgate.core.sign_in import SignIns
 from tapgate.core.store import Store
 from tapgate.notifiers.dispatcher import Dispatcher
 
-__all__ = ["CLOCK", "CONFIG", "DISPATCHER", "GATE", "INBOX", "METRICS", "STORE"]
+__all__ = ["CLOCK", "CONFIG", "DISPATCHER", "GATE", "INBOX", "METRICS", "SIGN_INS", "STORE"]
 
 CONFIG = web.AppKey("tapgate.config", Config)
 CLOCK = web.AppKey("tapgate.clock", Clock)
@@ -26,3 +27,5 @@ GATE = web.AppKey("tapgate.gate", Gate)
 INBOX = web.AppKey("tapgate.inbox", Inbox)
 DISPATCHER = web.AppKey("tapgate.dispatcher", Dispatcher)
 METRICS = web.AppKey("tapgate.metrics", Metrics)
+SIGN_INS = web.AppKey("tapgate.sign_ins", SignIns)
+"""The web inbox's sign-in links and sessions (minted by the chats, used by ``bot.web``)."""

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from tapgate.bot.keys import CONFIG, GATE, INBOX, METRICS
+from tapgate.bot.keys import CONFIG, GATE, INBOX, METRICS, SIGN_INS
+from tapgate.bot.web import sign_in_url
+from tapgate.core.chat_commands import LinkMaker
 
 if TYPE_CHECKING:  # imported where used: a LINE-only server never loads slack-bolt
     from tapgate.webhooks.line import LineWebhook
@@ -65,6 +67,22 @@ async def _replay(app: web.Application) -> AsyncIterator[None]:
     yield
 
 
+def _links(app: web.Application) -> LinkMaker | None:
+    """Sign-in links to the web inbox for the chats' ``inbox`` command, at ``server.public_url``.
+
+    ``None`` without a public URL: a link to ``127.0.0.1`` would open nothing on a phone.
+    """
+    public = app[CONFIG].server.public_url
+    if public is None:
+        return None
+    sign_ins = app[SIGN_INS]
+
+    async def link(approver: str, via: str) -> str:
+        return sign_in_url(str(public), await sign_ins.link(approver, via=via))
+
+    return link
+
+
 async def _line(app: web.Application) -> AsyncIterator[None]:
     from tapgate.webhooks._tap_log import TAP_LOG_LEVELS
     from tapgate.webhooks.line import LineWebhook
@@ -81,6 +99,7 @@ async def _line(app: web.Application) -> AsyncIterator[None]:
         on_reject=lambda reason: metrics.webhook_rejections.labels("line", reason).inc(),
         on_decision=metrics.tap_latency.observe,
         inbox=app[INBOX],
+        links=_links(app),
         reason_window=line.reason_window,
         tap_log=TAP_LOG_LEVELS[app[CONFIG].channels.tap_log],
     )
@@ -109,6 +128,7 @@ async def _slack(app: web.Application) -> AsyncIterator[None]:
         on_decision=metrics.tap_latency.observe,
         inbox=app[INBOX],
         tap_log=TAP_LOG_LEVELS[app[CONFIG].channels.tap_log],
+        links=_links(app),
     )
     app[SLACK_WEBHOOK] = webhook
     if slack.app_token is not None:

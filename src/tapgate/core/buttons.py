@@ -43,6 +43,8 @@ from typing import Literal, TypeVar
 
 __all__ = [
     "BATCH_ACTIONS",
+    "INBOX_ACTION_ID",
+    "INBOX_POSTBACK",
     "QUESTION_ACTIONS",
     "REFERENCE_MIN",
     "SHORT_ID_LENGTH",
@@ -130,6 +132,10 @@ SLACK_EDIT_ACTION_ID = "tapgate_edit"
 Not a :data:`TapAction`: it opens a dialog and decides nothing; the dialog's
 submission approves (``core.edits``). No LINE postback exists for it.
 """
+INBOX_ACTION_ID = "tapgate_open_inbox"
+"""``action_id`` of a card's "Open inbox" button: a sign-in link for whoever taps it."""
+INBOX_POSTBACK = "v=1&a=inbox"
+"""LINE ``data`` of the same button (it names no request: the link is the tapper's)."""
 SLACK_REVOKE_ACTION_ID = "tapgate_revoke_grant"
 """``action_id`` of a listed grant's Revoke button; its ``value`` is the grant id."""
 _REVOKE: Mapping[str, Literal["revoke"]] = {"revoke": "revoke"}

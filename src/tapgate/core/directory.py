@@ -12,7 +12,10 @@ from dataclasses import dataclass
 
 from tapgate.core.models import Delivery
 
-__all__ = ["Approver", "Directory"]
+__all__ = ["WEB", "Approver", "Directory"]
+
+WEB = "web"
+"""The web inbox's channel name in taps and audit lines."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -90,8 +93,12 @@ class Directory:
         """The approver name behind a platform user id (the tapper), if any.
 
         When the approver's workspace is configured for ``channel``, the tap
-        must come from that workspace.
+        must come from that workspace. On ``web`` the user id *is* the
+        approver's name: the web inbox hands over the name its verified
+        session carries (:mod:`tapgate.core.sign_in`), never one from a form.
         """
+        if channel == WEB:
+            return user_id if user_id in self._by_name else None
         for name in self._by_address.get((channel, user_id), ()):
             expected = self._by_name[name].team(channel)
             if expected is None or team == expected:

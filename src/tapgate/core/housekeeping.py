@@ -38,11 +38,26 @@ class StoreDoor:
         tool: str | None = None,
         id_prefix: str | None = None,
         limit: int = 100,
+        approver: str | None = None,
+        offset: int = 0,
     ) -> list[Request]:
-        """Requests, newest first (``id_prefix`` is matched without ASCII case: check again)."""
+        """Requests, newest first (``id_prefix`` is matched without ASCII case: check again).
+
+        ``approver`` keeps the requests that name them among their approvers.
+        """
         return await self.store.list_requests(
-            status=status, agent=agent, tool=tool, id_prefix=id_prefix, limit=limit
+            status=status,
+            agent=agent,
+            tool=tool,
+            id_prefix=id_prefix,
+            limit=limit,
+            approver=approver,
+            offset=offset,
         )
+
+    async def count_requests(self, *, status: RequestStatus, approver: str | None = None) -> int:
+        """How many requests have ``status`` (of ``approver``'s, if given)."""
+        return await self.store.count_requests(status=status, approver=approver)
 
     async def audit_log(
         self, *, since: datetime | None = None, request_id: str | None = None

@@ -35,6 +35,8 @@ __all__ = [
     "NOT_QUESTION",
     "NOT_REMEMBERED",
     "NO_GRANTS",
+    "NO_INBOX",
+    "NO_INBOX_FOR_STRANGERS",
     "REASON_SKIPPED",
     "SELF_APPROVAL",
     "TYPE_ANSWER",
@@ -51,6 +53,7 @@ __all__ = [
     "edited_reason",
     "grant_line",
     "grants_heading",
+    "inbox_link_message",
     "is_question",
     "no_question_matches",
     "partial_message",
@@ -78,6 +81,8 @@ NOT_GRANT_OWNER = "Only the approver who made a grant can revoke it from the cha
 GRANT_GONE = "That grant does not exist or was already revoked."
 NOT_KNOWN = "tapgate does not know you as an approver, so you have no grants to list or revoke."
 ASK_REASON = "Type the reason (or 'skip')"
+NO_INBOX = "The web inbox needs server.public_url in tapgate.yaml; ask the operator."
+NO_INBOX_FOR_STRANGERS = "Only configured approvers have an inbox."
 TYPE_ANSWER = "Type your answer and send it."
 REASON_SKIPPED = "skip"
 """What an approver types to deny without a reason (any case)."""
@@ -286,3 +291,8 @@ def edited_reason(by: str, changed: Sequence[str]) -> str:
     names = ", ".join(mask_text(name)[:40] for name in changed[:5])
     more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
     return f"approved by {by} with edited arguments ({names}{more})"
+
+
+def inbox_link_message(url: str, minutes: int) -> str:
+    """The reply to ``inbox``: the sign-in link, and that it works once, briefly."""
+    return f"Your tapgate inbox: {url}\nThe link signs you in once, within {minutes} minutes."

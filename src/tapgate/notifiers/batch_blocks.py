@@ -26,6 +26,7 @@ from typing import Any
 
 from tapgate.core.buttons import SLACK_BATCH_ACTION_IDS, BatchAction
 from tapgate.notifiers.batch_view import BatchCall, BatchView
+from tapgate.notifiers.inbox_button import slack_inbox_button
 from tapgate.notifiers.presentation import clip, fit_text
 from tapgate.notifiers.slack_blocks import (
     _RISK_ICONS,
@@ -59,11 +60,12 @@ CALL_TEXT_MIN = 600
 COMPACT_CALL_MAX = 300
 
 
-def render_slack_batch(batch: BatchView) -> dict[str, Any]:
+def render_slack_batch(batch: BatchView, *, inbox: bool = False) -> dict[str, Any]:
     """The ``chat.postMessage`` / ``chat.update`` payload of a batch card, as the batch is now.
 
     Open calls have their buttons, decided ones their outcome line; the
-    batch's own buttons stay while any call is open.
+    batch's own buttons stay while any call is open, with "Open inbox" after
+    them when ``inbox``.
     """
     calls = batch.calls
     live = bool(batch.open_calls)
@@ -77,9 +79,11 @@ def render_slack_batch(batch: BatchView) -> dict[str, Any]:
         blocks.append(_call_section(number, call, budget))
         blocks.append(_actions(call.view) if call.is_open else _outcome(call))
     blocks += _compact(calls[FULL_CALLS:], first=FULL_CALLS + 1)
+    payload = {"text": _fallback(batch, title), "blocks": blocks}
     if live:
         blocks.append(_batch_actions(batch))
-    return {"text": _fallback(batch, title), "blocks": blocks}
+        payload = slack_inbox_button(payload, inbox)
+    return payload
 
 
 def _facts(batch: BatchView, *, live: bool) -> dict[str, Any]:

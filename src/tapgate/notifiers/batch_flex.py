@@ -33,6 +33,7 @@ from typing import Any
 
 from tapgate.core.buttons import BatchAction, batch_postback_data
 from tapgate.notifiers.batch_view import BatchCall, BatchView
+from tapgate.notifiers.inbox_button import line_inbox_button
 from tapgate.notifiers.line_flex import (
     _MUTED,
     _RED,
@@ -72,16 +73,17 @@ def message_bytes(message: dict[str, Any]) -> int:
     return len(json.dumps(message).encode())
 
 
-def render_line_batch(batch: BatchView) -> list[dict[str, Any]]:
+def render_line_batch(batch: BatchView, *, inbox: bool = False) -> list[dict[str, Any]]:
     """The Flex message(s) of one push for a batch card: one bubble for up to five calls,
     else a carousel; only past one message's size, several carousels (see above).
+    ``inbox`` adds "Open inbox" under the batch's own buttons.
 
     Raises ``ValueError`` if even that cannot hold the card (not within ``MAX_CALLS``).
     """
     bubbles: list[dict[str, Any]] = []
     for max_units, max_lines in ARGS_LADDER:
         bubbles = [
-            _bubble(batch, start, max_units=max_units, max_lines=max_lines)
+            _bubble(batch, start, max_units=max_units, max_lines=max_lines, inbox=inbox)
             for start in range(0, len(batch.calls), CALLS_PER_BUBBLE)
         ]
         if max(message_bytes(b) for b in bubbles) > BUBBLE_BYTES:
@@ -120,7 +122,9 @@ def _alt(batch: BatchView) -> str:
     return clip(alt, ALT_TEXT_MAX, measure=utf16_len)
 
 
-def _bubble(batch: BatchView, start: int, *, max_units: int, max_lines: int) -> dict[str, Any]:
+def _bubble(
+    batch: BatchView, start: int, *, max_units: int, max_lines: int, inbox: bool = False
+) -> dict[str, Any]:
     calls = batch.calls[start : start + CALLS_PER_BUBBLE]
     end = start + len(calls)
     first = start == 0
@@ -144,6 +148,9 @@ def _bubble(batch: BatchView, start: int, *, max_units: int, max_lines: int) -> 
     }
     if first and batch.open_calls:
         bubble["footer"] = _box(_batch_buttons(batch), spacing="sm")
+        if inbox:
+            shown: dict[str, Any] = line_inbox_button({"contents": bubble}, inbox)["contents"]
+            return shown
     return bubble
 
 

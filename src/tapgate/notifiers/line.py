@@ -81,8 +81,10 @@ class LineNotifier:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         tool_shell_args: Mapping[str, str] | None = None,
         offers: Callable[[Request], Offer] | None = None,
+        inbox_button: bool = False,
     ) -> None:
         self._offers = offers
+        self._inbox = inbox_button  # "Open inbox" on every card (the web inbox has a URL)
         self._configuration = Configuration(
             host=api_base_url.rstrip("/"), access_token=access_token
         )
@@ -107,7 +109,7 @@ class LineNotifier:
             tool_shell_arg=self._tool_shell_args.get(request.tool),
             offer=self._offers(request) if self._offers is not None else None,
         )
-        body = _push_request(delivery.address, [render_line(view)])
+        body = _push_request(delivery.address, [render_line(view, inbox=self._inbox)])
         return await self._deliver(body, delivery, key, f"request {request.id}")
 
     async def send_batch(
@@ -116,7 +118,7 @@ class LineNotifier:
         """Push one Flex card (a bubble, or a carousel) for a batch's calls; see ``batch_flex``."""
         batch = present_batch(requests, tool_shell_args=self._tool_shell_args)
         try:
-            messages = render_line_batch(batch)
+            messages = render_line_batch(batch, inbox=self._inbox)
         except ValueError as error:  # cannot happen within MAX_CALLS; never retry it
             raise PermanentDeliveryError(str(error)) from error
         # Checking a 20-call carousel against the SDK's models is ~10 ms of pure

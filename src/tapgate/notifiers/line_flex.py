@@ -39,6 +39,7 @@ from tapgate.core.buttons import (
     postback_data,
 )
 from tapgate.core.tap_texts import EDIT_IN_WEB_INBOX
+from tapgate.notifiers.inbox_button import line_inbox_button
 from tapgate.notifiers.presentation import ApprovalView, clip, fit_text, question_heading
 
 __all__ = [
@@ -69,10 +70,13 @@ def utf16_len(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-def render_line(view: ApprovalView) -> dict[str, Any]:
-    """The Flex message (a dict in LINE's JSON shape) asking for a decision or an answer."""
+def render_line(view: ApprovalView, *, inbox: bool = False) -> dict[str, Any]:
+    """The Flex message (a dict in LINE's JSON shape) asking for a decision or an answer.
+
+    ``inbox`` adds "Open inbox" (the server has a public URL for the web inbox).
+    """
     if view.is_question:
-        return _render_question(view)
+        return line_inbox_button(_render_question(view), inbox)
     alt = f"Approval needed: {view.tool} by {view.agent} ({view.risk}), request {view.short_id}"
     bubble = {
         "type": "bubble",
@@ -87,11 +91,12 @@ def render_line(view: ApprovalView) -> dict[str, Any]:
         ),
         "footer": _box(_buttons(view), spacing="sm"),
     }
-    return {
+    message = {
         "type": "flex",
         "altText": clip(alt, ALT_TEXT_MAX, measure=utf16_len),
         "contents": bubble,
     }
+    return line_inbox_button(message, inbox)
 
 
 def _fact(text: str, max_len: int = FACT_MAX) -> str:

@@ -102,8 +102,10 @@ class SlackNotifier:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         tool_shell_args: Mapping[str, str] | None = None,
         offers: Callable[[Request], Offer] | None = None,
+        inbox_button: bool = False,
     ) -> None:
         self._offers = offers
+        self._inbox = inbox_button  # "Open inbox" on every card (the web inbox has a URL)
         # retry_handlers=[]: tenacity retries; two layers would multiply attempts
         # and the SDK's connection-error handler would re-post blind.
         self._client = AsyncWebClient(
@@ -130,7 +132,7 @@ class SlackNotifier:
         request's creation) before posting: an earlier attempt, in this process
         or one that died, may have posted it.
         """
-        payload = render_slack(self._view(request))
+        payload = render_slack(self._view(request), inbox=self._inbox)
         return await self._post(
             payload,
             delivery,
@@ -148,7 +150,7 @@ class SlackNotifier:
         batch = present_batch(requests, tool_shell_args=self._tool_shell_args)
         since = min(r.created_at for r in requests)
         return await self._post(
-            render_slack_batch(batch),
+            render_slack_batch(batch, inbox=self._inbox),
             delivery,
             key=key,
             kind="batch",
@@ -160,7 +162,9 @@ class SlackNotifier:
     async def update_batch(self, requests: Sequence[Request], receipt: Receipt) -> None:
         """Rewrite the card with the batch's calls as they are now (decided ones show who)."""
         batch = present_batch(requests, tool_shell_args=self._tool_shell_args)
-        await self._update(render_slack_batch(batch), receipt, subject=f"batch {batch.batch_id}")
+        await self._update(
+            render_slack_batch(batch, inbox=self._inbox), receipt, subject=f"batch {batch.batch_id}"
+        )
 
     async def _post(
         self,

@@ -44,6 +44,7 @@ from tapgate.core.buttons import SLACK_ACTION_IDS, SLACK_EDIT_ACTION_ID
 from tapgate.core.masking import clean
 from tapgate.core.models import Scope
 from tapgate.core.slack_text import LOOKALIKE_BACKTICK, TextPlace, escape
+from tapgate.notifiers.inbox_button import slack_inbox_button
 from tapgate.notifiers.presentation import (
     ApprovalView,
     ResolvedStatus,
@@ -94,14 +95,15 @@ _BACKTICK_RUN = re.compile(r"`(?=`)")
 _LOOKALIKE_BACKTICK = LOOKALIKE_BACKTICK
 
 
-def render_slack(view: ApprovalView) -> dict[str, Any]:
+def render_slack(view: ApprovalView, *, inbox: bool = False) -> dict[str, Any]:
     """The ``chat.postMessage`` payload (``text`` + ``blocks``) asking for a decision.
 
     Each button's ``value`` and the actions block's ``block_id`` carry the full
     request id, so an interaction names its request without any server state.
+    ``inbox`` adds "Open inbox" (the server has a public URL for the web inbox).
     """
     if view.is_question:
-        return _render_question(view)
+        return slack_inbox_button(_render_question(view), inbox)
     blocks = [
         _header(f"Approval needed: {view.tool}"),
         *_summary(view, live=True),
@@ -109,7 +111,7 @@ def render_slack(view: ApprovalView) -> dict[str, Any]:
         *_covers(view),
         _actions(view),
     ]
-    return {"text": _fallback(view, "Approval needed"), "blocks": blocks}
+    return slack_inbox_button({"text": _fallback(view, "Approval needed"), "blocks": blocks}, inbox)
 
 
 def _covers(view: ApprovalView) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tapgate.core.chat_commands import INBOX_SUMMARY, LinkMaker, run_command
 from tapgate.core.gate import Gate
 from tapgate.webhooks._line_grants import SUMMARY, grants_answer
 
@@ -30,19 +31,34 @@ LineAnswer = str | Sequence[Mapping[str, Any]]
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Command:
-    """One typed command: its handler (gate, the sender's LINE user id) and its help line."""
+    """One typed command: its handler (gate, the sender's LINE user id, the web inbox's
+    link maker) and its help line."""
 
-    handler: Callable[[Gate, str], Awaitable[LineAnswer]]
+    handler: Callable[[Gate, str, LinkMaker | None], Awaitable[LineAnswer]]
     summary: str
 
 
-async def _help(gate: Gate, user_id: str) -> LineAnswer:
+async def _grants(gate: Gate, user_id: str, links: LinkMaker | None) -> LineAnswer:
+    return await grants_answer(gate, user_id)
+
+
+async def _inbox(gate: Gate, user_id: str, links: LinkMaker | None) -> LineAnswer:
+    """A single-use sign-in link to the web inbox (what it means: ``core.chat_commands``)."""
+    directory = gate.directory
+    told = await run_command(
+        "inbox", directory=directory, channel="line", user_id=user_id, links=links
+    )
+    return told.text
+
+
+async def _help(gate: Gate, user_id: str, links: LinkMaker | None) -> LineAnswer:
     lines = [f'"{word}": {command.summary}' for word, command in COMMANDS.items()]
     return "What you can type to tapgate:\n" + "\n".join(lines)
 
 
 COMMANDS: Mapping[str, Command] = {
-    "grants": Command(handler=grants_answer, summary=SUMMARY),
+    "grants": Command(handler=_grants, summary=SUMMARY),
+    "inbox": Command(handler=_inbox, summary=INBOX_SUMMARY),
     "help": Command(handler=_help, summary="this list"),
 }
 
@@ -55,6 +71,6 @@ def command_word(text: str | None) -> str | None:
     return word if word in COMMANDS else None
 
 
-async def run(gate: Gate, word: str, user_id: str) -> LineAnswer:
+async def run(gate: Gate, word: str, user_id: str, *, links: LinkMaker | None = None) -> LineAnswer:
     """Answer the command ``word`` typed by ``user_id`` (a word :func:`command_word` gave)."""
-    return await COMMANDS[word].handler(gate, user_id)
+    return await COMMANDS[word].handler(gate, user_id, links)

@@ -39,6 +39,7 @@ __all__ = [
     "REASON_MAX",
     "REPLY_CALLBACK_ID",
     "BatchInteraction",
+    "InboxAsk",
     "Interaction",
     "RevokeInteraction",
     "parse_action",
@@ -82,6 +83,33 @@ class _From:
     trigger_id: str | None = None
     response_url: str | None = None
     reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InboxAsk(_From):
+    """Who asked for a sign-in link (``/tapgate inbox``, "Open inbox"), where, and the text."""
+
+    text: str
+
+    @classmethod
+    def from_button(cls, body: Mapping[str, Any]) -> InboxAsk | None:
+        """A card's "Open inbox" button, read as the ``inbox`` command of the one who tapped.
+
+        ``user.team_id`` is the tapper's home workspace, as for every tap.
+        """
+        user = body.get("user")
+        if not isinstance(user, dict) or not isinstance(user.get("id"), str) or not user["id"]:
+            return None
+        container, url = body.get("container"), body.get("response_url")
+        channel = container.get("channel_id") if isinstance(container, dict) else None
+        team = user.get("team_id")
+        return cls(
+            user_id=user["id"],
+            team=team if isinstance(team, str) else None,
+            channel=channel if isinstance(channel, str) else None,
+            response_url=url if isinstance(url, str) else None,
+            text="inbox",
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -19,7 +19,12 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from tapgate.core.models import Request
 from tapgate.core.slack_text import escape
 from tapgate.webhooks._slack_modals import deny_all_modal, deny_modal, edit_modal, reply_modal
-from tapgate.webhooks._slack_payloads import BatchInteraction, Interaction, RevokeInteraction
+from tapgate.webhooks._slack_payloads import (
+    BatchInteraction,
+    InboxAsk,
+    Interaction,
+    RevokeInteraction,
+)
 
 __all__ = ["SlackReplies"]
 
@@ -41,16 +46,21 @@ class SlackReplies:
         self._timeout = timeout
 
     async def tell(
-        self, interaction: Interaction | BatchInteraction | RevokeInteraction, text: str
+        self,
+        interaction: Interaction | BatchInteraction | RevokeInteraction | InboxAsk,
+        text: str,
+        *,
+        escaped: bool = False,
     ) -> None:
         """Show ``text`` to the tapper only: in the conversation, else via ``response_url``.
 
         ``chat.postEphemeral`` works as long as the bot is in the conversation
         (the approval DM); a ``response_url`` only 5 times within 30 minutes,
         so it is the fallback. ``text`` is escaped here: it may name a tool or
-        a question's subject, and Slack would read ``<!here>`` in it as a mention.
+        a question's subject, and Slack would read ``<!here>`` in it as a mention
+        (``escaped``: the caller escaped it already, around a link of its own).
         """
-        text = escape(text)
+        text = text if escaped else escape(text)
         if interaction.channel is not None:
             try:
                 await self._client.chat_postEphemeral(

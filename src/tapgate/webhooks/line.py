@@ -9,7 +9,8 @@ Owns ``POST /webhooks/line`` from the raw bytes to the reply in the chat (sent a
                                          | other text ──core.reasons.typed──► the reason, or nothing
                                          | "answer <ref>: …" text ──core.questions, tap──► reply
                                          | "id" text / follow ──► reply with the user id
-                                         | "grants" / "help" text ──► ``_line_commands``
+                                         | "grants" / "inbox" / "help" text ──► ``_line_commands``
+                                         | "Open inbox" postback ──► ``_line_commands`` (inbox)
                                          | Revoke postback ──► ``_line_grants`` (core.own_grants)
 
 What a tap *means* (who may decide, the compare-and-set, the sentences) is
@@ -45,6 +46,7 @@ import aiohttp
 from aiohttp import web
 
 from tapgate.core.buttons import (
+    INBOX_POSTBACK,
     BatchAction,
     TapAction,
     parse_batch_postback_data,
@@ -52,6 +54,7 @@ from tapgate.core.buttons import (
     parse_postback_data,
     parse_revoke_postback_data,
 )
+from tapgate.core.chat_commands import LinkMaker
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox, InboxItem
 from tapgate.core.questions import find_question
@@ -106,6 +109,8 @@ class LineWebhook:
     ``inbox`` is the app's (one is made if none is given); its replays of
     stored events come back through :meth:`_replay`. ``reason_window`` is how
     long a typed reason is waited for after "Deny…" (``channels.line.reason_window``).
+    ``links`` mints the web inbox's sign-in links (``inbox``, "Open inbox"; ``None``:
+    the server has no public URL).
     """
 
     def __init__(
@@ -121,6 +126,7 @@ class LineWebhook:
         inbox: Inbox | None = None,
         reason_window: float = 300.0,
         tap_log: int | None = logging.INFO,
+        links: LinkMaker | None = None,
     ) -> None:
         if not channel_secret:
             # HMAC with an empty key is a signature anyone can compute.
@@ -141,6 +147,7 @@ class LineWebhook:
         self._inbox = inbox or Inbox(gate)
         self._inbox.register("line", self._replay)
         self._reasons = Reasons(gate, window=reason_window)
+        self._links = links
 
     async def handle(self, headers: Mapping[str, str], body: bytes) -> WebhookResult:
         """Verify, parse, store what may decide, answer; never raises for bad input.
@@ -297,8 +304,8 @@ class LineWebhook:
         user_id = event.user_id
         if event.kind == "postback":
             return await self._postback(event, user_id, started)
-        if event.command is not None:  # "grants", "help": never a reason, and it ends nothing
-            return await run(self._gate, event.command, user_id)
+        if event.command is not None:  # "grants", "inbox", "help": never a reason, ends nothing
+            return await run(self._gate, event.command, user_id, links=self._links)
         if event.answer is not None:  # addressed to one question: whatever was pending ends
             before = await self._reasons.interrupt(user_id=user_id)
             reference, answer = event.answer
@@ -315,6 +322,10 @@ class LineWebhook:
 
         A listed grant's Revoke decides no request, so a reason being typed stays pending.
         """
+        if event.data == INBOX_POSTBACK:  # a card's "Open inbox": decides nothing, claimed once
+            if not await self._claim(event):
+                return None
+            return await run(self._gate, "inbox", user_id, links=self._links)
         grant_id = parse_revoke_postback_data(event.data)
         if grant_id is not None:  # a listed grant's Revoke (see _line_grants)
             return await revoke_answer(self._gate, user_id, grant_id, event.event_id)

@@ -15,6 +15,7 @@ bytes to the answer::
     Dismiss (a question, behind a confirm dialog) ─► tap(dismiss)
     Approve all ─► core.taps.tap_batch | Deny all ─► ``_slack_batches`` (reason modal)
     /tapgate <subcommand> ─► ``_slack_commands`` ─► ack with an ephemeral answer
+    Open inbox (any card) ─► ack ─► ``_slack_sign_in`` (core.chat_commands) ─► ephemeral link
     Revoke (a listed grant) ─inbox.record─► ack ─► ``_slack_grants`` (core.own_grants)
     Edit… ─► ``_slack_edits`` (edit modal) ─► submitted: judged, errors in the modal | stored,
         ack ─► core.edits.approve_edit
@@ -49,11 +50,13 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from tapgate.core.buttons import (
+    INBOX_ACTION_ID,
     SLACK_ACTIONS,
     SLACK_BATCH_ACTIONS,
     SLACK_EDIT_ACTION_ID,
     SLACK_REVOKE_ACTION_ID,
 )
+from tapgate.core.chat_commands import INBOX_SUMMARY, LinkMaker
 from tapgate.core.edits import approve_edit
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox, InboxItem
@@ -84,6 +87,7 @@ from tapgate.webhooks._slack_payloads import (
     parse_revoke,
 )
 from tapgate.webhooks._slack_replies import SlackReplies
+from tapgate.webhooks._slack_sign_in import SlackSignIn
 from tapgate.webhooks._slack_signature import (
     SIGNATURE_HEADER,
     SIGNATURE_WINDOW,
@@ -144,6 +148,7 @@ class SlackWebhook:
         on_decision: Callable[[float], None] | None = None,
         inbox: Inbox | None = None,
         tap_log: int | None = logging.INFO,
+        links: LinkMaker | None = None,
     ) -> None:
         if not signing_secret:
             # HMAC with an empty key is a signature anyone can compute.
@@ -164,6 +169,14 @@ class SlackWebhook:
         self.commands = SlashCommands(team_id=team_id)
         """``/tapgate``'s subcommands: another surface adds its own with ``commands.add``."""
         self.commands.add("grants", self._grants.command, SUMMARY)
+        self._sign_in = SlackSignIn(
+            directory=gate.directory,
+            replies=self._replies,
+            links=links,
+            team_id=team_id,
+            spawn=self._own,
+        )
+        self.commands.add("inbox", self._sign_in.command, INBOX_SUMMARY)
         self._bolt = build_bolt(
             signing_secret=signing_secret,
             bot_token=bot_token,
@@ -174,6 +187,7 @@ class SlackWebhook:
                 **dict.fromkeys(SLACK_BATCH_ACTIONS, self._on_batch_action),
                 SLACK_REVOKE_ACTION_ID: self._on_revoke,
                 SLACK_EDIT_ACTION_ID: self._on_edit_action,
+                INBOX_ACTION_ID: self._sign_in.open_inbox,
             },
             views={
                 DENY_CALLBACK_ID: self._on_deny_submission,
@@ -366,7 +380,11 @@ class SlackWebhook:
             await self._decide(interaction, started, event)
 
     def _spawn(self, interaction: _Stored, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(self._guarded(interaction, work))
+        self._own(self._guarded(interaction, work))
+
+    def _own(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` in a task this webhook owns (awaited, then cancelled, on close)."""
+        task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

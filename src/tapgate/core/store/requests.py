@@ -7,9 +7,10 @@ compare-and-set that matched nothing.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import ColumnElement, Connection, bindparam, func, select
 
 from tapgate.core.limits import AgentLimits
 from tapgate.core.models import Request, RequestStatus
@@ -62,9 +63,18 @@ def newest_first(
     tool: str | None,
     id_prefix: str | None,
     limit: int,
+    approver: str | None = None,
+    offset: int = 0,
 ) -> list[Request]:
-    """Requests matching every filter given, newest first (``id_prefix`` by ``LIKE``)."""
-    query = select(requests).order_by(requests.c.created_at.desc()).limit(limit)
+    """Requests matching every filter given, newest first (``id_prefix`` by ``LIKE``).
+
+    ``approver``: only requests that name them among their approvers (the web
+    inbox's queue), matched in SQL so a long queue is not read to show a page.
+    """
+    order = (requests.c.created_at.desc(), requests.c.id)
+    query = select(requests).order_by(*order).limit(limit).offset(offset)
+    if approver is not None:
+        query = query.where(_names(approver))
     if status is not None:
         query = query.where(requests.c.status == status)
     if agent is not None:
@@ -76,10 +86,17 @@ def newest_first(
     return [request_from_row(r) for r in conn.execute(query).mappings()]
 
 
-def count(conn: Connection, status: RequestStatus) -> int:
-    """How many requests have ``status`` (an indexed count)."""
+def count(conn: Connection, status: RequestStatus, approver: str | None = None) -> int:
+    """How many requests have ``status`` (an indexed count), of ``approver``'s if given."""
     query = select(func.count()).select_from(requests).where(requests.c.status == status)
+    if approver is not None:
+        query = query.where(_names(approver))
     return int(conn.execute(query).scalar_one())
+
+
+def _names(approver: str) -> ColumnElement[bool]:
+    """``approvers`` (a JSON list) holds ``approver``: its JSON string, quotes included."""
+    return requests.c.approvers.contains(json.dumps(approver), autoescape=True)
 
 
 def decided_since(

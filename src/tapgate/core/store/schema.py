@@ -41,6 +41,8 @@ __all__ = [
     "outbox",
     "pending_reasons",
     "requests",
+    "web_sessions",
+    "web_sign_ins",
     "webhook_events",
     "webhook_inbox",
 ]
@@ -287,6 +289,38 @@ webhook_inbox = Table(
     Column("received_at", UTCDateTime, nullable=False),
     Column("attempts", Integer, nullable=False, server_default="0"),
     Index("ix_webhook_inbox_received_at", "received_at"),
+)
+
+# Web inbox sign-in links (migration 0011): only the SHA-256 of a link's token
+# is kept, so a database read does not hand out sign-ins; ``used_at`` makes a
+# link single-use by one compare-and-set.
+web_sign_ins = Table(
+    "web_sign_ins",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column("approver", String(200), nullable=False),
+    Column("via", String(16), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("used_at", UTCDateTime),
+    Index("ix_web_sign_ins_expires_at", "expires_at"),
+)
+
+# Web inbox sessions: the cookie's SHA-256, whose it is, its CSRF token, its
+# end; ``id`` is what the approver's session list shows and revokes.
+web_sessions = Table(
+    "web_sessions",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("secret_hash", String(64), nullable=False, unique=True),
+    Column("approver", String(200), nullable=False),
+    Column("csrf", String(64), nullable=False),
+    Column("via", String(16), nullable=False),
+    Column("user_agent", String(200), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("revoked_at", UTCDateTime),
+    Index("ix_web_sessions_approver", "approver"),
 )
 
 # What an approver types next on LINE after "Deny…" or a question's Reply: one row

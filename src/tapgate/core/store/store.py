@@ -1,13 +1,12 @@
 """The store's public face: one :class:`Store` per process, one method per operation.
 
-``Store`` opens and closes the database, says which backend it is, and runs
-each operation as one transaction on its runner (see
-:mod:`tapgate.core.store.engine`): reads with ``runner.read``, writes with
-``runner.run``. What each operation does lives with its concept:
+``Store`` opens and closes the database, says which backend it is, and runs each
+operation as one transaction on its runner (:mod:`tapgate.core.store.engine`):
+reads with ``runner.read``, writes with ``runner.run``. Each lives with its concept:
 
 ``lifecycle``, ``expiry``, ``requests``, ``grants``, ``reminders``, ``events``,
 ``audit``, ``batches``; ``store.outbox`` / ``calls`` / ``inbox`` / ``reasons`` /
-``owned_grants`` are attributes.
+``owned_grants`` / ``web`` are attributes.
 Methods stay here, thin: callers see one object, concept modules no ``async``.
 """
 
@@ -48,6 +47,7 @@ from tapgate.core.store.notify import DecisionListener
 from tapgate.core.store.outbox import Outbox
 from tapgate.core.store.owned_grants import OwnedGrants
 from tapgate.core.store.reasons import PendingReasons
+from tapgate.core.store.web_sessions import WebSessions
 from tapgate.errors import RequestNotFound, StoreError
 
 __all__ = ["Store"]
@@ -64,6 +64,7 @@ class Store:
         self.calls = ClientCalls(runner)
         self.approvals = Approvals(runner)
         self.inbox = WebhookInbox(runner)
+        self.web = WebSessions(runner)
         self.reasons = PendingReasons(runner)
         self.owned_grants = OwnedGrants(runner)
 
@@ -236,21 +237,30 @@ class Store:
         tool: str | None = None,
         id_prefix: str | None = None,
         limit: int = 100,
+        approver: str | None = None,
+        offset: int = 0,
     ) -> list[Request]:
-        """Requests, newest first, optionally filtered by status, agent, tool and id prefix.
+        """Requests, newest first, optionally filtered by status, agent, tool, id prefix, approver.
 
         ``id_prefix`` is matched with ``LIKE``, which SQLite compares without
         regard to ASCII case: callers that need an exact prefix check it again.
         """
         return await self.runner.read(
             lambda c: _requests.newest_first(
-                c, status=status, agent=agent, tool=tool, id_prefix=id_prefix, limit=limit
+                c,
+                status=status,
+                agent=agent,
+                tool=tool,
+                id_prefix=id_prefix,
+                limit=limit,
+                approver=approver,
+                offset=offset,
             )
         )
 
-    async def count_requests(self, *, status: RequestStatus) -> int:
+    async def count_requests(self, *, status: RequestStatus, approver: str | None = None) -> int:
         """How many requests have ``status`` (the pending gauge; an indexed count)."""
-        return await self.runner.read(lambda c: _requests.count(c, status))
+        return await self.runner.read(lambda c: _requests.count(c, status, approver))
 
     async def transition(
         self,

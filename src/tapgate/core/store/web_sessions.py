@@ -1,0 +1,182 @@
+"""The web inbox's sign-in links and sessions in the store (migration 0007).
+
+Only SHA-256 digests of the secrets are stored: a read of the database (a
+backup, a replica) hands out neither a working link nor a working cookie.
+A link is used by ONE compare-and-set (``used_at IS NULL AND expires_at >
+now``) in the same transaction that creates the session, so two browsers
+racing with one link cannot both get in. What a link or a session *means*
+(who may mint one, how long they live) is :mod:`tapgate.core.sign_in`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, RowMapping, delete, insert, or_, select, update
+
+from tapgate.core.store import engine as _engine
+from tapgate.core.store.schema import web_sessions, web_sign_ins
+
+__all__ = ["NewSession", "WebSession", "WebSessions"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WebSession:
+    """One signed-in browser: whose, its CSRF token, since when, until when."""
+
+    id: str
+    approver: str
+    csrf: str
+    via: str
+    user_agent: str
+    created_at: datetime
+    expires_at: datetime
+    revoked_at: datetime | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NewSession:
+    """The session a link is exchanged for (hashes already made by the caller)."""
+
+    id: str
+    secret_hash: str
+    csrf: str
+    user_agent: str
+    expires_at: datetime
+
+
+class WebSessions:
+    """The ``web_sign_ins`` and ``web_sessions`` tables."""
+
+    def __init__(self, runner: _engine.Runner) -> None:
+        self.runner = runner
+
+    async def add_link(
+        self, token_hash: str, *, approver: str, via: str, now: datetime, expires_at: datetime
+    ) -> None:
+        """Store a new link's digest, bound to ``approver``."""
+        row = {
+            "token_hash": token_hash,
+            "approver": approver,
+            "via": via,
+            "created_at": now,
+            "expires_at": expires_at,
+        }
+        await self.runner.run(lambda c: c.execute(insert(web_sign_ins).values(**row)))
+
+    async def link_owner(self, token_hash: str, now: datetime) -> str | None:
+        """The approver of an unused, unexpired link; ``None`` otherwise (nothing changes)."""
+
+        def run(conn: Connection) -> str | None:
+            query = select(web_sign_ins.c.approver).where(
+                web_sign_ins.c.token_hash == token_hash,
+                web_sign_ins.c.used_at.is_(None),
+                web_sign_ins.c.expires_at > now,
+            )
+            found = conn.execute(query).scalar_one_or_none()
+            return None if found is None else str(found)
+
+        return await self.runner.read(run)
+
+    async def exchange(self, token_hash: str, new: NewSession, now: datetime) -> WebSession | None:
+        """Use the link (compare-and-set) and open ``new`` for its approver, in ONE transaction.
+
+        ``None`` when the link is unknown, used or expired: nothing is written.
+        """
+
+        def run(conn: Connection) -> WebSession | None:
+            link = conn.execute(
+                select(web_sign_ins.c.approver, web_sign_ins.c.via).where(
+                    web_sign_ins.c.token_hash == token_hash
+                )
+            ).first()
+            used = conn.execute(
+                update(web_sign_ins)
+                .where(
+                    web_sign_ins.c.token_hash == token_hash,
+                    web_sign_ins.c.used_at.is_(None),
+                    web_sign_ins.c.expires_at > now,
+                )
+                .values(used_at=now)
+            )
+            if link is None or used.rowcount != 1:
+                return None
+            row = {
+                "id": new.id,
+                "secret_hash": new.secret_hash,
+                "approver": link.approver,
+                "csrf": new.csrf,
+                "via": link.via,
+                "user_agent": new.user_agent,
+                "created_at": now,
+                "expires_at": new.expires_at,
+            }
+            conn.execute(insert(web_sessions).values(**row))
+            return _session(row)
+
+        return await self.runner.run(run)
+
+    async def session(self, secret_hash: str, now: datetime) -> WebSession | None:
+        """The live (unrevoked, unexpired) session behind a cookie's digest, if any."""
+        query = select(web_sessions).where(
+            web_sessions.c.secret_hash == secret_hash,
+            web_sessions.c.revoked_at.is_(None),
+            web_sessions.c.expires_at > now,
+        )
+
+        def run(conn: Connection) -> WebSession | None:
+            row = conn.execute(query).mappings().first()
+            return None if row is None else _session(row)
+
+        return await self.runner.read(run)
+
+    async def sessions_of(self, approver: str, now: datetime) -> list[WebSession]:
+        """``approver``'s live sessions, newest first."""
+        query = (
+            select(web_sessions)
+            .where(
+                web_sessions.c.approver == approver,
+                web_sessions.c.revoked_at.is_(None),
+                web_sessions.c.expires_at > now,
+            )
+            .order_by(web_sessions.c.created_at.desc(), web_sessions.c.id)
+        )
+        return await self.runner.read(lambda c: [_session(r) for r in c.execute(query).mappings()])
+
+    async def revoke(self, session_id: str, *, approver: str, now: datetime) -> bool:
+        """End ``approver``'s session ``session_id``; False if not theirs or already ended."""
+        statement = (
+            update(web_sessions)
+            .where(
+                web_sessions.c.id == session_id,
+                web_sessions.c.approver == approver,
+                web_sessions.c.revoked_at.is_(None),
+            )
+            .values(revoked_at=now)
+        )
+        return await self.runner.run(lambda c: c.execute(statement).rowcount == 1)
+
+    async def forget(self, before: datetime) -> int:
+        """Drop links and sessions that ended before ``before``; how many rows."""
+
+        def run(conn: Connection) -> int:
+            links = conn.execute(delete(web_sign_ins).where(web_sign_ins.c.expires_at < before))
+            ended = or_(web_sessions.c.expires_at < before, web_sessions.c.revoked_at < before)
+            sessions = conn.execute(delete(web_sessions).where(ended))
+            return int(links.rowcount + sessions.rowcount)
+
+        return await self.runner.run(run)
+
+
+def _session(row: RowMapping | dict[str, object]) -> WebSession:
+    return WebSession(
+        id=str(row["id"]),
+        approver=str(row["approver"]),
+        csrf=str(row["csrf"]),
+        via=str(row["via"]),
+        user_agent=str(row["user_agent"]),
+        created_at=row["created_at"],  # type: ignore[arg-type]
+        expires_at=row["expires_at"],  # type: ignore[arg-type]
+        revoked_at=row.get("revoked_at"),  # type: ignore[arg-type]
+    )

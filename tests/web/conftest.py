@@ -1,0 +1,66 @@
+"""The web inbox under test: the real server on a loopback port, the fake chats, one Chromium.
+
+The server is the real app (``build_app``) on 127.0.0.1 with a manual clock,
+talking to the fake Slack and LINE APIs; the browser is Debian's
+``chromium`` driven by Playwright, started once per test module (a launch
+costs about a second) with a fresh context (cookies, storage) per test.
+
+Without Chromium the browser tests skip, unless ``TAPGATE_REQUIRE_BROWSER=1``
+(``.ci/run`` exports it after installing the package), where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from aiohttp.test_utils import TestServer
+
+from tapgate.bot.app import build_app
+from tapgate.core.clock import ManualClock
+from tests.fakes import FakeLine, FakeSlack
+from tests.fakes.taps import free_port
+from tests.web.harness import LINE_TOKEN, Served, make_config
+
+CHROMIUM = os.environ.get("TAPGATE_CHROMIUM", "/usr/bin/chromium")
+
+
+def _require_browser() -> None:
+    if shutil.which(CHROMIUM) is None:
+        if os.environ.get("TAPGATE_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"{CHROMIUM} is missing (apt-get install chromium)")
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def browser() -> AsyncIterator[object]:
+    """One headless Chromium per module (Playwright's Browser; typed loosely, imported lazily)."""
+    _require_browser()
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox"]
+        )
+        yield launched
+        await launched.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def served(tmp_path: Path) -> AsyncIterator[Served]:
+    """A fresh database, server and fake chats for each test."""
+    clock = ManualClock()
+    port = free_port()
+    async with FakeSlack() as slack, FakeLine(access_token=LINE_TOKEN) as line:
+        config = make_config(slack.url, line.url, f"sqlite:///{tmp_path / 'tapgate.db'}", port)
+        app = build_app(config, clock=clock)
+        server = TestServer(app, host="127.0.0.1", port=port)
+        await server.start_server()
+        try:
+            yield Served(app=app, server=server, slack=slack, line=line, clock=clock)
+        finally:
+            await server.close()

@@ -1,0 +1,284 @@
+"""What the web inbox tests share: the config, the served app, an agent, signed chat taps."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import json
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import aiohttp
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from tapgate.bot.config import Config, parse_config
+from tapgate.bot.keys import GATE
+from tapgate.bot.routes import LINE_WEBHOOK, SLACK_WEBHOOK
+from tapgate.core.buttons import INBOX_POSTBACK
+from tapgate.core.clock import ManualClock
+from tapgate.core.gate import Gate
+from tests.fakes import FakeLine, FakeSlack
+from tests.fakes.slack import DEFAULT_BOT_TOKEN
+from tests.fakes.taps import signed_line_text
+
+SLACK_SECRET = "test-slack-signing-secret-0123"
+LINE_SECRET = "test-line-channel-secret"
+LINE_TOKEN = "line-test-channel-access-token"
+TEAM = "T0TAPGATE"
+AGENT_TOKEN = "ci-bot-token-0123456789abcdef"
+# (Slack id, LINE id) of each person
+ALICE = ("U0ALICE", "U" + "a1" * 16)
+BOB = ("U0BOB", "U" + "b2" * 16)
+CAROL = ("U0CAROL", "U" + "c3" * 16)  # an approver, but not of deploys
+LINK = re.compile(r"https?://[^\s>|]+/inbox/sign-in\?token=[A-Za-z0-9_\-]+")
+
+
+def make_config(slack_url: str, line_url: str, db_url: str, port: int) -> Config:
+    people: tuple[tuple[str, tuple[str, str], list[str]], ...] = (
+        ("alice", ALICE, ["oncall"]),
+        ("bob", BOB, ["oncall"]),
+        ("carol", CAROL, []),
+    )
+    return parse_config(
+        {
+            "server": {
+                "max_wait": 60,
+                "heartbeat_interval": 3600,
+                "public_url": f"http://127.0.0.1:{port}",
+            },
+            "store": {"url": db_url},
+            "agents": [
+                {"name": "ci", "token": AGENT_TOKEN, "max_pending": 0, "asks_per_minute": 0}
+            ],
+            "approvers": [
+                {"name": name, "slack": ids[0], "slack_team": TEAM, "line": ids[1], "groups": g}
+                for name, ids, g in people
+            ],
+            "channels": {
+                "console": {"enabled": False},
+                "slack": {
+                    "bot_token": DEFAULT_BOT_TOKEN,
+                    "signing_secret": SLACK_SECRET,
+                    "api_base_url": slack_url,
+                    "timeout": 5,
+                },
+                "line": {
+                    "channel_access_token": LINE_TOKEN,
+                    "channel_secret": LINE_SECRET,
+                    "api_base_url": line_url,
+                    "timeout": 5,
+                },
+            },
+            "policy": {
+                "tools": {"read_file": {"risk": "read_only"}},
+                "rules": [
+                    {"tool": "deploy", "action": "ask", "approvers": ["oncall"], "timeout": 600},
+                    {"tool": "billing", "action": "ask", "approvers": ["carol"], "timeout": 600},
+                ],
+            },
+        },
+        env={},
+    )
+
+
+async def until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Let the app and the fakes run until ``predicate`` holds (I/O only; no outcome waits)."""
+    for _ in range(int(timeout / 0.01)):
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition never became true")
+
+
+@dataclass
+class Served:
+    """The real app on a real loopback port, both fake chats and the manual clock."""
+
+    app: web.Application
+    server: TestServer
+    slack: FakeSlack
+    line: FakeLine
+    clock: ManualClock
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.port}"
+
+    @property
+    def gate(self) -> Gate:
+        return self.app[GATE]
+
+    async def agent(
+        self, method: str, path: str, body: Any = None, *, status: int = 200
+    ) -> dict[str, Any]:
+        """One agent API call with the agent's bearer token; the JSON answer."""
+        headers = {"Authorization": f"Bearer {AGENT_TOKEN}"}
+        async with (
+            aiohttp.ClientSession() as http,
+            http.request(method, self.url + path, json=body, headers=headers) as response,
+        ):
+            answer: dict[str, Any] = await response.json()
+            assert response.status == status, answer
+            return answer
+
+    async def submit_batch(self, calls: list[dict[str, Any]]) -> dict[str, Any]:
+        return await self.agent(
+            "POST", "/v1/tool-call-batches", {"calls": calls, "session": "s1"}, status=201
+        )
+
+    async def line_link(self, user: tuple[str, str]) -> str:
+        """Type ``inbox`` to the LINE bot as ``user``; the sign-in link LINE's reply carried."""
+        before = len(self.line.replies)
+        body, headers = signed_line_text(LINE_SECRET, user[1], "inbox")
+        await self._post("/webhooks/line", body, headers)
+        await self.app[LINE_WEBHOOK].settled()
+        await until(lambda: len(self.line.replies) > before)
+        texts = [m.get("text", "") for r in self.line.replies[before:] for m in r.messages]
+        return _link_in(texts)
+
+    async def line_button_link(self, user: tuple[str, str]) -> str:
+        """Tap "Open inbox" under a LINE card as ``user``; the link in LINE's reply."""
+        before = len(self.line.replies)
+        body, headers = _signed_line_postback(user[1], INBOX_POSTBACK)
+        await self._post("/webhooks/line", body, headers)
+        await self.app[LINE_WEBHOOK].settled()
+        await until(lambda: len(self.line.replies) > before)
+        return _link_in([m.get("text", "") for r in self.line.replies[before:] for m in r.messages])
+
+    async def slack_button_link(self, user: tuple[str, str]) -> str:
+        """Tap "Open inbox" on a Slack card as ``user``; the link in the ephemeral Slack got."""
+        before = len(self.slack.ephemerals) + len(self.slack.responses)
+        payload = click("open_inbox", "inbox", user, self.slack.dm_channel(user[0]))
+        payload["response_url"] = self.slack.response_url("button")
+        await self.slack_tap(payload)
+        await until(lambda: len(self.slack.ephemerals) + len(self.slack.responses) > before)
+        texts = [e.text or "" for e in self.slack.ephemerals] + [
+            json.dumps(r.body) for r in self.slack.responses
+        ]
+        return _link_in(texts)
+
+    async def slash(self, user: tuple[str, str], text: str) -> str:
+        """``/tapgate <text>`` from ``user``; what the 200 says back (the usage, or nothing)."""
+        form = {"command": "/tapgate", "text": text, "user_id": user[0], "team_id": TEAM}
+        return await self._slack_post(urlencode(form).encode())
+
+    async def slack_link(self, user: tuple[str, str]) -> str:
+        """``/tapgate inbox`` in Slack as ``user``; the link in the ephemeral answer.
+
+        A slash command is answered in its 200 (Slack shows that body to the
+        sender only), not through the Web API: the body is what Slack received.
+        """
+        return _link_in([await self.slash(user, "inbox")])
+
+    async def slack_tap(self, payload: dict[str, Any]) -> None:
+        await self._slack_post(b"payload=" + quote(json.dumps(payload), safe="").encode())
+        await until(lambda: not self.app[SLACK_WEBHOOK]._tasks)
+
+    async def _slack_post(self, body: bytes) -> str:
+        timestamp = str(int(self.clock.now().timestamp()))
+        base = f"v0:{timestamp}:".encode() + body
+        signature = "v0=" + hmac.new(SLACK_SECRET.encode(), base, hashlib.sha256).hexdigest()
+        headers = {
+            "Content-Type": "application/x-www-form-urlencoded",
+            "X-Slack-Request-Timestamp": timestamp,
+            "X-Slack-Signature": signature,
+        }
+        return await self._post("/webhooks/slack", body, headers)
+
+    async def _post(self, path: str, body: bytes, headers: dict[str, str]) -> str:
+        """POST signed ``body``; the 200's text (Slack shows an ack's text to the sender)."""
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(self.url + path, data=body, headers=headers) as response,
+        ):
+            text = await response.text()
+            assert response.status == 200, text
+            return text
+
+
+def _signed_line_postback(user_id: str, data: str) -> tuple[bytes, dict[str, str]]:
+    event = {
+        "type": "postback",
+        "mode": "active",
+        "timestamp": 1763700000000,
+        "source": {"type": "user", "userId": user_id},
+        "webhookEventId": uuid.uuid4().hex.upper(),
+        "deliveryContext": {"isRedelivery": False},
+        "replyToken": uuid.uuid4().hex,
+        "postback": {"data": data},
+    }
+    body = json.dumps({"destination": "Ubot", "events": [event]}).encode()
+    signature = base64.b64encode(hmac.new(LINE_SECRET.encode(), body, hashlib.sha256).digest())
+    return body, {"Content-Type": "application/json", "X-Line-Signature": signature.decode()}
+
+
+def _link_in(texts: list[str]) -> str:
+    found = [m.group(0) for t in texts for m in LINK.finditer(t)]
+    assert found, texts
+    return found[-1]
+
+
+def click(action: str, value: str, user: tuple[str, str], channel: str) -> dict[str, Any]:
+    """A Slack ``block_actions`` payload for one button of a card in ``channel``."""
+    return {
+        "type": "block_actions",
+        "user": {"id": user[0], "username": "x", "name": "x", "team_id": TEAM},
+        "api_app_id": "A0TAPGATE",
+        "container": {"type": "message", "message_ts": "1.000100", "channel_id": channel},
+        "trigger_id": f"{abs(hash(value)) % 10**12}.{value}",
+        "team": {"id": TEAM, "domain": "tapgate"},
+        "channel": {"id": channel, "name": "directmessage"},
+        "actions": [
+            {
+                "action_id": f"tapgate_{action}",
+                "block_id": f"tapgate:{value}",
+                "value": value,
+                "type": "button",
+                "action_ts": "1767225600.123456",
+            }
+        ],
+    }
+
+
+_HIDDEN = re.compile(r'name="(\w+)" value="([^"]*)"')
+
+
+class Browser:
+    """An HTTP client with its own cookie jar: one person's browser."""
+
+    def __init__(self, served: Served, http: aiohttp.ClientSession) -> None:
+        self.served, self.http = served, http
+        self.csrf = ""
+
+    async def open_link(self, link: str) -> tuple[int, dict[str, str]]:
+        """GET the link page; its status and its form's hidden fields."""
+        async with self.http.get(link) as response:
+            return response.status, dict(_HIDDEN.findall(await response.text()))
+
+    async def sign_in(self, link: str) -> int:
+        """Open the link and press "Sign in"; the final status (200 when signed in)."""
+        status, fields = await self.open_link(link)
+        if status != 200:
+            return status
+        async with self.http.post(self.served.url + "/inbox/sign-in", data=fields) as response:
+            if response.status == 200:
+                found = re.search(r'name="csrf-token" content="([^"]+)"', await response.text())
+                self.csrf = found.group(1) if found else ""
+            return response.status
+
+    async def post(self, path: str, body: dict[str, Any], **headers: str) -> tuple[int, Any]:
+        headers = {"Accept": "application/json", **headers}
+        async with self.http.post(self.served.url + path, json=body, headers=headers) as response:
+            return response.status, await response.json()
+
+    async def get(self, path: str, **headers: str) -> aiohttp.ClientResponse:
+        async with self.http.get(self.served.url + path, headers=headers) as response:
+            await response.read()
+            return response

@@ -1,0 +1,177 @@
+"""What the web inbox refuses, each time without any change in the store.
+
+Plain HTTP against the real server (a browser adds nothing to a refusal):
+used, expired and another approver's links; a cookie replayed after
+sign-out; a state change without the CSRF token or from another origin; a
+non-approver's answer; an agent's bearer token; and the headers every page
+carries (CSP, cookie flags).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+import pytest_asyncio
+from yarl import URL
+
+from tapgate.core.sign_in import LINK_TTL
+from tests.web.harness import AGENT_TOKEN, ALICE, BOB, CAROL, Browser, Served
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def browsers(served: Served) -> AsyncIterator[tuple[Browser, Browser]]:
+    async with (
+        aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as one,
+        aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as two,
+    ):
+        yield Browser(served, one), Browser(served, two)
+
+
+async def a_request(served: Served, tool: str = "deploy") -> str:
+    answer = await served.agent(
+        "POST", "/v1/tool-calls", {"tool": tool, "arguments": {"env": "x"}}, status=201
+    )
+    request_id: str = answer["id"]
+    return request_id
+
+
+async def sessions(served: Served, approver: str) -> int:
+    from tapgate.bot.keys import SIGN_INS
+
+    return len(await served.app[SIGN_INS].sessions_of(approver))
+
+
+async def test_a_link_works_once(served: Served, browsers: tuple[Browser, Browser]) -> None:
+    mine, thief = browsers
+    link = await served.line_button_link(ALICE)  # "Open inbox" under a LINE card
+    assert await mine.sign_in(link) == 200
+    assert await thief.sign_in(link) == 410
+    assert await sessions(served, "alice") == 1
+    assert (await thief.get("/inbox")).status == 401
+
+
+async def test_an_expired_link_is_refused(
+    served: Served, browsers: tuple[Browser, Browser]
+) -> None:
+    link = await served.slack_link(ALICE)
+    served.clock.advance(LINK_TTL.total_seconds() + 1)
+    assert await browsers[0].sign_in(link) == 410
+    assert await sessions(served, "alice") == 0
+
+
+async def test_another_approvers_link_does_not_switch_identity(
+    served: Served, browsers: tuple[Browser, Browser]
+) -> None:
+    alice, _ = browsers
+    assert await alice.sign_in(await served.line_link(ALICE)) == 200
+    bobs = await served.line_link(BOB)
+    status, fields = await alice.open_link(bobs)
+    assert status == 409 and not fields
+    token = bobs.split("token=")[1]
+    for pre in ("x", ""):  # not the value the link page set (nor an empty one): nothing used
+        async with alice.http.post(
+            served.url + "/inbox/sign-in", data={"token": token, "pre": pre}
+        ) as response:
+            assert response.status == 403
+    assert await sessions(served, "bob") == 0
+    assert await browsers[1].sign_in(bobs) == 200  # still unused: bob can sign in with it
+    assert "Signed in as <b>alice</b>" in await (await alice.http.get(served.url + "/inbox")).text()
+
+
+async def test_a_cookie_replayed_after_sign_out_opens_nothing(
+    served: Served, browsers: tuple[Browser, Browser]
+) -> None:
+    alice, replay = browsers
+    assert await alice.sign_in(await served.slack_button_link(ALICE)) == 200  # a card's button
+    cookies = alice.http.cookie_jar.filter_cookies(URL(served.url + "/inbox"))
+    stolen = cookies["tapgate_session"].value
+    request_id = await a_request(served)
+    async with alice.http.post(served.url + "/inbox/sign-out", data={"csrf": alice.csrf}) as out:
+        assert out.status == 200 and "Signed out" in await out.text()
+    replay.http.cookie_jar.update_cookies({"tapgate_session": stolen}, URL(served.url + "/inbox"))
+    assert (await replay.get("/inbox")).status == 401
+    status, body = await replay.post(
+        "/inbox/answer",
+        {"request_id": request_id, "action": "approve"},
+        **{"X-CSRF-Token": alice.csrf},
+    )
+    assert (status, body["error"]) == (401, "signed_out")
+    assert (await served.gate.get_request(request_id)).status == "pending"
+
+
+async def test_state_changes_need_the_csrf_token_and_this_origin(
+    served: Served, browsers: tuple[Browser, Browser]
+) -> None:
+    alice, _ = browsers
+    assert await alice.sign_in(await served.line_link(ALICE)) == 200
+    request_id = await a_request(served)
+    answer = {"request_id": request_id, "action": "approve"}
+    assert (await alice.post("/inbox/answer", answer))[0] == 403
+    assert (await alice.post("/inbox/answer", answer, **{"X-CSRF-Token": "wrong"}))[0] == 403
+    elsewhere = {"X-CSRF-Token": alice.csrf, "Origin": "https://evil.example"}
+    assert (await alice.post("/inbox/answer", answer, **elsewhere))[0] == 403
+    assert (await served.gate.get_request(request_id)).status == "pending"
+    status, body = await alice.post("/inbox/answer", answer, **{"X-CSRF-Token": alice.csrf})
+    assert (status, body["outcome"]) == (200, "applied")
+
+
+async def test_a_non_approver_cannot_decide(
+    served: Served, browsers: tuple[Browser, Browser]
+) -> None:
+    carol, _ = browsers
+    assert await carol.sign_in(await served.line_link(CAROL)) == 200
+    request_id = await a_request(served)  # deploys go to oncall: alice and bob
+    page = await (await carol.http.get(served.url + "/inbox")).text()
+    assert request_id not in page
+    status, body = await carol.post(
+        "/inbox/answer",
+        {"request_id": request_id, "action": "approve"},
+        **{"X-CSRF-Token": carol.csrf},
+    )
+    assert (status, body["outcome"]) == (409, "not_approver")
+    assert body["message"] == "You are not an approver for this request."
+    assert (await served.gate.get_request(request_id)).status == "pending"
+    audit = await served.gate.audit_log(request_id=request_id)
+    assert any(a.event == "refused" and a.actor == "carol" for a in audit)
+
+
+async def test_agent_tokens_never_open_the_inbox(
+    served: Served, browsers: tuple[Browser, Browser]
+) -> None:
+    alice, _ = browsers
+    assert await alice.sign_in(await served.line_link(ALICE)) == 200
+    request_id = await a_request(served)
+    bearer = {"Authorization": f"Bearer {AGENT_TOKEN}"}
+    assert (await alice.get("/inbox", **bearer)).status == 403
+    status, _ = await alice.post(
+        "/inbox/answer",
+        {"request_id": request_id, "action": "approve"},
+        **bearer,
+        **{"X-CSRF-Token": alice.csrf},
+    )
+    assert status == 403
+    assert (await served.gate.get_request(request_id)).status == "pending"
+
+
+async def test_every_page_carries_a_strict_policy_and_safe_cookies(
+    served: Served, browsers: tuple[Browser, Browser]
+) -> None:
+    alice, _ = browsers
+    link = await served.line_link(ALICE)
+    _, fields = await alice.open_link(link)
+    async with alice.http.post(
+        served.url + "/inbox/sign-in", data=fields, allow_redirects=False
+    ) as response:
+        assert response.status == 303
+        cookie = response.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/inbox" in cookie
+    assert "Secure" not in cookie  # http://127.0.0.1: a Secure cookie would never come back
+    page = await alice.get("/inbox")
+    csp = page.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in csp and "default-src 'none'" in csp
+    assert "unsafe-inline" not in csp
+    assert page.headers["X-Frame-Options"] == "DENY"
