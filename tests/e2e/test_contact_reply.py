@@ -340,7 +340,12 @@ def test_a_question_never_offers_allow_for_session() -> None:
 def test_a_tool_call_with_message_arguments_is_not_a_question() -> None:
     request = question(tool="send_message")
     message = render_slack(view(request))
-    assert list(buttons(message)) == ["tapgate_approve", "tapgate_deny", "tapgate_approve_session"]
+    assert list(buttons(message)) == [
+        "tapgate_approve",
+        "tapgate_deny",
+        "tapgate_approve_session",
+        "tapgate_edit",
+    ]
     assert "Reply" not in json.dumps(render_line(view(request)))
 
 

@@ -89,13 +89,26 @@ def outcome(read: Any, body: bytes) -> list[Event] | str:
     return events
 
 
+def _coercible(value: Any) -> bool:
+    """Whether pydantic v1 (``dict(value)``) would turn a non-object into an object."""
+    if isinstance(value, dict):
+        return False
+    try:
+        dict(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def _pairs_where_sdk_wants_objects(event: dict[str, Any]) -> bool:
-    """The one documented difference: the SDK reads a list of pairs as an object; we refuse."""
+    """The one documented difference: where an object belongs, the SDK reads anything
+    ``dict()`` accepts (a list of pairs, an empty list, an empty string) as an object; we
+    refuse, as LINE sends objects."""
     nested = [event.get(k) for k in ("deliveryContext", "postback")]
     postback = event.get("postback")
     if isinstance(postback, dict):
         nested.append(postback.get("params"))
-    return any(isinstance(value, list) for value in nested)
+    return any(_coercible(value) for value in nested)
 
 
 @settings(max_examples=600, deadline=None)

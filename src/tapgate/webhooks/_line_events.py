@@ -174,8 +174,8 @@ def _postback(raw: dict[str, Any], where: str) -> Event:
     ``postback.data`` a string and ``postback.params`` absent or an object of
     strings; other keys are ignored. Anything else is :class:`Malformed`, as
     a postback the SDK cannot read is (see :func:`_acted_on`). Where the SDK
-    would also accept a list of key-value pairs in place of an object, this
-    refuses: LINE sends objects.
+    would also accept whatever ``dict()`` takes in place of an object (a list
+    of key-value pairs, an empty string), this refuses: LINE sends objects.
     """
     timestamp = raw.get("timestamp")
     if not isinstance(timestamp, int) or isinstance(timestamp, bool):
