@@ -21,6 +21,7 @@ from tapgate.bot.app import HEARTBEAT, build_app
 from tapgate.bot.config import Config, parse_config
 from tapgate.core.buttons import postback_data
 from tapgate.core.clock import ManualClock
+from tapgate.core.models import GateEvent
 from tests.fakes import FakeLine, FakeSlack, dm_channel_for
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
 from tests.webhooks.test_batch_cards import (
@@ -196,24 +197,56 @@ def posts_to(served: Served, user: tuple[str, str]) -> int:
     return sum(p.channel == dm_channel_for(user[0]) for p in served.slack.posts)
 
 
+def sent_to(served: Served, approver: str) -> Callable[[], int]:
+    """Counts the messages to ``approver`` the dispatcher has finished with.
+
+    The fake counts a post when it arrives, before the dispatcher has marked
+    its row sent and stamped the destination's Slack pace (next message one
+    second after this one finished, by the gate's clock). Moving the manual
+    clock in between stamps the pace from the moved time, and the next
+    message to that destination then waits for a time the test never
+    reaches. The ``notified`` event is published right before the stamp,
+    with no await between, so a count seen here has been stamped.
+    """
+    sent: list[GateEvent] = []
+    served.gate.bus.subscribe(
+        lambda e: (
+            sent.append(e)
+            if e.kind == "notified" and e.detail.get("approver") == approver
+            else None
+        )
+    )
+    return lambda: len(sent)
+
+
 async def test_reminders_repeat_by_the_clock_and_stop_at_the_decision(served: Served) -> None:
+    sent = sent_to(served, "alice")  # the clock moves only once the dispatcher is done
     request_id = await ask(served, "migrate")
-    await until(lambda: posts_to(served, ALICE) == 1, timeout=30)
+    await until(lambda: sent() == 1, timeout=30)
     beat = served.app[HEARTBEAT].beat
     served.clock.advance(121)
     await beat()
-    await until(lambda: posts_to(served, ALICE) == 2, timeout=30)
+    await until(lambda: sent() == 2, timeout=30)
     served.clock.advance(60)
     await beat()  # the next one is due 120 s after the first, not yet
     served.clock.advance(61)
     await beat()
-    await until(lambda: posts_to(served, ALICE) == 3, timeout=30)
+    await until(lambda: sent() == 3, timeout=30)
+    assert posts_to(served, ALICE) == 3  # the card and two reminders, on Slack
     await served.slack_tap(click("approve", request_id, ALICE, dm_channel_for(ALICE[0])))
     assert (await served.gate.get_request(request_id)).status == "approved"
     served.clock.advance(240)
     await beat()
     await asyncio.sleep(0.05)
     assert posts_to(served, ALICE) == 3  # decided: no more reminders
+
+
+async def test_a_rule_without_escalation_escalates_to_nobody(served: Served) -> None:
+    """An empty ``escalate_to`` stays empty: expanding it would mean every approver."""
+    plain = await served.gate.get_request(await ask(served, "migrate"))
+    assert plain.escalate_to == () and plain.escalate_at is None
+    escalating = await served.gate.get_request(await ask(served, "release"))
+    assert escalating.escalate_to == ("bob",) and escalating.escalate_at is not None
 
 
 async def test_escalation_adds_an_approver_whose_tap_decides(served: Served) -> None:

@@ -95,10 +95,25 @@ def plan_call(
         approvers=(approvers := directory.expand(verdict.approvers)),
         on_timeout=policy.spec.on_timeout,
         now=now,
-        escalate_to=tuple(a for a in directory.expand(verdict.escalate_to) if a not in approvers),
+        escalate_to=_escalation(verdict, directory, approvers),
     )
     deliveries = directory.deliveries(request.approvers)
     return Asking(call=call, verdict=verdict, request=request, deliveries=deliveries, key=key)
+
+
+def _escalation(
+    verdict: PolicyVerdict, directory: Directory, approvers: tuple[str, ...]
+) -> tuple[str, ...]:
+    """The approvers escalation adds to ``approvers``; none when the rule does not escalate.
+
+    ``Directory.expand(())`` means everyone (a rule naming no approvers asks
+    them all), so an empty ``escalate_to`` must not be expanded: a request
+    whose rule has no escalation would carry every approver as its
+    escalation, wrong data waiting for anything that reads it.
+    """
+    if verdict.escalate_after is None or not verdict.escalate_to:
+        return ()
+    return tuple(a for a in directory.expand(verdict.escalate_to) if a not in approvers)
 
 
 def new_request(
