@@ -79,6 +79,12 @@ def make_config(slack_url: str, line_url: str, db_url: str, port: int) -> Config
             "policy": {
                 "tools": {"read_file": {"risk": "read_only"}},
                 "rules": [
+                    {
+                        "tool": "deploy",
+                        "args": {"env": "forbidden"},
+                        "action": "deny",
+                        "reason": "never to forbidden",
+                    },
                     {"tool": "deploy", "action": "ask", "approvers": ["oncall"], "timeout": 600},
                     {"tool": "billing", "action": "ask", "approvers": ["carol"], "timeout": 600},
                 ],

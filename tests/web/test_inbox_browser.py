@@ -93,12 +93,21 @@ async def test_a_batch_answered_with_the_keys_and_a_slack_tap_seen_live(
     await page.keyboard.press("Escape")  # deny, with the reason
     await page.locator(f"#r-{second}").wait_for(state="detached")
     third = await focused_id(page)
-    await page.keyboard.press("Enter")
-    await page.locator(f"#r-{third}").wait_for(state="detached")
+    await page.keyboard.press("e")  # edit the third, then approve it
+    await page.wait_for_url(f"**/inbox/requests/{third}/edit")
+    await page.get_by_label("version").fill("1.4.3")
+    await shoot(page, "inbox-edit.png")
+    await page.get_by_role("button", name="Approve with these arguments").press("Enter")
+    await page.wait_for_url("**/inbox")
+    await page.evaluate("window.__sameDocument = true")
+    assert await page.locator(f"#r-{third}").count() == 0
 
     polled = await served.agent("GET", f"/v1/tool-call-batches/{batch['id']}?wait=5")
     by_id = {c["id"]: c for c in polled["calls"]}
     assert {by_id[first]["status"], by_id[third]["status"]} == {"approved"}
+    assert by_id[third]["edited"] is True and by_id[first].get("edited") is not True
+    assert by_id[third]["arguments"]["version"] == "1.4.3"
+    assert by_id[third]["arguments"]["env"] in {"staging", "prod", "canary"}
     assert by_id[second]["status"] == "denied"
     assert "not on a Friday" in by_id[second]["reason"]
     assert all(by_id[i]["decided_by"] == "alice" for i in ids)

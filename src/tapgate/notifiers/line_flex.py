@@ -201,7 +201,7 @@ def _covers(view: ApprovalView) -> list[dict[str, Any]]:
 
 
 def _edit_note(view: ApprovalView) -> list[dict[str, Any]]:
-    """LINE has no dialogs: one line says where an editable call is edited (no button yet)."""
+    """LINE has no dialogs: one line says where an editable call is edited (the web inbox)."""
     if not view.can_edit:
         return []
     return [_text(EDIT_IN_WEB_INBOX, size="xs", wrap=True, color=_MUTED, margin="md")]

@@ -16,7 +16,7 @@ from pathlib import Path
 from aiohttp import web
 
 from tapgate.bot.keys import CONFIG
-from tapgate.bot.web import answers, history, live, pending, signing
+from tapgate.bot.web import answers, edits, history, live, pending, signing
 from tapgate.bot.web.guard import PREFIX, web_middleware
 from tapgate.bot.web.keys import SHELL_ARGS
 
@@ -45,6 +45,8 @@ def setup_web(app: web.Application) -> None:
     r.add_post(f"{PREFIX}/selection", answers.answer_selection)
     r.add_get(f"{PREFIX}/history", history.history_page)
     r.add_get(f"{PREFIX}/requests/{{request_id}}", history.audit_page)
+    r.add_get(f"{PREFIX}/requests/{{id}}/edit", edits.edit_page)
+    r.add_post(f"{PREFIX}/requests/{{id}}/edit", edits.submit_edit)
     r.add_get(f"{PREFIX}/grants", history.grants_page)
     r.add_post(f"{PREFIX}/grants/{{grant_id}}/revoke", history.revoke_grant)
     r.add_get(f"{PREFIX}/sign-in", signing.sign_in_page)

@@ -15,8 +15,9 @@ Each card is a form that works without script (``POST /inbox/answer``);
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
+from tapgate.bot.web.edits import edit_url
 from tapgate.bot.web.layout import e
 from tapgate.core.shell import parse
 from tapgate.notifiers.presentation import ApprovalView, question_heading
@@ -29,8 +30,13 @@ FOLD_LINES = 60
 _HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
 
-def card_html(view: ApprovalView, *, csrf: str, note: str | None = None) -> str:
+def card_html(
+    view: ApprovalView, *, csrf: str, note: str | None = None, editable: bool = False
+) -> str:
     """The card of one pending request: facts, where it stands (``note``), arguments, the form.
+
+    ``editable`` (:func:`tapgate.core.edits.not_editable` found nothing) adds
+    "Edit", a link to the edit form (``bot/web/edits.py``), key ``e``.
 
     ``note`` is :func:`tapgate.notifiers.standing.standing`: quorum progress
     ("Needs 2 approvals: 1 of 2: alice approved"), escalation, the owner.
@@ -42,7 +48,7 @@ def card_html(view: ApprovalView, *, csrf: str, note: str | None = None) -> str:
         f'aria-labelledby="t-{rid}">'
         f'<h3 id="t-{rid}"><span class="tool">{e(heading)}</span> '
         f'<span class="sid">{e(view.short_id)}</span></h3>'
-        f"{_facts(view)}{_standing(note)}{_body(view)}{_form(view, csrf)}"
+        f"{_facts(view)}{_standing(note)}{_body(view)}{_form(view, csrf, editable)}"
         '<p class="outcome" role="status" aria-live="polite"></p></article>'
     )
 
@@ -53,6 +59,7 @@ def batch_html(
     *,
     csrf: str,
     notes: Mapping[str, str | None] | None = None,
+    editable: Collection[str] = (),
 ) -> str:
     """A batch's open calls under one header with "Allow all" / "Deny all" for the batch."""
     first = views[0]
@@ -70,7 +77,10 @@ def batch_html(
         )
     )
     notes = notes or {}
-    cards = "".join(card_html(v, csrf=csrf, note=notes.get(v.request_id)) for v in views)
+    cards = "".join(
+        card_html(v, csrf=csrf, note=notes.get(v.request_id), editable=v.request_id in editable)
+        for v in views
+    )
     label = f"Batch {batch_id[:8]} from {first.agent}"
     return (
         f'<section class="batch" data-batch="{bid}" aria-label="{e(label)}">'
@@ -169,7 +179,7 @@ def _diff(text: str) -> str:
     return table
 
 
-def _form(view: ApprovalView, csrf: str) -> str:
+def _form(view: ApprovalView, csrf: str, editable: bool) -> str:
     rid = e(view.request_id)
     hidden = (
         f'<input type="hidden" name="csrf" value="{e(csrf)}">'
@@ -197,6 +207,9 @@ def _form(view: ApprovalView, csrf: str) -> str:
             '<button type="submit" name="action" value="approve_always" class="always">'
             f'Always allow</button><small class="covers">{e(view.always_covers or "")}</small>'
         )
+    edit = ""
+    if editable:
+        edit = f'<a class="edit" href="{e(edit_url(view.request_id))}">Edit <kbd>e</kbd></a>'
     return (
         f'<form method="post" action="/inbox/answer" class="answer">{hidden}{session}'
         f'<label class="reason-label">Reason (optional) <input name="reason" class="reason" '
@@ -204,5 +217,5 @@ def _form(view: ApprovalView, csrf: str) -> str:
         '<button type="submit" name="action" value="approve" class="allow">'
         "Allow <kbd>⏎</kbd></button>"
         '<button type="submit" name="action" value="deny" class="deny">Deny <kbd>Esc</kbd></button>'
-        f"{always}</form>"
+        f"{always}{edit}</form>"
     )

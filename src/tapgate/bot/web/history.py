@@ -11,8 +11,9 @@ like ``tapgate grants revoke`` and is refused for anyone else's grant.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import get_args
+from typing import Any, get_args
 
 from aiohttp import web
 
@@ -20,6 +21,7 @@ from tapgate.bot.keys import GATE
 from tapgate.bot.web.guard import SESSION, WebError
 from tapgate.bot.web.layout import e, page
 from tapgate.core.always import covers
+from tapgate.core.masking import mask_arguments
 from tapgate.core.models import Request, RequestStatus
 from tapgate.core.tap_texts import GRANT_GONE, NOT_GRANT_OWNER
 from tapgate.errors import RequestNotFound
@@ -67,7 +69,8 @@ async def history_page(request: web.Request) -> web.Response:
         f'<tr class="h-{e(r.status)}">'
         f'<td><a href="/inbox/requests/{e(r.id)}">{e(r.id[:8])}</a></td>'
         f"<td>{e(r.agent)}</td><td>{e(r.tool)}</td><td>{e(r.status)}"
-        f"{' (' + e(r.scope) + ')' if r.scope and r.scope != 'once' else ''}</td>"
+        f"{' (' + e(r.scope) + ')' if r.scope and r.scope != 'once' else ''}"
+        f"{' · edited' if r.edited_arguments is not None else ''}</td>"
         f"<td>{e(r.resolved_by or '')}</td><td>{e(_when(r.resolved_at))}</td>"
         f"<td>{e(r.resolution_reason or '')}</td></tr>"
         for r in mine[:_LIMIT]
@@ -105,17 +108,28 @@ async def audit_page(request: web.Request) -> web.Response:
         f"<td><code>{e(json.dumps(dict(a.detail), sort_keys=True, default=str))}</code></td></tr>"
         for a in lines
     )
-    args = json.dumps(dict(found.arguments), indent=2, sort_keys=True, default=str)
+    args = _json(found.arguments)
+    edited = ""
+    if found.edited_arguments is not None:
+        edited = (
+            "<h2>Approved with edited arguments</h2>"
+            f'<pre class="body json" id="edited">{e(_json(found.edited_arguments))}</pre>'
+        )
     body = (
         f"<h1>{e(found.tool)} <span class=sid>{e(found.id)}</span></h1>"
         f"<p>{e(found.agent)} · {e(found.status)}"
         f"{' by ' + e(found.resolved_by) if found.resolved_by else ''}</p>"
-        f'<pre class="body json">{e(args)}</pre><h2>Audit trail</h2>'
+        f'<pre class="body json">{e(args)}</pre>{edited}<h2>Audit trail</h2>'
         "<table class=list id=audit><thead><tr><th>At</th><th>Event</th><th>Actor</th>"
         f"<th>Detail</th></tr></thead><tbody>{rows}</tbody></table>"
     )
     html = page("Request", body, approver=session.approver, csrf=session.csrf, here="history")
     return web.Response(text=html, content_type="text/html")
+
+
+def _json(arguments: Mapping[str, Any]) -> str:
+    """Arguments as the page shows them: masked (secrets never reach a page), pretty JSON."""
+    return json.dumps(mask_arguments(arguments), indent=2, sort_keys=True, default=str)
 
 
 async def grants_page(request: web.Request) -> web.Response:

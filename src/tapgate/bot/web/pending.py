@@ -20,6 +20,7 @@ from tapgate.bot.web.guard import SESSION
 from tapgate.bot.web.keys import SHELL_ARGS
 from tapgate.bot.web.layout import e, page
 from tapgate.core.always import offer_for
+from tapgate.core.edits import not_editable
 from tapgate.core.gate import Gate
 from tapgate.core.models import Request
 from tapgate.notifiers.presentation import ApprovalView, present
@@ -71,13 +72,23 @@ async def _queue(request: web.Request) -> tuple[str, int, int]:
     shell: dict[str, str] = request.app[SHELL_ARGS]
     views = {v.request_id: v for v in views_of(gate, shown, shell)}
     notes = {r.id: standing(r) for r in shown}
+    editable = {r.id for r in shown if not_editable(r) is None}
     parts = []
     for batch_id, members in _groups(shown):
         member_views = [views[r.id] for r in members]
         if batch_id is None:
-            parts.append(card_html(member_views[0], csrf=session.csrf, note=notes[members[0].id]))
+            one = members[0].id
+            parts.append(
+                card_html(
+                    member_views[0], csrf=session.csrf, note=notes[one], editable=one in editable
+                )
+            )
         else:
-            parts.append(batch_html(member_views, batch_id, csrf=session.csrf, notes=notes))
+            parts.append(
+                batch_html(
+                    member_views, batch_id, csrf=session.csrf, notes=notes, editable=editable
+                )
+            )
     return "".join(parts), total, start
 
 
@@ -122,7 +133,7 @@ async def pending_page(request: web.Request) -> web.Response:
         f'<h1>Pending <span class="count" id="count" data-total="{total}">{e(_count(total))}</span>'
         '</h1><p id="status" class="status" role="status" aria-live="polite"></p>'
         '<p class="keys" id="keys-hint">Return allow · Esc deny · Alt+Return allow all · '
-        "Alt+Esc deny all · j/k move · r reason · x select · ? all keys</p>"
+        "Alt+Esc deny all · j/k move · r reason · e edit · x select · ? all keys</p>"
         '<div class="selection" id="selection" hidden><span id="selected">0 selected</span>'
         '<button type="button" id="allow-selected" class="allow">Allow selected</button>'
         '<button type="button" id="deny-selected" class="deny">Deny selected</button></div>'
@@ -142,6 +153,7 @@ _KEYS = (
     ("k / ↑", "previous call"),
     ("r", "type a reason for the focused call (Return in it denies)"),
     ("s", "tick or clear 'allow for this session'"),
+    ("e", "edit the focused call's arguments, then approve (where the card offers Edit)"),
     ("x", "select the focused call; Allow / Deny selected act on all selected"),
     ("?", "this list"),
 )

@@ -162,6 +162,9 @@
     } else if (event.key === "s" && card) {
       const box = card.querySelector('input[name="session"]');
       if (box) { event.preventDefault(); box.checked = !box.checked; say(box.checked ? "Allow for this session: on" : "Allow for this session: off"); }
+    } else if (event.key === "e" && card) {
+      const edit = card.querySelector("a.edit");
+      if (edit) { event.preventDefault(); location.assign(edit.href); }
     } else if (event.key === "x" && card) { event.preventDefault(); toggleSelected(card); }
     else if (event.key === "?" && keys) { event.preventDefault(); keys.showModal(); }
   });
