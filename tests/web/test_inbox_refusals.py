@@ -2,13 +2,14 @@
 
 Plain HTTP against the real server (a browser adds nothing to a refusal):
 used, expired and another approver's links; a cookie replayed after
-sign-out; a state change without the CSRF token or from another origin; a
-non-approver's answer; an agent's bearer token; and the headers every page
-carries (CSP, cookie flags).
+sign-out, and the live events of a page whose session ends; a state change
+without the CSRF token or from another origin; a non-approver's answer; an
+agent's bearer token; and the headers every page carries (CSP, cookie flags).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -31,9 +32,9 @@ async def browsers(served: Served) -> AsyncIterator[tuple[Browser, Browser]]:
         yield Browser(served, one), Browser(served, two)
 
 
-async def a_request(served: Served, tool: str = "deploy") -> str:
+async def a_request(served: Served, tool: str = "deploy", env: str = "x") -> str:
     answer = await served.agent(
-        "POST", "/v1/tool-calls", {"tool": tool, "arguments": {"env": "x"}}, status=201
+        "POST", "/v1/tool-calls", {"tool": tool, "arguments": {"env": env}}, status=201
     )
     request_id: str = answer["id"]
     return request_id
@@ -101,6 +102,26 @@ async def test_a_cookie_replayed_after_sign_out_opens_nothing(
     )
     assert (status, body["error"]) == (401, "signed_out")
     assert (await served.gate.get_request(request_id)).status == "pending"
+
+
+async def test_an_open_page_hears_nothing_after_its_session_ends(
+    served: Served, browsers: tuple[Browser, Browser]
+) -> None:
+    alice, _ = browsers
+    assert await alice.sign_in(await served.line_link(ALICE)) == 200
+    async with alice.http.get(served.url + "/inbox/events") as stream:
+        assert await stream.content.readline() == b": connected\n"
+        before = await a_request(served, env="live-1")
+        heard = b""
+        while before.encode() not in heard:  # a live session hears of a new request
+            heard += await asyncio.wait_for(stream.content.readline(), 10)
+        signed_out = await alice.http.post(
+            served.url + "/inbox/sign-out", data={"csrf": alice.csrf}
+        )
+        assert signed_out.status == 200
+        after = await a_request(served, env="live-2")
+        rest = await asyncio.wait_for(stream.content.read(), 10)  # the server ends the stream
+    assert b"event: signed_out" in rest and after.encode() not in rest
 
 
 async def test_state_changes_need_the_csrf_token_and_this_origin(

@@ -7,6 +7,12 @@ requests the approver is asked about are sent, and only their id, status,
 batch and decider: the card itself is fetched as HTML through the same
 escaping as the page. The stream ends at server shutdown with everything else
 (:data:`tapgate.bot.api.stream.SHUTDOWN`).
+
+The session is looked up again before every frame and every heartbeat: a
+session revoked (from the Sessions page, another tab's sign-out) or expired
+while its page is open gets ``event: signed_out`` and the stream ends, so it
+never learns of one more request. One indexed read per frame per open page:
+an inbox has a handful of approvers, not thousands.
 """
 
 from __future__ import annotations
@@ -19,8 +25,8 @@ from typing import Any
 from aiohttp import hdrs, web
 
 from tapgate.bot.api.stream import HEARTBEAT_INTERVAL, SHUTDOWN
-from tapgate.bot.keys import CLOCK, GATE
-from tapgate.bot.web.guard import SESSION
+from tapgate.bot.keys import CLOCK, GATE, SIGN_INS
+from tapgate.bot.web.guard import COOKIE, SESSION
 from tapgate.core.models import GateEvent
 
 __all__ = ["inbox_events"]
@@ -43,6 +49,7 @@ def _frame(event: GateEvent) -> bytes:
 async def inbox_events(request: web.Request) -> web.StreamResponse:
     """Stream the approver's request events until the client leaves or the server stops."""
     approver = request[SESSION].approver
+    sign_ins, cookie = request.app[SIGN_INS], request.cookies.get(COOKIE)
     response = web.StreamResponse(
         headers={
             hdrs.CONTENT_TYPE: "text/event-stream",
@@ -67,6 +74,9 @@ async def inbox_events(request: web.Request) -> web.StreamResponse:
                 beat.cancel()
                 if events.dropped:
                     await response.write(b"event: overflow\ndata: {}\n\n")  # the page reloads
+                    break
+                if (getter.done() or beat.done()) and await sign_ins.session(cookie) is None:
+                    await response.write(b"event: signed_out\ndata: {}\n\n")  # the page reloads
                     break
                 if getter.done():
                     frame, getter = _frame(getter.result()), None

@@ -259,6 +259,8 @@
     });
   }
   events.addEventListener("overflow", () => { location.reload(); });
+  // revoked or expired while open: the reload shows the signed-out page
+  events.addEventListener("signed_out", () => { events.close(); location.reload(); });
 
   focusCard(cards()[0] || null);
 })();
