@@ -10,6 +10,7 @@ import asyncio
 import json
 import socket
 import sqlite3
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -289,3 +290,37 @@ async def test_grants_list_shows_the_uses_a_single_use_grant_has_left(
     assert (code, grant["scope"], grant["uses_left"]) == (0, "always", 1)
     code, out, _ = await cli(capsys, "grants", "list", "--config", str(config_path))
     assert out.strip().endswith("by alice  active, 1 use left")
+
+
+async def test_resolve_remembers_only_what_the_policy_offers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Break-glass skips the approver check, not ``remember`` / ``always_ttl`` / ``always_uses``."""
+    path = tmp_path / "tapgate.yaml"
+    path.write_text(
+        f"store: {{url: 'sqlite:///{tmp_path / 'ops.db'}'}}\n"
+        "approvers:\n  - {name: alice, groups: [oncall]}\n"
+        "policy:\n  always_ttl: 2d\n  rules:\n"
+        "    - {tool: deploy, args: {env: prod}, action: ask, approvers: [oncall],"
+        " remember: [once, session]}\n"
+        "    - {tool: deploy, action: ask, approvers: [oncall], always_uses: 3}\n"
+    )
+    prod = await submit(path, arguments={"env": "prod"}, session="s1")
+    code, _, err = await cli(
+        capsys, "resolve", prod, "approve", "--config", str(path), "--as", "alice",
+        "--scope", "always",
+    )  # fmt: skip
+    assert code == 2 and "cannot be remembered" in err
+    code, out, _ = await cli(capsys, "grants", "list", "--config", str(path), "--json")
+    assert out == ""  # nothing decided, nothing granted
+    staging = await submit(path, arguments={"env": "staging"})
+    code, _, _ = await cli(
+        capsys, "resolve", staging, "approve", "--config", str(path), "--as", "alice",
+        "--scope", "always",
+    )  # fmt: skip
+    assert code == 0
+    code, out, _ = await cli(capsys, "grants", "list", "--config", str(path), "--json")
+    [grant] = [json.loads(line) for line in out.splitlines()]
+    assert (grant["scope"], grant["uses_left"]) == ("always", 3)
+    created = datetime.fromisoformat(grant["created_at"])
+    assert datetime.fromisoformat(grant["expires_at"]) - created == timedelta(days=2)

@@ -36,11 +36,12 @@ def load(path: str | None) -> Config:
     return load_config(path) if path else parse_config({})
 
 
-def load_store(path: str | None) -> Config:
-    """The store section and approver names at ``path`` (the operator's commands need no more)."""
+def load_store(path: str | None, *, with_policy: bool = False) -> Config:
+    """The store section and approver names at ``path`` (the operator's commands need no more);
+    ``with_policy``: the policy section too (see ``load_store_config``)."""
     from tapgate.bot.config import load_store_config, parse_config
 
-    return load_store_config(path) if path else parse_config({})
+    return load_store_config(path, with_policy=with_policy) if path else parse_config({})
 
 
 def _check_config(args: argparse.Namespace) -> int:
@@ -81,7 +82,8 @@ def _pending(args: argparse.Namespace) -> int:
 def _resolve(args: argparse.Namespace) -> int:
     from tapgate.bot.cli import ops
 
-    return ops.resolve(args, load_store(args.config))
+    remembers = args.verdict == "approve" and args.scope != "once"
+    return ops.resolve(args, load_store(args.config, with_policy=remembers))
 
 
 def _inbox(args: argparse.Namespace) -> int:

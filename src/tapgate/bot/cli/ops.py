@@ -22,6 +22,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from tapgate.bot.cli.commands import UsageError
 from tapgate.bot.cli.database import store_errors, with_gate
 from tapgate.bot.cli.text import format_time, paint, readable_duration
 from tapgate.bot.config import Config
@@ -29,6 +30,7 @@ from tapgate.core.gate import Gate
 from tapgate.core.models import Grant, Request
 from tapgate.core.store import Store
 from tapgate.core.store.engine import current_revision
+from tapgate.core.tap_texts import NOT_REMEMBERED
 from tapgate.errors import ConfigError
 
 __all__ = [
@@ -82,13 +84,22 @@ def resolve(args: argparse.Namespace, config: Config) -> int:
         raise ConfigError("approvers", f"no approver named {args.as_!r}")
     verdict: Literal["approve", "deny"] = "approve" if args.verdict == "approve" else "deny"
 
+    from tapgate.core.always import reach  # the policy's offer: only this command needs it
+
     async def work(gate: Gate) -> Request:
+        # A remembered approval is what a card could offer, for as long: break-glass
+        # skips the approver check, never the policy's remember / always_ttl / always_uses.
+        far = await reach(gate, args.id, args.scope if verdict == "approve" else "once")
+        if far.refused:
+            raise UsageError(f"--scope {args.scope}: {NOT_REMEMBERED}")
         return await gate.resolve(
             args.id,
             verdict,
             by=args.as_,
             reason=args.reason,
             scope=args.scope,
+            grant_ttl=far.ttl,
+            grant_uses=far.uses,
             authorize=False,
             detail={"via": "cli"},
         )

@@ -40,7 +40,12 @@ def load_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = No
     return parse_config(_read_yaml(os.fspath(path)), env)
 
 
-def load_store_config(path: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Config:
+def load_store_config(
+    path: str | os.PathLike[str],
+    env: Mapping[str, str] | None = None,
+    *,
+    with_policy: bool = False,
+) -> Config:
     """The file's ``store`` section and approver names only, as a :class:`Config`.
 
     For the commands that work on the database (``pending``, ``resolve``,
@@ -48,16 +53,20 @@ def load_store_config(path: str | os.PathLike[str], env: Mapping[str, str] | Non
     where the chat secrets' and agent tokens' variables are rightly unset, so
     nothing else in the file is interpolated or checked. The rest of the
     returned config holds the defaults; it is not the server's config.
+    ``with_policy`` keeps the ``policy`` section too: ``resolve --scope
+    session|always`` grants what the policy lets a card offer, for as long
+    (``always_ttl``, ``always_uses``), never more.
     """
-    return parse_config(_store_part(_read_yaml(os.fspath(path))), env)
+    return parse_config(_store_part(_read_yaml(os.fspath(path)), with_policy), env)
 
 
-def _store_part(data: object) -> object:
+def _store_part(data: object, with_policy: bool) -> object:
     if not isinstance(data, dict):
         return data  # refused by the model with its usual message
     part: dict[str, object] = {}
-    if "store" in data:
-        part["store"] = data["store"]
+    for section in ("store", "policy") if with_policy else ("store",):
+        if section in data:
+            part[section] = data[section]
     approvers = data.get("approvers")
     if isinstance(approvers, list):
         part["approvers"] = [
