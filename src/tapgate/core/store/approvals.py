@@ -29,7 +29,7 @@ import dataclasses
 import json
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from tapgate.core.store import audit, events, numbering
@@ -45,6 +45,9 @@ _INSERT = {
     "postgresql": postgresql.insert(approvals).on_conflict_do_nothing(),
 }
 
+_QUORUM = select(requests.c.quorum).where(requests.c.id == bindparam("b_id"))
+"""Built once: building the select per tap cost ~5 % of the database thread (py-spy)."""
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Approve:
@@ -55,8 +58,7 @@ class Approve:
     def __call__(self, conn: Connection) -> Transition:
         change = self.change
         # A request's quorum never changes: an unlocked read routes quorum 1 as before.
-        quorum = select(requests.c.quorum).where(requests.c.id == change.request_id)
-        if (conn.execute(quorum).scalar() or 1) <= 1:
+        if (conn.execute(_QUORUM, {"b_id": change.request_id}).scalar() or 1) <= 1:
             return change(conn)
         # Locks in every decider's order: the decision counter, then the request's row.
         numbering.bump(conn)  # the decision counter's lock first, as every decision takes it
