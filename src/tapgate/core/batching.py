@@ -199,7 +199,7 @@ async def resolve_batch(
 ) -> list[Transition]:
     """ "Approve all" / "Deny all": each still-pending call decided by ``by``, in one transaction.
 
-    Only what :mod:`tapgate.core.taps` calls (it owns who may tap). Each
+    Only what :mod:`tapgate.core.batch_taps` calls (it owns who may tap). Each
     member is its own compare-and-set with its own approver check and audit
     (DESIGN.md decision 11); "session" grants each call its own fingerprint.
     Returns one transition per member, in the agent's order (``final`` for

@@ -91,7 +91,7 @@ class StoreDoor:
     async def record_refusal(
         self, request_id: str, *, actor: str, detail: Mapping[str, Any]
     ) -> None:
-        """Audit a refusal decided before any compare-and-set (see :mod:`tapgate.core.taps`)."""
+        """Audit a refusal decided before the compare-and-set (:mod:`tapgate.core.tap_refusals`)."""
         await self.store.record(
             "refused", request_id=request_id, actor=actor, now=self.clock.now(), detail=dict(detail)
         )

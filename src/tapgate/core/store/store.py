@@ -5,27 +5,27 @@ operation as one transaction on its runner (:mod:`tapgate.core.store.engine`):
 reads with ``runner.read``, writes with ``runner.run``. Each lives with its concept:
 
 ``lifecycle``, ``expiry``, ``requests``, ``grants``, ``reminders``, ``events``,
-``audit``, ``batches``; ``store.outbox`` / ``calls`` / ``inbox`` / ``reasons`` /
+``batches``; ``store.outbox`` / ``calls`` / ``inbox`` / ``reasons`` /
 ``owned_grants`` / ``web`` are attributes.
 Methods stay here, thin: callers see one object, concept modules no ``async``.
+The audit log's methods (``record``, ``audit_log``, ``audit_chain``,
+``verify_audit``) are inherited from :class:`~tapgate.core.store.audit.AuditLog`:
+paging the hashed chain and verifying it is more than a delegating line.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
-from tapgate.core.audit_chain import ChainRow, Verdict, Verifier
 from tapgate.core.limits import NO_LIMITS, AgentLimits
-from tapgate.core.models import AuditEntry, Delivery, Grant, Request, RequestStatus, Scope
+from tapgate.core.models import Delivery, Grant, Request, RequestStatus, Scope
 from tapgate.core.store import (
-    audit,
     batches,
     events,
     expiry,
@@ -37,6 +37,7 @@ from tapgate.core.store import (
 from tapgate.core.store import engine as _engine
 from tapgate.core.store import requests as _requests
 from tapgate.core.store.approvals import Approvals
+from tapgate.core.store.audit import AuditLog
 from tapgate.core.store.batches import Ask, Batch, ItemFor
 from tapgate.core.store.calls import ClientCalls
 from tapgate.core.store.grants import GrantKey
@@ -55,7 +56,7 @@ __all__ = ["Store"]
 T = TypeVar("T")
 
 
-class Store:
+class Store(AuditLog):
     """Async access to tapgate's tables; one instance per process, shared by all tasks."""
 
     def __init__(self, runner: _engine.Runner) -> None:
@@ -362,61 +363,3 @@ class Store:
     async def forget_events(self, before: datetime) -> int:
         """Drop event ids older than ``before`` (platforms stop redelivering long before)."""
         return await self.runner.run(lambda c: events.forget(c, before))
-
-    # -- audit ----------------------------------------------------------------------
-
-    async def record(
-        self,
-        event: str,
-        *,
-        request_id: str | None,
-        actor: str,
-        now: datetime,
-        detail: dict[str, Any] | None = None,
-    ) -> None:
-        """Append an audit line on its own (a refused tap, a break-glass note)."""
-        await self.runner.run(lambda c: audit.write(c, now, event, request_id, actor, detail or {}))
-
-    async def audit_log(
-        self,
-        *,
-        since: datetime | None = None,
-        request_id: str | None = None,
-        limit: int | None = None,
-    ) -> list[AuditEntry]:
-        """Audit lines in the order they were written."""
-        return await self.runner.read(
-            lambda c: audit.read(c, since=since, request_id=request_id, limit=limit)
-        )
-
-    async def audit_chain(
-        self,
-        *,
-        since: datetime | None = None,
-        request_id: str | None = None,
-        page: int = 1000,
-    ) -> AsyncIterator[ChainRow]:
-        """Audit lines as hashed, in id order, a page per read so a long log never piles up.
-
-        Ids are handed out in commit order (see migration 0003), so a page
-        read while others append misses nothing that a later page could hold.
-        """
-        after = 0
-        while True:
-            read_page = functools.partial(
-                audit.read_chain, after=after, limit=page, since=since, request_id=request_id
-            )
-            rows = await self.runner.read(read_page)
-            for row in rows:
-                yield row
-            if len(rows) < page:
-                return
-            after = rows[-1].id
-
-    async def verify_audit(self, *, anchors: Mapping[int, str] | None = None) -> Verdict:
-        """Check the whole chain from its genesis; the verdict names the first broken link."""
-        verifier = Verifier(require_genesis=True, anchors=anchors or {})
-        async for row in self.audit_chain():
-            if not verifier.feed(row):
-                break
-        return verifier.verdict()
