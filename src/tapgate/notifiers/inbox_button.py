@@ -1,7 +1,7 @@
 """The "Open inbox" button every live card carries when the web inbox has a public URL.
 
 It names no request: whoever taps it is sent a single-use sign-in link for
-themselves (``webhooks/_slack_sign_in.py``, ``webhooks/line.py``, the meaning
+themselves (``webhooks/_slack_sign_in.py``, ``webhooks/_line_taps.py``, the meaning
 in :mod:`tapgate.core.chat_commands`). Added after a card's own buttons, by
 the Slack and LINE renderers, single and batch cards alike.
 """

@@ -9,8 +9,8 @@ The table :data:`COMMANDS` is the dispatch: a word, what it does, one line for
 the help. A command answers the person who typed it (a text, or LINE message
 objects such as a Flex listing); one that changes state does so through a
 postback button in its answer, which is stored before the 200 like any tap.
-The ``id`` command predates this table and stays where it was
-(``webhooks/line.py``): it must answer people tapgate does not know yet.
+The ``id`` command predates this table and stays outside it
+(``webhooks/_line_taps.py``): it must answer people tapgate does not know yet.
 """
 
 from __future__ import annotations

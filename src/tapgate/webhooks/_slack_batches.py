@@ -1,7 +1,7 @@
 """A batch card's "Deny all" on Slack: a reason first, as a single Deny asks for one.
 
 What the tap means is :mod:`tapgate.core.taps` (``check_batch_tap`` before
-the dialog, ``tap_batch`` after it, through ``SlackWebhook._decide``); this
+the dialog, ``tap_batch`` after it, through ``SlackTaps.decide``); this
 module only opens the dialog or says why not:
 
     Deny all ─► check_batch_tap ─► views.open (reason modal) | ephemeral

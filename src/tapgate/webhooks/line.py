@@ -4,26 +4,14 @@ Owns ``POST /webhooks/line`` from the raw bytes to the reply in the chat (sent a
 
     raw body ──X-Line-Signature──► 401 | JSON ──shape──► 400 | events
     postbacks, typed answers ──inbox.record (one INSERT)──► 503 | 200, then applied:
-    event ──webhookEventId seen?──► skip | postback ──core.taps.tap──► reply
-                                         | Deny… / Reply ──core.reasons.ask──► "Type the reason"
-                                         | other text ──core.reasons.typed──► the reason, or nothing
-                                         | "answer <ref>: …" text ──core.questions, tap──► reply
-                                         | "id" text / follow ──► reply with the user id
-                                         | "grants" / "inbox" / "help" text ──► ``_line_commands``
-                                         | "Open inbox" postback ──► ``_line_commands`` (inbox)
-                                         | Revoke postback ──► ``_line_grants`` (core.own_grants)
+    event ──webhookEventId seen?──► skip | ``_line_taps``: a tap, a typed reason or answer,
+                                           a command, the ``id`` ──► the reply, sent from here
 
 What a tap *means* (who may decide, the compare-and-set, the sentences) is
-``tapgate.core.taps``; this module only speaks LINE. The payload is read by
-line-bot-sdk's ``WebhookParser`` (fenced in ``_line_events``) after verification.
-
-LINE has no dialogs, so "Deny…" and a question's Reply are two steps: the tap
-(Reply opens the keyboard with ``answer 3fA9xK2b: `` typed in), then the
-approver's next text message, which is the reason or the answer
-(:mod:`tapgate.core.reasons`; any other tap of theirs first ends what is
-pending). That text is signed by LINE like a tap and carries the sender's user
-id, so it is authorised exactly like a tap; its ``webhookEventId`` is
-remembered in the transaction that takes it, as a tap's is.
+``tapgate.core.taps``; this module only speaks LINE, and what one event asks
+for (LINE's two-step "Deny…" and Reply among it) is ``_line_taps``. The
+payload is read by line-bot-sdk's ``WebhookParser`` (fenced in
+``_line_events``) after verification.
 
 Record before acknowledging (DESIGN.md decision 17): the events that may
 decide (a postback or a text message in a 1:1 chat) are stored in the inbox
@@ -45,26 +33,15 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from tapgate.core.buttons import (
-    INBOX_POSTBACK,
-    BatchAction,
-    TapAction,
-    parse_batch_postback_data,
-    parse_deny_reason_postback_data,
-    parse_postback_data,
-    parse_revoke_postback_data,
-)
 from tapgate.core.chat_commands import LinkMaker
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox, InboxItem
-from tapgate.core.questions import find_question
 from tapgate.core.reasons import Reasons
-from tapgate.core.taps import ANSWER_MAX, BatchTap, Tap, TapOutcome, tap, tap_batch
-from tapgate.webhooks._line_commands import LineAnswer, run
+from tapgate.webhooks._line_commands import LineAnswer
 from tapgate.webhooks._line_events import Event, EventReader, Malformed, decode, encode
-from tapgate.webhooks._line_grants import revoke_answer
 from tapgate.webhooks._line_reply import LineReplier, ReplyFailed
 from tapgate.webhooks._line_signature import verify_signature
+from tapgate.webhooks._line_taps import LineTaps
 from tapgate.webhooks._tap_log import TapLog
 
 __all__ = ["LineWebhook", "WebhookResult", "verify_signature"]
@@ -72,16 +49,8 @@ __all__ = ["LineWebhook", "WebhookResult", "verify_signature"]
 _log = logging.getLogger(__name__)
 
 _SIGNATURE_HEADER = "X-Line-Signature"
-_NO_LONGER_VALID = "This button is no longer valid."
-_ONE_TO_ONE_ONLY = (
-    "tapgate works in a 1:1 chat only: open a chat with this bot "
-    "to approve requests or to see your user id."
-)
 _TRY_AGAIN = "tapgate could not record that just now; please tap the button again."
 _SEND_AGAIN = "tapgate could not record that just now; please send your answer again."
-_TOO_LONG = (
-    f"That answer is longer than {ANSWER_MAX} characters; please shorten it and send it again."
-)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -146,8 +115,8 @@ class LineWebhook:
         self._closed = False
         self._inbox = inbox or Inbox(gate)
         self._inbox.register("line", self._replay)
-        self._reasons = Reasons(gate, window=reason_window)
-        self._links = links
+        reasons = Reasons(gate, window=reason_window)
+        self._taps = LineTaps(gate, reasons=reasons, tap_log=self._tap_log, links=links)
 
     async def handle(self, headers: Mapping[str, str], body: bytes) -> WebhookResult:
         """Verify, parse, store what may decide, answer; never raises for bad input.
@@ -266,10 +235,10 @@ class LineWebhook:
         before the gate is asked) are claimed on their own before the reply.
         """
         try:
-            if not self._may_decide(event) and not await self._claim(event):
+            if not self._may_decide(event) and not await self._taps.claim(event):
                 self._skipped(event)
                 return None
-            message = await self._respond(event, started)
+            message = await self._taps.respond(event, started)
         except Exception:  # one bad event must not cost the others their decisions
             _log.exception("LINE event %s could not be handled", event.event_id)
             message = _SEND_AGAIN if event.text is not None else _TRY_AGAIN
@@ -287,119 +256,10 @@ class LineWebhook:
         typed = event.text is not None and not event.is_id_command
         return one_to_one and (event.kind == "postback" or typed)
 
-    async def _claim(self, event: Event) -> bool:
-        """Remember ``event`` as handled; False if it was (a redelivery: say nothing)."""
-        return await self._gate.remember_event("line", event.event_id)
-
     @staticmethod
     def _skipped(event: Event) -> None:
         redelivered = " (redelivery)" if event.redelivery else ""
         _log.info("LINE event %s already handled%s; skipped", event.event_id, redelivered)
-
-    async def _respond(self, event: Event, started: float | None) -> LineAnswer | None:
-        # In a group or room LINE does not promise the tapper's userId, and a
-        # decision must be attributable to one approver.
-        if event.source_type != "user" or event.user_id is None:
-            return _ONE_TO_ONE_ONLY
-        user_id = event.user_id
-        if event.kind == "postback":
-            return await self._postback(event, user_id, started)
-        if event.command is not None:  # "grants", "inbox", "help": never a reason, ends nothing
-            return await run(self._gate, event.command, user_id, links=self._links)
-        if event.answer is not None:  # addressed to one question: whatever was pending ends
-            before = await self._reasons.interrupt(user_id=user_id)
-            reference, answer = event.answer
-            said = await self._answer(event, user_id, reference, answer, started)
-            return _joined(before, said)
-        if event.text is not None and not event.is_id_command:
-            return await self._reasons.typed(user_id=user_id, text=event.text, event=event.event_id)
-        return f"Your LINE user id is {user_id}; add it to tapgate.yaml under approvers."
-
-    async def _postback(
-        self, event: Event, user_id: str, started: float | None
-    ) -> LineAnswer | None:
-        """Deny… and Reply ask for text; a decision's button first ends what was pending.
-
-        A listed grant's Revoke decides no request, so a reason being typed stays pending.
-        """
-        if event.data == INBOX_POSTBACK:  # a card's "Open inbox": decides nothing, claimed once
-            if not await self._claim(event):
-                return None
-            return await run(self._gate, "inbox", user_id, links=self._links)
-        grant_id = parse_revoke_postback_data(event.data)
-        if grant_id is not None:  # a listed grant's Revoke (see _line_grants)
-            return await revoke_answer(self._gate, user_id, grant_id, event.event_id)
-        parsed = parse_postback_data(event.data)
-        deny_for = parse_deny_reason_postback_data(event.data)
-        if deny_for is not None or (parsed is not None and parsed[0] == "reply"):
-            request_id = deny_for or (parsed[1] if parsed else "")
-            asked = Tap(
-                channel="line",
-                user_id=user_id,
-                action="deny" if deny_for else "reply",
-                request_id=request_id,
-            )
-            _log.info("LINE %s tap by %s on request %s", asked.action, user_id, request_id)
-            return await self._reasons.ask(asked, event=event.event_id)
-        before = await self._reasons.interrupt(user_id=user_id)
-        return _joined(before, await self._button(event, user_id, started))
-
-    async def _button(self, event: Event, user_id: str, started: float | None) -> str | None:
-        """A button that decides: a request's, a batch's, or an unknown one refused."""
-        parsed = parse_postback_data(event.data)
-        batch = parse_batch_postback_data(event.data) if parsed is None else None
-        if batch is not None:  # a batch card's Approve all / Deny all / Allow all
-            answer_all = BatchTap(
-                channel="line", user_id=user_id, action=batch[0], batch_id=batch[1]
-            )
-            outcome = await tap_batch(self._gate, answer_all, event=event.event_id)
-            return self._told(event, batch[0], batch[1], outcome, started)
-        if parsed is None:
-            if not await self._claim(event):
-                return None
-            _log.info("LINE postback %s carries unknown data; refused", event.event_id)
-            return _NO_LONGER_VALID
-        action, request_id = parsed
-        answer = Tap(channel="line", user_id=user_id, action=action, request_id=request_id)
-        outcome = await tap(self._gate, answer, event=event.event_id)
-        return self._told(event, action, request_id, outcome, started)
-
-    async def _answer(
-        self, event: Event, user_id: str, reference: str, answer: str, started: float | None
-    ) -> str | None:
-        """A typed ``answer <reference>: <answer>``: the question it names, answered.
-
-        Refusals made before the gate is asked (nothing typed, too long, no
-        such question, ambiguous) claim the event themselves; the answer's
-        own event id is remembered with the decision by :func:`tap`.
-        """
-        if not answer or len(answer) > ANSWER_MAX:
-            if not await self._claim(event):
-                return None
-            return _TOO_LONG if answer else f'Type your answer after "answer {reference}:".'
-        found = await find_question(
-            self._gate, channel="line", user_id=user_id, reference=reference
-        )
-        if found.request is None:
-            if not await self._claim(event):
-                return None
-            _log.info("LINE answer by %s to %s: %s", user_id, reference, found.kind)
-            return found.message
-        reply = Tap(channel="line", user_id=user_id, action="reply", request_id=found.request.id)
-        outcome = await tap(self._gate, reply, reason=answer, event=event.event_id)
-        return self._told(event, "reply", found.request.id, outcome, started)
-
-    def _told(
-        self,
-        event: Event,
-        action: TapAction | BatchAction,
-        request_id: str,
-        outcome: TapOutcome,
-        started: float | None,
-    ) -> str | None:
-        """Log a tap's outcome, time a decision, and return what to reply (nothing twice)."""
-        self._tap_log.decided(action, event.user_id, request_id, outcome, started)
-        return None if outcome.kind == "duplicate" else outcome.message
 
     async def _reply(self, reply_token: str, answer: LineAnswer) -> None:
         """Reply with ``answer`` (a text, or message objects); a failure is logged, never raised."""
@@ -423,13 +283,6 @@ class LineWebhook:
                 timeout=self._timeout,
             )
         return self._client
-
-
-def _joined(before: str | None, said: str | None) -> str | None:
-    """One reply for two outcomes (a deny a tap elsewhere made, then the tap's own)."""
-    if before is None or said is None:
-        return before or said
-    return f"{before}\n{said}"
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:

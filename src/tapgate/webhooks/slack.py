@@ -7,8 +7,8 @@ bytes to the answer::
              ──UTF-8, form / JSON object──► 400
              ──slack-bolt routes action_id / callback_id──► listener
     tap ──inbox.record (one INSERT)──► 503 | ack: 200
-        ─(task owned here)─► workspace? ──core.taps.tap──► decision | ephemeral
-    Deny ─► core.taps.check ──► views.open (reason modal) | ephemeral
+        ─(task owned here)─► ``_slack_taps``: workspace? ──core.taps.tap──► decision | ephemeral
+    Deny ─► ``_slack_taps``: core.taps.check ──► views.open (reason modal) | ephemeral
     modal submitted ─► ack (closes it) ─► tap(deny, reason) | ephemeral
     Reply (a question) ─► core.taps.check ──► views.open (answer modal) | ephemeral
     answer submitted ─► blank? ack with an error | ack ─► tap(reply, answer) | ephemeral
@@ -21,10 +21,11 @@ bytes to the answer::
         ack ─► core.edits.approve_edit
 
 What a tap *means* (who may, what is refused and audited, the words) is
-:mod:`tapgate.core.taps`; this module only speaks Slack. A decided request's
-message is rewritten by the outbox dispatcher (every message of the request,
-on every channel), so a successful tap needs no answer here; a refused or
-late one gets an ephemeral sentence.
+:mod:`tapgate.core.taps`; this module only speaks Slack: it verifies, routes,
+stores and acknowledges; ``_slack_taps`` does the work after the ack, in tasks
+owned here. A decided request's message is rewritten by the outbox dispatcher
+(every message of the request, on every channel), so a successful tap needs
+no answer here; a refused or late one gets an ephemeral sentence.
 
 Record before acknowledging (DESIGN.md decision 17): what decides is stored
 in the inbox (:mod:`tapgate.core.inbox`) under a stable event id
@@ -40,7 +41,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -57,16 +58,11 @@ from tapgate.core.buttons import (
     SLACK_REVOKE_ACTION_ID,
 )
 from tapgate.core.chat_commands import INBOX_SUMMARY, LinkMaker
-from tapgate.core.edits import approve_edit
 from tapgate.core.gate import Gate
 from tapgate.core.inbox import Inbox, InboxItem
-from tapgate.core.models import Request
-from tapgate.core.taps import check, refuse, tap, tap_batch
 from tapgate.webhooks import _slack_inbox
-from tapgate.webhooks._slack_batches import SlackBatchTaps
 from tapgate.webhooks._slack_bolt import bolt_request, build_bolt
 from tapgate.webhooks._slack_commands import SlashCommands
-from tapgate.webhooks._slack_edits import SlackEdits
 from tapgate.webhooks._slack_grants import SUMMARY, SlackGrantTaps
 from tapgate.webhooks._slack_payloads import (
     ANSWER_BLOCK,
@@ -97,6 +93,7 @@ from tapgate.webhooks._slack_signature import (
     verify_signature,
 )
 from tapgate.webhooks._slack_socket import close_socket, open_socket_mode
+from tapgate.webhooks._slack_taps import SlackTaps
 from tapgate.webhooks._tap_log import TapLog
 
 if TYPE_CHECKING:
@@ -112,12 +109,9 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-TRY_AGAIN = "tapgate could not record that just now; please tap the button again."
-MODAL_FAILED = "tapgate could not open the deny dialog; please tap Deny again."
-REPLY_MODAL_FAILED = "tapgate could not open the answer dialog; please tap Reply again."
 BLANK_ANSWER = "Type an answer: the agent is waiting for it."
-_Tapped = Interaction | BatchInteraction
-_Stored = _Tapped | RevokeInteraction  # what the inbox keeps: everything that changes state
+# What the inbox keeps: everything that changes state.
+_Stored = Interaction | BatchInteraction | RevokeInteraction
 _UNRECORDED = 503  # the listener's own answer when the inbox could not store a tap
 
 
@@ -156,7 +150,6 @@ class SlackWebhook:
         self._gate = gate
         self._secret = signing_secret.encode("utf-8")
         self._bot_token = bot_token
-        self._team_id = team_id
         self._timeout = timeout
         self._on_reject = on_reject
         self._tap_log = TapLog(_log, "Slack", level=tap_log, on_decision=on_decision)
@@ -199,8 +192,15 @@ class SlackWebhook:
         )
         self._inbox = inbox or Inbox(gate)
         self._inbox.register("slack", self._replay)
-        self._batches = SlackBatchTaps(gate, self._replies, self._same_workspace)
-        self._edits = SlackEdits(gate, self._replies, self._same_workspace)
+        self._taps = SlackTaps(
+            gate,
+            self._replies,
+            grants=self._grants,
+            inbox=self._inbox,
+            team_id=team_id,
+            tap_log=self._tap_log,
+            note_reject=self._note_reject,
+        )
         self._tasks: set[asyncio.Task[None]] = set()
         self._socket: AsyncSocketModeHandler | None = None
 
@@ -265,7 +265,7 @@ class SlackWebhook:
         if interaction.action not in ("deny", "reply"):
             return await self._record_then_ack(ack, body, interaction, started)
         response = await ack()
-        ask = self._ask_reason if interaction.action == "deny" else self._ask_answer
+        ask = self._taps.ask_reason if interaction.action == "deny" else self._taps.ask_answer
         self._spawn(interaction, ask(interaction))
         return response
 
@@ -277,7 +277,7 @@ class SlackWebhook:
         if interaction.action != "deny_all":
             return await self._record_then_ack(ack, body, interaction, started)
         response = await ack()  # a reason first, as a single Deny
-        self._spawn(interaction, self._batches.ask_reason(interaction))
+        self._spawn(interaction, self._taps.batches.ask_reason(interaction))
         return response
 
     async def _on_revoke(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
@@ -328,7 +328,7 @@ class SlackWebhook:
         if interaction is None:
             return self._refuse_bolt()
         response = await ack()
-        self._spawn(interaction, self._edits.open_modal(interaction))
+        self._spawn(interaction, self._taps.edits.open_modal(interaction))
         return response
 
     async def _on_edit_submission(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
@@ -338,7 +338,7 @@ class SlackWebhook:
         if parsed is None:
             return self._refuse_bolt()
         try:
-            judged = await self._edits.judge(*parsed)
+            judged = await self._taps.edits.judge(*parsed)
         except Exception:  # the store failed: no 200, so Slack shows the approver an error
             _log.exception("Slack edit of %s could not be judged", parsed[0].request_id)
             return BoltResponse(status=_UNRECORDED, body={"error": "could not judge the edit"})
@@ -361,7 +361,7 @@ class SlackWebhook:
             _log.exception("Slack tap on %s could not be stored", interaction.request_id)
             return BoltResponse(status=_UNRECORDED, body={"error": "could not record the tap"})
         response = await ack()
-        self._spawn(interaction, self._apply(interaction, event, started))
+        self._spawn(interaction, self._taps.apply(interaction, event, started))
         return response
 
     def _replay(self, item: InboxItem) -> None:
@@ -370,96 +370,16 @@ class SlackWebhook:
         if interaction is None:
             _log.error("stored Slack tap %s cannot be read; left alone", item.event_id)
             return
-        self._spawn(interaction, self._apply(interaction, item.event_id, None))
-
-    async def _apply(self, interaction: _Stored, event: str, started: float | None) -> None:
-        await self._inbox.before_apply()
-        if isinstance(interaction, RevokeInteraction):
-            await self._grants.revoke(interaction, event)
-        else:
-            await self._decide(interaction, started, event)
+        self._spawn(interaction, self._taps.apply(interaction, item.event_id, None))
 
     def _spawn(self, interaction: _Stored, work: Coroutine[Any, Any, None]) -> None:
-        self._own(self._guarded(interaction, work))
+        self._own(self._taps.guarded(interaction, work))
 
     def _own(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` in a task this webhook owns (awaited, then cancelled, on close)."""
         task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    async def _guarded(self, interaction: _Stored, work: Coroutine[Any, Any, None]) -> None:
-        try:
-            await work
-        except Exception:  # the store or Slack failed: say so rather than stay silent
-            _log.exception("Slack tap on %s could not be handled", interaction.request_id)
-            try:
-                await self._replies.tell(interaction, TRY_AGAIN)
-            except Exception:  # nothing is left to tell anyone with
-                _log.exception("could not tell Slack user %s", interaction.user_id)
-
-    # -- the work ---------------------------------------------------------------------
-
-    async def _decide(self, interaction: _Tapped, started: float | None, event: str) -> None:
-        """Approve, allow for the session, or deny (with the modal's reason); or all of a batch.
-
-        ``event`` goes with the decision (or the refusal): a replay of a tap
-        already applied is a ``duplicate`` and says nothing. A batch tap is
-        always told its summary: only that says which calls it decided.
-        """
-        if not await self._same_workspace(interaction, event):
-            return
-        reason = interaction.reason
-        if isinstance(interaction, BatchInteraction):
-            outcome = await tap_batch(self._gate, interaction.tap, reason=reason, event=event)
-        elif interaction.edited is not None:
-            outcome = await approve_edit(
-                self._gate, interaction.tap, interaction.edited, event=event
-            )
-        else:
-            outcome = await tap(self._gate, interaction.tap, reason=reason, event=event)
-        tapped = (interaction.action, interaction.user_id, interaction.request_id)
-        self._tap_log.decided(*tapped, outcome, started)
-        if outcome.kind == "duplicate":
-            return
-        if not outcome.applied or isinstance(interaction, BatchInteraction):
-            await self._replies.tell(interaction, outcome.message)
-
-    async def _ask_reason(self, interaction: Interaction) -> None:
-        """Open the deny-reason modal, but only for an approver of a still-open request."""
-        await self._open_modal(interaction, self._replies.open_deny_modal, MODAL_FAILED)
-
-    async def _ask_answer(self, interaction: Interaction) -> None:
-        """Open a question's answer modal, but only for someone who may answer it now."""
-        await self._open_modal(interaction, self._replies.open_reply_modal, REPLY_MODAL_FAILED)
-
-    async def _open_modal(
-        self,
-        interaction: Interaction,
-        open_modal: Callable[[Interaction, Request], Awaitable[bool]],
-        failed: str,
-    ) -> None:
-        if not await self._same_workspace(interaction):
-            return
-        may = await check(self._gate, interaction.tap)
-        if may.request is None or may.kind != "ready":
-            await self._replies.tell(interaction, may.message)
-            return
-        if not await open_modal(interaction, may.request):
-            await self._replies.tell(interaction, failed)
-
-    async def _same_workspace(self, interaction: _Tapped, event: str | None = None) -> bool:
-        """False (and the tapper told, once per ``event``) for a tap from another workspace."""
-        if self._team_id is None or interaction.team == self._team_id:
-            return True
-        _log.warning(
-            "Slack tap from workspace %s refused (expected %s)", interaction.team, self._team_id
-        )
-        self._note_reject("workspace")
-        refused = await refuse(self._gate, interaction.tap, why="another workspace", event=event)
-        if refused.kind != "duplicate":
-            await self._replies.tell(interaction, refused.message)
-        return False
 
     # -- refusals ---------------------------------------------------------------------
 
