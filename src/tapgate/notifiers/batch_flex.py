@@ -32,20 +32,23 @@ import json
 from typing import Any
 
 from tapgate.core.buttons import BatchAction, batch_postback_data
-from tapgate.notifiers.batch_view import BatchCall, BatchView
-from tapgate.notifiers.inbox_button import line_inbox_button
-from tapgate.notifiers.line_flex import (
-    _MUTED,
-    _RED,
-    _RISK_COLORS,
+from tapgate.notifiers._flex_parts import (
     ALT_TEXT_MAX,
-    _box,
-    _button,
-    _fact,
-    _row,
-    _text,
+    MUTED,
+    REASON_MAX,
+    RED,
+    RISK_COLORS,
+    box,
+    call_button,
+    closing_rows,
+    fact,
+    opening_rows,
+    postback_button,
+    text,
     utf16_len,
 )
+from tapgate.notifiers.batch_view import BatchCall, BatchView
+from tapgate.notifiers.inbox_button import line_inbox_button
 from tapgate.notifiers.presentation import clip, fit_text
 
 __all__ = [
@@ -136,18 +139,16 @@ def _bubble(
         body += _call(number, call, max_units=max_units, max_lines=max_lines)
     bubble: dict[str, Any] = {
         "type": "bubble",
-        "header": _box(
+        "header": box(
             [
-                _text(
-                    "Approval needed" if batch.open_calls else "Decided", size="sm", color=_MUTED
-                ),
-                _text(_fact(heading), size="lg", weight="bold", wrap=True),
+                text("Approval needed" if batch.open_calls else "Decided", size="sm", color=MUTED),
+                text(fact(heading), size="lg", weight="bold", wrap=True),
             ]
         ),
-        "body": _box(body, spacing="sm"),
+        "body": box(body, spacing="sm"),
     }
     if first and batch.open_calls:
-        bubble["footer"] = _box(_batch_buttons(batch), spacing="sm")
+        bubble["footer"] = box(_batch_buttons(batch), spacing="sm")
         if inbox:
             shown: dict[str, Any] = line_inbox_button({"contents": bubble}, inbox)["contents"]
             return shown
@@ -155,14 +156,7 @@ def _bubble(
 
 
 def _facts(batch: BatchView) -> list[dict[str, Any]]:
-    rows = [_row("Agent", _fact(batch.agent))]
-    if batch.session is not None:
-        rows.append(_row("Session", _fact(batch.session)))
-    expires = batch.expires_text + (f" ({batch.time_left})" if batch.time_left else "")
-    rows += [_row("Expires", expires), _row("Batch", batch.short_id)]
-    if batch.approvers:
-        rows.append(_row("Approvers", _fact(", ".join(batch.approvers))))
-    return rows
+    return opening_rows(batch) + closing_rows(batch, "Batch")
 
 
 def _call(number: int, call: BatchCall, *, max_units: int, max_lines: int) -> list[dict[str, Any]]:
@@ -177,52 +171,45 @@ def _call(number: int, call: BatchCall, *, max_units: int, max_lines: int) -> li
     )
     # One muted line for risk, rule and label: rows of their own cost ~300 bytes a
     # call, which is what decides whether 50 calls fit one message.
-    facts = f"{view.risk} · rule {_fact(view.rule, 60)} · {_fact(label, 80)}"
+    facts = f"{view.risk} · rule {fact(view.rule, 60)} · {fact(label, 80)}"
     parts: list[dict[str, Any]] = [
         {"type": "separator", "margin": "md"},
-        _text(_fact(title), size="sm", weight="bold", wrap=True, margin="md"),
-        _text(facts, size="xs", color=_RISK_COLORS.get(view.risk, _MUTED), wrap=True),
-        _text(shown or "—", size="sm", wrap=True),
+        text(fact(title), size="sm", weight="bold", wrap=True, margin="md"),
+        text(facts, size="xs", color=RISK_COLORS.get(view.risk, MUTED), wrap=True),
+        text(shown or "—", size="sm", wrap=True),
     ]
     if call.is_open:
-        approve = _button("Approve", "approve", view, f"Approve {view.short_id}", style="primary")
-        deny = _button("Deny", "deny", view, f"Deny {view.short_id}", style="primary", color=_RED)
+        approve = call_button(
+            "Approve", "approve", view, f"Approve {view.short_id}", style="primary"
+        )
+        deny = call_button(
+            "Deny", "deny", view, f"Deny {view.short_id}", style="primary", color=RED
+        )
         parts.append({"type": "box", "layout": "horizontal", "contents": [approve, deny]})
     else:
-        parts.append(_text(_fact(call.outcome or "", 200), size="sm", weight="bold", wrap=True))
+        parts.append(
+            text(fact(call.outcome or "", REASON_MAX), size="sm", weight="bold", wrap=True)
+        )
     return parts
 
 
 def _batch_buttons(batch: BatchView) -> list[dict[str, Any]]:
+    """The buttons deciding every open call at once (``v=1&a=<action>&b=<batch id>``)."""
     count = len(batch.open_calls)
-    buttons = [
-        _batch_button("Approve all", "approve_all", batch, f"Approve all {count}", style="primary"),
-        _batch_button(
-            "Deny all", "deny_all", batch, f"Deny all {count}", color=_RED, style="primary"
-        ),
-    ]
+
+    def data(action: BatchAction) -> str:
+        return batch_postback_data(action, batch.batch_id)
+
+    approve = postback_button(
+        "Approve all", data("approve_all"), shown=f"Approve all {count}", style="primary"
+    )
+    deny = postback_button(
+        "Deny all", data("deny_all"), shown=f"Deny all {count}", color=RED, style="primary"
+    )
+    buttons = [approve, deny]
     if batch.can_allow_session:
         shown = f"Allow all {count} for this session"
-        buttons.append(_batch_button("Allow all (session)", "approve_all_session", batch, shown))
+        buttons.append(
+            postback_button("Allow all (session)", data("approve_all_session"), shown=shown)
+        )
     return buttons
-
-
-def _batch_button(
-    label: str,
-    action: BatchAction,
-    batch: BatchView,
-    shown: str,
-    *,
-    style: str = "secondary",
-    color: str | None = None,
-) -> dict[str, Any]:
-    button: dict[str, Any] = {"type": "button", "style": style, "height": "sm"}
-    if color is not None:
-        button["color"] = color
-    button["action"] = {
-        "type": "postback",
-        "label": label,
-        "data": batch_postback_data(action, batch.batch_id),
-        "displayText": shown,
-    }
-    return button

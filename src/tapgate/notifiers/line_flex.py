@@ -39,6 +39,22 @@ from tapgate.core.buttons import (
     postback_data,
 )
 from tapgate.core.tap_texts import EDIT_IN_WEB_INBOX
+from tapgate.notifiers._flex_parts import (
+    ALT_TEXT_MAX,
+    MUTED,
+    REASON_MAX,
+    RED,
+    RISK_COLORS,
+    box,
+    call_button,
+    closing_rows,
+    fact,
+    opening_rows,
+    postback_button,
+    row,
+    text,
+    utf16_len,
+)
 from tapgate.notifiers.inbox_button import line_inbox_button
 from tapgate.notifiers.presentation import ApprovalView, clip, fit_text, question_heading
 
@@ -53,21 +69,10 @@ __all__ = [
 LineAction = TapAction
 """What a postback button asks for."""
 
-ALT_TEXT_MAX = 400
 ARGS_TEXT_MAX = 2000
 ARGS_MAX_LINES = 40
 EXTRA_TEXT_MAX = 500
 EXTRA_MAX_LINES = 12
-FACT_MAX = 100
-REASON_MAX = 200
-_MUTED = "#8C8C8C"
-_RED = "#D93025"
-_RISK_COLORS = {"read_only": "#1DB446", "write": "#E37400", "destructive": _RED}
-
-
-def utf16_len(text: str) -> int:
-    """Length as LINE counts it: UTF-16 code units (an emoji is two)."""
-    return len(text.encode("utf-16-le")) // 2
 
 
 def render_line(view: ApprovalView, *, inbox: bool = False) -> dict[str, Any]:
@@ -80,16 +85,16 @@ def render_line(view: ApprovalView, *, inbox: bool = False) -> dict[str, Any]:
     alt = f"Approval needed: {view.tool} by {view.agent} ({view.risk}), request {view.short_id}"
     bubble = {
         "type": "bubble",
-        "header": _box(
+        "header": box(
             [
-                _text("Approval needed", size="sm", color=_MUTED),
-                _text(_fact(view.tool), size="lg", weight="bold", wrap=True),
+                text("Approval needed", size="sm", color=MUTED),
+                text(fact(view.tool), size="lg", weight="bold", wrap=True),
             ]
         ),
-        "body": _box(
+        "body": box(
             [*_facts(view), *_arguments(view), *_covers(view), *_edit_note(view)], spacing="sm"
         ),
-        "footer": _box(_buttons(view), spacing="sm"),
+        "footer": box(_buttons(view), spacing="sm"),
     }
     message = {
         "type": "flex",
@@ -99,47 +104,17 @@ def render_line(view: ApprovalView, *, inbox: bool = False) -> dict[str, Any]:
     return line_inbox_button(message, inbox)
 
 
-def _fact(text: str, max_len: int = FACT_MAX) -> str:
-    # LINE rejects an empty text component.
-    return clip(text, max_len, measure=utf16_len) or "—"
-
-
-def _text(text: str, **style: Any) -> dict[str, Any]:
-    return {"type": "text", "text": text, **style}
-
-
-def _box(contents: list[dict[str, Any]], **style: Any) -> dict[str, Any]:
-    return {"type": "box", "layout": "vertical", "contents": contents, **style}
-
-
-def _row(label: str, value: str, **style: Any) -> dict[str, Any]:
-    return {
-        "type": "box",
-        "layout": "baseline",
-        "spacing": "sm",
-        "contents": [
-            _text(label, size="sm", color=_MUTED, flex=2),
-            _text(value, size="sm", wrap=True, flex=5, **style),
-        ],
-    }
-
-
 def _facts(view: ApprovalView) -> list[dict[str, Any]]:
-    rows = [_row("Agent", _fact(view.agent))]
-    if view.session is not None:
-        rows.append(_row("Session", _fact(view.session)))
+    rows = opening_rows(view)
     rows += [
-        _row("Risk", view.risk, color=_RISK_COLORS.get(view.risk, _MUTED), weight="bold"),
-        _row("Rule", _fact(view.rule)),
+        row("Risk", view.risk, color=RISK_COLORS.get(view.risk, MUTED), weight="bold"),
+        row("Rule", fact(view.rule)),
     ]
     if view.reason:
-        rows.append(_row("Reason", _fact(view.reason, REASON_MAX)))
-    expires = view.expires_text + (f" ({view.time_left})" if view.time_left else "")
-    rows += [_row("Expires", expires), _row("Request", view.short_id)]
-    if view.approvers:
-        rows.append(_row("Approvers", _fact(", ".join(view.approvers))))
+        rows.append(row("Reason", fact(view.reason, REASON_MAX)))
+    rows += closing_rows(view)
     if view.note:
-        rows.append(_row("Status", _fact(view.note, REASON_MAX)))
+        rows.append(row("Status", fact(view.note, REASON_MAX)))
     return rows
 
 
@@ -153,8 +128,8 @@ def _arguments(view: ApprovalView) -> list[dict[str, Any]]:
     )
     parts = [
         {"type": "separator", "margin": "md"},
-        _text(_fact(title, REASON_MAX), size="sm", weight="bold", wrap=True, margin="md"),
-        _text(body or "—", size="sm", wrap=True),
+        text(fact(title, REASON_MAX), size="sm", weight="bold", wrap=True, margin="md"),
+        text(body or "—", size="sm", wrap=True),
     ]
     return parts + _extra_parts(view)
 
@@ -167,65 +142,44 @@ def _extra_parts(view: ApprovalView) -> list[dict[str, Any]]:
         view.extra, max_len=EXTRA_TEXT_MAX, max_lines=EXTRA_MAX_LINES, measure=utf16_len
     )
     return [
-        _text("Other arguments", size="sm", weight="bold", margin="md"),
-        _text(extra, size="xs", wrap=True, color=_MUTED),
+        text("Other arguments", size="sm", weight="bold", margin="md"),
+        text(extra, size="xs", wrap=True, color=MUTED),
     ]
 
 
 def _buttons(view: ApprovalView) -> list[dict[str, Any]]:
     buttons = [
-        _button("Approve", "approve", view, f"Approve {view.short_id}", style="primary"),
+        call_button("Approve", "approve", view, f"Approve {view.short_id}", style="primary"),
         _deny_button(view),
     ]
     if view.can_allow_session:
         shown = f"Allow {view.short_id} for this session"
-        buttons.append(_button("Allow for session", "approve_session", view, shown))
+        buttons.append(call_button("Allow for session", "approve_session", view, shown))
     if view.can_allow_always:
         buttons.append(
-            _button("Always allow", "approve_always", view, f"Always allow {view.short_id}")
+            call_button("Always allow", "approve_always", view, f"Always allow {view.short_id}")
         )
     return buttons
 
 
 def _deny_button(view: ApprovalView) -> dict[str, Any]:
     """ "Deny…": asks for the reason, which the approver types next (``core.reasons``)."""
-    button = _button("Deny…", "deny", view, f"Deny {view.short_id}…", style="primary", color=_RED)
-    button["action"]["data"] = deny_reason_postback_data(view.request_id)
-    return button
+    data = deny_reason_postback_data(view.request_id)
+    shown = f"Deny {view.short_id}…"
+    return postback_button("Deny…", data, shown=shown, style="primary", color=RED)
 
 
 def _covers(view: ApprovalView) -> list[dict[str, Any]]:
     """What each remember button covers ("Always: deploy_web with env=staging, 30 days")."""
     lines = [line for line in (view.session_covers, view.always_covers) if line]
-    return [_text(_fact(line, REASON_MAX), size="xs", wrap=True, color=_MUTED) for line in lines]
+    return [text(fact(line, REASON_MAX), size="xs", wrap=True, color=MUTED) for line in lines]
 
 
 def _edit_note(view: ApprovalView) -> list[dict[str, Any]]:
     """LINE has no dialogs: one line says where an editable call is edited (the web inbox)."""
     if not view.can_edit:
         return []
-    return [_text(EDIT_IN_WEB_INBOX, size="xs", wrap=True, color=_MUTED, margin="md")]
-
-
-def _button(
-    label: str,
-    action: LineAction,
-    view: ApprovalView,
-    shown: str,
-    *,
-    style: str = "secondary",
-    color: str | None = None,
-) -> dict[str, Any]:
-    button: dict[str, Any] = {"type": "button", "style": style, "height": "sm"}
-    if color is not None:
-        button["color"] = color
-    button["action"] = {
-        "type": "postback",
-        "label": label,
-        "data": postback_data(action, view.request_id),
-        "displayText": shown,
-    }
-    return button
+    return [text(EDIT_IN_WEB_INBOX, size="xs", wrap=True, color=MUTED, margin="md")]
 
 
 # -- questions --------------------------------------------------------------------------
@@ -236,14 +190,14 @@ def _render_question(view: ApprovalView) -> dict[str, Any]:
     alt = f"Question from {view.agent}: {view.subject or preview}"
     bubble = {
         "type": "bubble",
-        "header": _box(
+        "header": box(
             [
-                _text("Question", size="sm", color=_MUTED),
-                _text(_fact(question_heading(view)), size="lg", weight="bold", wrap=True),
+                text("Question", size="sm", color=MUTED),
+                text(fact(question_heading(view)), size="lg", weight="bold", wrap=True),
             ]
         ),
-        "body": _box([*_question_facts(view), *_question_text(view)], spacing="sm"),
-        "footer": _box(_question_buttons(view), spacing="sm"),
+        "body": box([*_question_facts(view), *_question_text(view)], spacing="sm"),
+        "footer": box(_question_buttons(view), spacing="sm"),
     }
     return {
         "type": "flex",
@@ -253,14 +207,7 @@ def _render_question(view: ApprovalView) -> dict[str, Any]:
 
 
 def _question_facts(view: ApprovalView) -> list[dict[str, Any]]:
-    rows = [_row("Asked by", _fact(view.agent))]
-    if view.session is not None:
-        rows.append(_row("Session", _fact(view.session)))
-    expires = view.expires_text + (f" ({view.time_left})" if view.time_left else "")
-    rows += [_row("Expires", expires), _row("Request", view.short_id)]
-    if view.approvers:
-        rows.append(_row("Approvers", _fact(", ".join(view.approvers))))
-    return rows
+    return opening_rows(view, "Asked by") + closing_rows(view)
 
 
 def _question_text(view: ApprovalView) -> list[dict[str, Any]]:
@@ -269,23 +216,15 @@ def _question_text(view: ApprovalView) -> list[dict[str, Any]]:
     )
     parts = [
         {"type": "separator", "margin": "md"},
-        _text(body or "(no message)", wrap=True, margin="md"),
+        text(body or "(no message)", wrap=True, margin="md"),
     ]
     return parts + _extra_parts(view)
 
 
 def _question_buttons(view: ApprovalView) -> list[dict[str, Any]]:
-    reply = {
-        "type": "button",
-        "style": "primary",
-        "height": "sm",
-        "action": {
-            "type": "postback",
-            "label": "Reply",
-            "data": postback_data("reply", view.request_id),
-            "inputOption": "openKeyboard",
-            "fillInText": answer_prefill(view.request_id),
-        },
-    }
-    dismiss = _button("Dismiss", "dismiss", view, f"Dismiss {view.short_id}")
+    data = postback_data("reply", view.request_id)
+    reply = postback_button(
+        "Reply", data, keyboard=answer_prefill(view.request_id), style="primary"
+    )
+    dismiss = call_button("Dismiss", "dismiss", view, f"Dismiss {view.short_id}")
     return [reply, dismiss]

@@ -3,8 +3,12 @@
 Schemas are generated from the pydantic models the handlers validate and
 serialise with (:mod:`tapgate.bot.api.models`), so a field added there shows up
 here; the operations are written out by hand because they carry the prose a
-client author needs. A test checks that every ``/v1`` route is documented,
-that nothing else is, and that the examples validate against the models.
+client author needs. Tool calls and batches are resources of one shape
+(submit, long-poll, cancel), so :func:`_resource` writes that shape once and
+each says only its prose. The examples are data, in
+:mod:`tapgate.bot.api.openapi_examples`. A test checks that every ``/v1``
+route is documented, that nothing else is, and that the examples validate
+against the models.
 """
 
 from __future__ import annotations
@@ -28,119 +32,11 @@ from tapgate.bot.api.models import (
     ToolCallOut,
     WaitQuery,
 )
+from tapgate.bot.api.openapi_examples import EXAMPLES
 
 __all__ = ["EXAMPLES", "openapi_document"]
 
 _REF = "#/components/schemas/{model}"
-
-EXAMPLES: dict[str, dict[str, Any]] = {
-    "ToolCallIn": {
-        "tool": "deploy",
-        "arguments": {"service": "web", "env": "prod"},
-        "session": "chat-42",
-        "wait": 30,
-    },
-    "CancelIn": {"reason": "the user changed their mind"},
-    "ToolCallOut": {
-        "id": "kq3V2m9yJ0x8b7cP1sQ4Ag",
-        "decision": "allow",
-        "status": "approved",
-        "reason": "approved by alice",
-        "decided_by": "alice",
-        "source": "approver",
-        "rule": "policy.rules[0]",
-        "reused": False,
-        "tool": "deploy",
-        "session": "chat-42",
-        "created_at": "2026-01-01T12:00:00Z",
-        "expires_at": "2026-01-01T12:10:00Z",
-        "resolved_at": "2026-01-01T12:00:21Z",
-        "approvers": ["alice", "bob"],
-        "edited": True,
-        "arguments": {"service": "web", "env": "staging"},
-    },
-    "ErrorOut": {
-        "error": {
-            "code": "invalid_body",
-            "message": "Input should be a valid string",
-            "path": "tool",
-        }
-    },
-    "EventOut": {
-        "kind": "resolved",
-        "request_id": "kq3V2m9yJ0x8b7cP1sQ4Ag",
-        "status": "approved",
-        "decision": "allow",
-        "tool": "deploy",
-        "arguments": {"service": "web", "env": "prod", "token": "********"},
-        "risk": "write",
-        "agent": "ci-bot",
-        "session": "chat-42",
-        "batch_id": None,
-        "at": "2026-01-01T12:00:21Z",
-        "outcome": "approved",
-        "decided_by": "alice",
-        "reason": "approved by alice",
-        "channel": None,
-        "approver": None,
-    },
-    "SandboxOut": {
-        "tool": "deploy",
-        "network": False,
-        "writable": ["/srv/app/releases", "."],
-        "hidden": ["/root/.ssh"],
-        "source": "policy.tools.deploy.sandbox",
-    },
-    "BatchCallIn": {"tool": "read_file", "arguments": {"path": "README.md"}},
-    "BatchIn": {
-        "calls": [
-            {"tool": "read_file", "arguments": {"path": "README.md"}},
-            {"tool": "deploy", "arguments": {"service": "web", "env": "prod"}},
-        ],
-        "session": "chat-42",
-        "wait": 30,
-    },
-    "BatchOut": {
-        "id": "Zt8cM1qV0aY7dN3bK5wL2g",
-        "status": "pending",
-        "calls": [
-            {
-                "id": None,
-                "decision": "allow",
-                "status": "allowed",
-                "reason": "read_only tools are allowed",
-                "decided_by": "policy.tools.read_file",
-                "source": "policy",
-                "rule": "policy.tools.read_file",
-                "reused": False,
-                "tool": "read_file",
-                "session": "chat-42",
-                "created_at": None,
-                "expires_at": None,
-                "resolved_at": None,
-                "approvers": [],
-            },
-            {
-                "id": "kq3V2m9yJ0x8b7cP1sQ4Ag",
-                "decision": "pending",
-                "status": "pending",
-                "reason": "deploys need a human",
-                "decided_by": None,
-                "source": None,
-                "rule": "policy.rules[0]",
-                "reused": False,
-                "tool": "deploy",
-                "session": "chat-42",
-                "created_at": "2026-01-01T12:00:00Z",
-                "expires_at": "2026-01-01T12:10:00Z",
-                "resolved_at": None,
-                "approvers": ["alice", "bob"],
-                "batch_id": "Zt8cM1qV0aY7dN3bK5wL2g",
-            },
-        ],
-    },
-}
-"""One example per schema; the OpenAPI test validates each against its model."""
 
 _ERRORS = {
     "400": "A malformed body or query: invalid JSON, a wrong type, an unknown field, "
@@ -214,76 +110,41 @@ def _paths(max_wait: float) -> dict[str, Any]:
     for parameter in wait:
         _cap_wait(parameter["schema"], max_wait)
     call_id = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
-    return {
-        "/v1/tool-calls": {
-            "post": _operation(
-                "submitToolCall",
-                "Submit a tool call; with `wait`, hold the response until it is decided.",
-                body=("ToolCallIn", True),
-                ok={
-                    "200": ("ToolCallOut", "Decided at once, or an identical request reused"),
-                    "201": ("ToolCallOut", "A new request was created (see `Location`)"),
-                },
-                errors=("400", "401", "413", "429"),
-            ),
-            "get": _operation(
-                "listToolCalls",
-                "The calling agent's requests, newest first; with `status=decided`, the "
-                "requests decided after the `after` cursor, in decision order, and `next`.",
-                parameters=_query_parameters(ListQuery),
-                ok={"200": ("ToolCallList", "The requests")},
-                errors=("400", "401"),
-            ),
-        },
-        "/v1/tool-calls/{id}": {
-            "get": _operation(
-                "getToolCall",
-                "A request's state; with `wait`, long-poll until it is decided.",
-                parameters=[call_id, *wait],
-                ok={"200": ("ToolCallOut", "The request")},
-                errors=("400", "401", "404"),
-            ),
-        },
-        "/v1/tool-calls/{id}/cancel": {
-            "post": _operation(
-                "cancelToolCall",
-                "Withdraw a pending request (the body is optional).",
-                parameters=[call_id],
-                body=("CancelIn", False),
-                ok={"200": ("ToolCallOut", "The cancelled request")},
-                errors=("400", "401", "404", "409", "413"),
-            ),
-        },
-        "/v1/tool-call-batches": {
-            "post": _operation(
-                "submitToolCallBatch",
-                "Submit the tool calls of one model turn (1 to 50): each is decided at once "
-                "or becomes a request; the requests form one batch, shown to approvers as one "
-                "card. With `wait`, hold the response until every call is decided.",
-                body=("BatchIn", True),
-                ok={"201": ("BatchOut", "The batch (see `Location`)")},
-                errors=("400", "401", "413", "429"),
-            ),
-        },
-        "/v1/tool-call-batches/{id}": {
-            "get": _operation(
-                "getToolCallBatch",
-                "A batch's calls in order; with `wait`, long-poll until every call is decided.",
-                parameters=[call_id, *wait],
-                ok={"200": ("BatchOut", "The batch")},
-                errors=("400", "401", "404"),
-            ),
-        },
-        "/v1/tool-call-batches/{id}/cancel": {
-            "post": _operation(
-                "cancelToolCallBatch",
-                "Withdraw every still-pending call of the batch; decided calls stay decided.",
-                parameters=[call_id],
-                body=("CancelIn", False),
-                ok={"200": ("BatchOut", "The batch after cancelling")},
-                errors=("400", "401", "404", "413"),
-            ),
-        },
+    paths = {
+        **_resource(
+            "/v1/tool-calls",
+            "ToolCall",
+            model="ToolCall",
+            call_id=call_id,
+            wait=wait,
+            submit="Submit a tool call; with `wait`, hold the response until it is decided.",
+            submitted={
+                "200": "Decided at once, or an identical request reused",
+                "201": "A new request was created (see `Location`)",
+            },
+            get="A request's state; with `wait`, long-poll until it is decided.",
+            got="The request",
+            cancel="Withdraw a pending request (the body is optional).",
+            cancelled="The cancelled request",
+            cancel_errors=("400", "401", "404", "409", "413"),
+        ),
+        **_resource(
+            "/v1/tool-call-batches",
+            "ToolCallBatch",
+            model="Batch",
+            call_id=call_id,
+            wait=wait,
+            submit="Submit the tool calls of one model turn (1 to 50): each is decided at once "
+            "or becomes a request; the requests form one batch, shown to approvers as one "
+            "card. With `wait`, hold the response until every call is decided.",
+            submitted={"201": "The batch (see `Location`)"},
+            get="A batch's calls in order; with `wait`, long-poll until every call is decided.",
+            got="The batch",
+            cancel="Withdraw every still-pending call of the batch; decided calls stay decided.",
+            cancelled="The batch after cancelling",
+            # No 409: cancelling a decided batch answers 200 with the batch as it is.
+            cancel_errors=("400", "401", "404", "413"),
+        ),
         "/v1/events": {"get": _events()},
         "/v1/tools/{tool}/sandbox": {
             "get": _operation(
@@ -309,6 +170,72 @@ def _paths(max_wait: float) -> dict[str, Any]:
                     }
                 },
             }
+        },
+    }
+    # Only the tool calls are listed; the collection's "post" stays first.
+    paths["/v1/tool-calls"]["get"] = _operation(
+        "listToolCalls",
+        "The calling agent's requests, newest first; with `status=decided`, the "
+        "requests decided after the `after` cursor, in decision order, and `next`.",
+        parameters=_query_parameters(ListQuery),
+        ok={"200": ("ToolCallList", "The requests")},
+        errors=("400", "401"),
+    )
+    return paths
+
+
+def _resource(
+    path: str,
+    name: str,
+    *,
+    model: str,
+    call_id: dict[str, Any],
+    wait: list[dict[str, Any]],
+    submit: str,
+    submitted: dict[str, str],
+    get: str,
+    got: str,
+    cancel: str,
+    cancelled: str,
+    cancel_errors: tuple[str, ...],
+) -> dict[str, Any]:
+    """The submit, long-poll and cancel operations of ``path``, ``path/{id}`` and its cancel.
+
+    Tool calls and batches are the same kind of resource (``<model>In`` posted,
+    ``<model>Out`` read back by id with ``wait``, cancelled by id), so the shape
+    is written once and each route says only its prose, its success statuses
+    (``submitted``: status → description) and its cancel errors. ``name`` makes
+    the operation ids: ``submit<name>``, ``get<name>``, ``cancel<name>``.
+    """
+    out = f"{model}Out"
+    return {
+        path: {
+            "post": _operation(
+                f"submit{name}",
+                submit,
+                body=(f"{model}In", True),
+                ok={status: (out, text) for status, text in submitted.items()},
+                errors=("400", "401", "413", "429"),
+            ),
+        },
+        f"{path}/{{id}}": {
+            "get": _operation(
+                f"get{name}",
+                get,
+                parameters=[call_id, *wait],
+                ok={"200": (out, got)},
+                errors=("400", "401", "404"),
+            ),
+        },
+        f"{path}/{{id}}/cancel": {
+            "post": _operation(
+                f"cancel{name}",
+                cancel,
+                parameters=[call_id],
+                body=("CancelIn", False),
+                ok={"200": (out, cancelled)},
+                errors=cancel_errors,
+            ),
         },
     }
 
