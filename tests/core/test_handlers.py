@@ -170,3 +170,40 @@ async def test_a_mode_never_overrides_a_human(store: Store, clock: ManualClock, 
     await plain.resolve(ticket.request_id, "deny", by="alice", reason="mine")
     decision = await local_gate(store, clock, mode=mode).check(DEPLOY)
     assert decision.decided_by == "alice"  # the identical call's denial answers at once
+
+
+async def test_a_batch_is_answered_by_the_mode(store: Store, clock: ManualClock) -> None:
+    """``check_many`` asks as ``check`` does: the mode decides each asking call, audited."""
+    calls = [DEPLOY, ToolCall(tool="deploy", arguments={"env": "qa"}, agent="ci", session="s1")]
+    read = ToolCall(tool="read_file", arguments={"path": "a"}, agent="ci")
+    approving = local_gate(store, clock, mode="approve_all")
+    decisions = await asyncio.wait_for(approving.check_many([*calls, read]), 5)
+    assert [d.decided_by for d in decisions[:2]] == ["mode:approve_all"] * 2
+    assert all(d.allowed for d in decisions) and decisions[2].request_id is None  # policy's own
+    for decision in decisions[:2]:
+        actor, detail = await decided_entry(store, decision.request_id)
+        assert (actor, detail["mode"]) == ("mode:approve_all", "approve_all")
+    strict = local_gate(store, clock, mode="strict")
+    denied = await asyncio.wait_for(
+        strict.check_many([ToolCall(tool="deploy", arguments={"env": "eu"}, agent="ci")]), 5
+    )
+    assert [(d.allowed, d.decided_by) for d in denied] == [(False, "mode:strict")]
+
+
+async def test_a_batch_is_answered_by_the_handler_call_by_call(
+    store: Store, clock: ManualClock
+) -> None:
+    asked: list[str] = []
+
+    def only_qa(request: Request) -> bool:
+        asked.append(str(request.arguments["env"]))
+        return bool(request.arguments["env"] == "qa")
+
+    gate = local_gate(store, clock, handler=only_qa)
+    qa = ToolCall(tool="deploy", arguments={"env": "qa"}, agent="ci")
+    decisions = await asyncio.wait_for(gate.check_many([DEPLOY, qa]), 5)
+    assert sorted(asked) == ["prod", "qa"]
+    assert [d.allowed for d in decisions] == [False, True]
+    assert {d.decided_by for d in decisions} == {"handler:only_qa"}
+    [approved] = [r for r in await store.list_requests() if r.status == "approved"]
+    assert approved.consumed_at is not None  # the batch ran it: the approval is used

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from tapgate.core.handlers import answer_ask
 from tapgate.core.models import Decision, Request, Scope, Ticket, ToolCall
 from tapgate.core.records import Asking, grant_decision, grant_maker, new_id
 from tapgate.core.store import Created, Transition
@@ -144,11 +145,17 @@ async def wait_batch(
 
 
 async def check_batch(gate: Gate, calls: Sequence[ToolCall]) -> list[Decision]:
-    """One decision per call, in order, once every call is decided (approvals consumed)."""
+    """One decision per call, in order, once every call is decided (approvals consumed).
+
+    Each call that asks is answered as :meth:`Gate.check` answers one: by the
+    gate's mode, its handler racing the chat, or a human
+    (:func:`~tapgate.core.handlers.answer_ask`). A terminal prompt shows them
+    one after the other (it holds a lock).
+    """
     ticket = await submit_batch(gate, calls)
-    pending = [t.request.id for t in ticket.tickets if t.decision is None and t.request]
-    decided = await asyncio.gather(*(gate.wait(rid) for rid in pending))
-    by_id = dict(zip(pending, decided, strict=True))
+    asking = [(t.request, t.reused) for t in ticket.tickets if t.decision is None and t.request]
+    decided = await asyncio.gather(*(answer_ask(gate, r, reused=again) for r, again in asking))
+    by_id = dict(zip((r.id for r, _ in asking), decided, strict=True))
     decisions = []
     for t in ticket.tickets:
         decision = t.decision if t.decision is not None else by_id[t.request_id or ""]
