@@ -55,6 +55,28 @@ async def test_a_link_works_once(served: Served, browsers: tuple[Browser, Browse
     assert (await thief.get("/inbox")).status == 401
 
 
+async def test_who_got_in_is_audited(served: Served, browsers: tuple[Browser, Browser]) -> None:
+    """Issued, signed in, a replay refused, signed out: audit lines; a made-up token: none."""
+    mine, thief = browsers
+    before = len(await served.gate.audit_log())
+    link = await served.slack_link(ALICE)
+    assert await mine.sign_in(link) == 200
+    assert await thief.sign_in(link) == 410
+    made_up = link.split("token=")[0] + "token=" + "A" * 43
+    assert await thief.sign_in(made_up) in (404, 410)
+    async with mine.http.post(served.url + "/inbox/sign-out", data={"csrf": mine.csrf}) as out:
+        assert out.status == 200
+    lines = (await served.gate.audit_log())[before:]
+    assert [(a.event, a.actor, a.request_id) for a in lines] == [
+        ("inbox_link_issued", "alice", None),
+        ("inbox_signed_in", "alice", None),
+        ("inbox_sign_in_refused", "alice", None),
+        ("inbox_session_revoked", "alice", None),
+    ]
+    assert lines[0].detail["via"] == "slack" and lines[2].detail["why"] == "used"
+    assert lines[1].detail["session"] == lines[3].detail["session"]
+
+
 async def test_an_expired_link_is_refused(
     served: Served, browsers: tuple[Browser, Browser]
 ) -> None:
@@ -62,6 +84,12 @@ async def test_an_expired_link_is_refused(
     served.clock.advance(LINK_TTL.total_seconds() + 1)
     assert await browsers[0].sign_in(link) == 410
     assert await sessions(served, "alice") == 0
+    last = (await served.gate.audit_log())[-1]
+    assert (last.event, last.actor, last.detail) == (
+        "inbox_sign_in_refused",
+        "alice",
+        {"why": "expired"},
+    )
 
 
 async def test_another_approvers_link_does_not_switch_identity(

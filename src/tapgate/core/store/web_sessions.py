@@ -6,6 +6,14 @@ A link is used by ONE compare-and-set (``used_at IS NULL AND expires_at >
 now``) in the same transaction that creates the session, so two browsers
 racing with one link cannot both get in. What a link or a session *means*
 (who may mint one, how long they live) is :mod:`tapgate.core.sign_in`.
+
+Who got into the inbox, and when, is in the audit log, written in the same
+transaction as the change it records (request id null): a link issued
+(``inbox_link_issued``), exchanged for a session (``inbox_signed_in``), a
+real link refused because it was used or had expired
+(``inbox_sign_in_refused``: a replay, or a slow tap), a session revoked or
+signed out (``inbox_session_revoked``). A token that matches no link writes
+nothing: anyone can send one, and the log is append-only.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from datetime import datetime
 from sqlalchemy import Connection, RowMapping, delete, insert, or_, select, update
 
 from tapgate.core.store import engine as _engine
+from tapgate.core.store.audit import write as write_audit
 from tapgate.core.store.schema import web_sessions, web_sign_ins
 
 __all__ = ["NewSession", "WebSession", "WebSessions"]
@@ -63,21 +72,33 @@ class WebSessions:
             "created_at": now,
             "expires_at": expires_at,
         }
-        await self.runner.run(lambda c: c.execute(insert(web_sign_ins).values(**row)))
+
+        def run(conn: Connection) -> None:
+            conn.execute(insert(web_sign_ins).values(**row))
+            write_audit(conn, now, "inbox_link_issued", None, approver, {"via": via})
+
+        await self.runner.run(run)
 
     async def link_owner(self, token_hash: str, now: datetime) -> str | None:
-        """The approver of an unused, unexpired link; ``None`` otherwise (nothing changes)."""
+        """The approver of an unused, unexpired link; ``None`` otherwise.
+
+        A real link that was used or has expired is refused here too (the page
+        a browser opens before the exchange), with its audit line.
+        """
 
         def run(conn: Connection) -> str | None:
-            query = select(web_sign_ins.c.approver).where(
-                web_sign_ins.c.token_hash == token_hash,
-                web_sign_ins.c.used_at.is_(None),
-                web_sign_ins.c.expires_at > now,
-            )
-            found = conn.execute(query).scalar_one_or_none()
-            return None if found is None else str(found)
+            query = select(
+                web_sign_ins.c.approver, web_sign_ins.c.used_at, web_sign_ins.c.expires_at
+            ).where(web_sign_ins.c.token_hash == token_hash)
+            link = conn.execute(query).first()
+            if link is None:
+                return None  # not a link: nothing worth a line in an append-only log
+            if link.used_at is None and link.expires_at > now:
+                return str(link.approver)
+            _refused(conn, now, link.approver, used=link.used_at is not None)
+            return None
 
-        return await self.runner.read(run)
+        return await self.runner.run(run)
 
     async def exchange(self, token_hash: str, new: NewSession, now: datetime) -> WebSession | None:
         """Use the link (compare-and-set) and open ``new`` for its approver, in ONE transaction.
@@ -87,9 +108,11 @@ class WebSessions:
 
         def run(conn: Connection) -> WebSession | None:
             link = conn.execute(
-                select(web_sign_ins.c.approver, web_sign_ins.c.via).where(
-                    web_sign_ins.c.token_hash == token_hash
-                )
+                select(
+                    web_sign_ins.c.approver,
+                    web_sign_ins.c.via,
+                    web_sign_ins.c.used_at,
+                ).where(web_sign_ins.c.token_hash == token_hash)
             ).first()
             used = conn.execute(
                 update(web_sign_ins)
@@ -100,7 +123,10 @@ class WebSessions:
                 )
                 .values(used_at=now)
             )
-            if link is None or used.rowcount != 1:
+            if link is None:
+                return None  # not a link: nothing worth a line in an append-only log
+            if used.rowcount != 1:
+                _refused(conn, now, link.approver, used=link.used_at is not None)
                 return None
             row = {
                 "id": new.id,
@@ -113,6 +139,8 @@ class WebSessions:
                 "expires_at": new.expires_at,
             }
             conn.execute(insert(web_sessions).values(**row))
+            detail = {"session": new.id, "via": link.via}
+            write_audit(conn, now, "inbox_signed_in", None, link.approver, detail)
             return _session(row)
 
         return await self.runner.run(run)
@@ -155,7 +183,14 @@ class WebSessions:
             )
             .values(revoked_at=now)
         )
-        return await self.runner.run(lambda c: c.execute(statement).rowcount == 1)
+
+        def run(conn: Connection) -> bool:
+            if conn.execute(statement).rowcount != 1:
+                return False
+            write_audit(conn, now, "inbox_session_revoked", None, approver, {"session": session_id})
+            return True
+
+        return await self.runner.run(run)
 
     async def forget(self, before: datetime) -> int:
         """Drop links and sessions that ended before ``before``; how many rows."""
@@ -167,6 +202,11 @@ class WebSessions:
             return int(links.rowcount + sessions.rowcount)
 
         return await self.runner.run(run)
+
+
+def _refused(conn: Connection, now: datetime, approver: str, *, used: bool) -> None:
+    why = "used" if used else "expired"
+    write_audit(conn, now, "inbox_sign_in_refused", None, approver, {"why": why})
 
 
 def _session(row: RowMapping | dict[str, object]) -> WebSession:
