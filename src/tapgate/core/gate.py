@@ -30,7 +30,6 @@ from tapgate.core.models import (
     Decision,
     EventKind,
     GateEvent,
-    Grant,
     Request,
     Scope,
     Ticket,
@@ -291,10 +290,6 @@ class Gate(StoreDoor):
         """
         self._waiters.release()
 
-    async def get_request(self, request_id: str) -> Request:
-        """The request as the store has it now."""
-        return await self.store.get_request(request_id)
-
     async def cancel(self, request_id: str, *, by: str, reason: str | None = None) -> Request:
         """Withdraw a pending request (the agent no longer needs the call)."""
         transition = await self.store.transition(
@@ -367,15 +362,7 @@ class Gate(StoreDoor):
             raise RequestExpired(request_id, request=request)
         raise AlreadyResolved(request_id, request.status, request.resolved_by, request=request)
 
-    # -- grants and housekeeping --------------------------------------------------------
-
-    async def grants(self, *, active_only: bool = True) -> list[Grant]:
-        """Grants, newest first."""
-        return await self.store.list_grants(active_at=self.clock.now() if active_only else None)
-
-    async def revoke_grant(self, grant_id: str, *, by: str) -> bool:
-        """Revoke a grant; future matching calls ask again."""
-        return await self.store.revoke_grant(grant_id, by=by, now=self.clock.now())
+    # -- housekeeping --------------------------------------------------------
 
     async def expire_overdue(self) -> list[Request]:
         """Expire every overdue pending request (the heartbeat's job) and wake their waiters."""

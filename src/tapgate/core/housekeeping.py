@@ -1,9 +1,10 @@
 """The gate's door to the store for the layers above core.
 
 Webhooks, the heartbeat and the CLI need a few things only the store knows
-(the audit log, webhook event ids, reminders, the leader's lock). They ask the
-gate, never ``gate.store`` (``tests/test_conventions.py`` enforces it), so a
-store change is a change in core only. The methods live here, mixed into
+(requests and grants as stored, the audit log, webhook event ids,
+reminders, the leader's lock). They ask the gate, never ``gate.store``
+(``tests/test_conventions.py`` enforces it), so a store change is a change
+in core only. The methods live here, mixed into
 :class:`~tapgate.core.gate.Gate`, to keep the gate's own module about deciding.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 from tapgate.core.audit_chain import ChainRow, Verdict
 from tapgate.core.clock import Clock
 from tapgate.core.directory import Directory
-from tapgate.core.models import AuditEntry, Request, RequestStatus
+from tapgate.core.models import AuditEntry, Grant, Request, RequestStatus
 from tapgate.core.store import Store
 from tapgate.core.store.leader import Leadership
 
@@ -55,9 +56,21 @@ class StoreDoor:
             offset=offset,
         )
 
+    async def get_request(self, request_id: str) -> Request:
+        """The request as the store has it now."""
+        return await self.store.get_request(request_id)
+
     async def count_requests(self, *, status: RequestStatus, approver: str | None = None) -> int:
         """How many requests have ``status`` (of ``approver``'s, if given)."""
         return await self.store.count_requests(status=status, approver=approver)
+
+    async def grants(self, *, active_only: bool = True) -> list[Grant]:
+        """Grants, newest first."""
+        return await self.store.list_grants(active_at=self.clock.now() if active_only else None)
+
+    async def revoke_grant(self, grant_id: str, *, by: str) -> bool:
+        """Revoke a grant; future matching calls ask again."""
+        return await self.store.revoke_grant(grant_id, by=by, now=self.clock.now())
 
     async def audit_log(
         self, *, since: datetime | None = None, request_id: str | None = None
