@@ -190,6 +190,7 @@ ALLOWED_INTERNAL = {
     "notifiers": {"tapgate.core", "tapgate.errors", "tapgate.notifiers", "tapgate._lazy"},
     "webhooks": {"tapgate.core", "tapgate.errors", "tapgate.webhooks", "tapgate._lazy"},
     "bot": {"tapgate"},
+    "__main__": {"tapgate.bot.cli"},  # python -m tapgate: the console script's entry, no more
     # The agent side of the frameworks: the client and the records, never the server.
     "integrations": {
         "tapgate.client",
@@ -204,6 +205,7 @@ FORBIDDEN_EXTERNAL = {
     "notifiers": {"yaml"},
     "webhooks": {"yaml"},
     "bot": set(),
+    "__main__": set(),
     "integrations": {"aiohttp", "yaml", "linebot", "slack_sdk", "slack_bolt", "sqlalchemy"},
 }
 
@@ -282,6 +284,13 @@ def test_layering(module: str) -> None:
             )
         elif top not in sys.stdlib_module_names:
             assert top not in FORBIDDEN_EXTERNAL[layer], f"{module} must not import {name}"
+
+
+def test_the_hook_fast_path_imports_nothing_but_built_in_modules() -> None:
+    """``python -I -S _fast_hook.py`` is fast because of this (run-time: test_fast_hook)."""
+    imported = _imports("tapgate.client._fast_hook")
+    allowed = {"__future__", "os", "sys", "_json", "_socket", "math", "tempfile"}
+    assert imported - {"collections.abc", "typing"} <= allowed  # those two: type checking only
 
 
 # Inside tapgate.bot: what each sub-package may import of the bot layer, and

@@ -35,6 +35,7 @@ from tapgate.bot.app import build_app
 from tapgate.bot.cli import main
 from tapgate.bot.config import load_config, parse_config
 from tapgate.bot.keys import GATE
+from tapgate.client._fast_hook import SCRIPT
 from tapgate.core.clock import ManualClock
 from tapgate.core.models import Request, ToolCall
 from tapgate.core.policy import Policy
@@ -47,6 +48,8 @@ LINE_TOKEN = "hook-test-line-access-token"
 ALICE = "U" + "a1" * 16
 TAPGATE = str(Path(sys.executable).with_name("tapgate"))
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claude-code.yaml"
+FAST = (sys.executable, "-I", "-S", SCRIPT)
+"""The fast command line, as ``tapgate hook claude-code --print-command`` prints it."""
 
 POLICY: dict[str, Any] = {
     "default_approvers": ["alice"],
@@ -238,10 +241,29 @@ def cli(*argv: str) -> int:
         return exit_.code if isinstance(exit_.code, int) else 1
 
 
-@pytest.fixture
-def hook(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Hook:
-    """``tapgate hook claude-code`` through ``main``: stdin in, exactly one JSON object out."""
+@pytest.fixture(params=["main", "fast"])
+def hook(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> Hook:
+    """The hook, stdin in, exactly one JSON object out: each test runs it two ways.
+
+    ``main``: ``tapgate hook claude-code`` through ``main`` in a worker thread.
+    ``fast``: the command ``--print-command`` prints (``python -I -S`` and the
+    fast path, handing what it does not answer to the full hook), as a real
+    process: every answer must be the same either way.
+    """
     monkeypatch.setenv("TAPGATE_AGENT_TOKEN", TOKEN)
+    if request.param == "fast":
+
+        async def fast(url: str, payload: dict[str, Any] | str, *flags: str) -> dict[str, Any]:
+            stdin = payload if isinstance(payload, str) else json.dumps(payload)
+            code, answer = await subprocess_hook(url, stdin, *flags, command=FAST)
+            assert code == 0
+            return answer
+
+        return fast
 
     async def call(url: str, payload: dict[str, Any] | str, *flags: str) -> dict[str, Any]:
         stdin = payload if isinstance(payload, str) else json.dumps(payload)
@@ -257,14 +279,16 @@ def hook(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) ->
 
 
 async def subprocess_hook(
-    url: str, payload: str, *flags: str, token: str = TOKEN
+    url: str,
+    payload: str,
+    *flags: str,
+    token: str = TOKEN,
+    command: tuple[str, ...] = (TAPGATE, "hook", "claude-code"),
 ) -> tuple[int, dict[str, Any]]:
-    """The installed ``tapgate`` script, as Claude Code runs it."""
+    """The installed ``tapgate`` script (or ``command``), as Claude Code runs it."""
     env = {**os.environ, "TAPGATE_AGENT_TOKEN": token}
     proc = await asyncio.create_subprocess_exec(
-        TAPGATE,
-        "hook",
-        "claude-code",
+        *command,
         "--url",
         url,
         *flags,
@@ -389,7 +413,8 @@ async def test_the_hook_timeout_withdraws_the_request(served: Served, hook: Hook
 # -- tapgate cannot decide -----------------------------------------------------------------
 
 
-async def test_an_unreachable_server_gets_the_configured_verdict() -> None:
+@pytest.mark.parametrize("command", [(TAPGATE, "hook", "claude-code"), FAST], ids=["main", "fast"])
+async def test_an_unreachable_server_gets_the_configured_verdict(command: tuple[str, ...]) -> None:
     url = f"http://127.0.0.1:{free_port()}"  # nobody listens here
     bash = json.dumps(hook_input("PreToolUse", "Bash", CASES["Bash"][2]))
     mcp = json.dumps(hook_input("PermissionRequest", "mcp__github__create_issue", CASES["Bash"][2]))
@@ -402,7 +427,7 @@ async def test_an_unreachable_server_gets_the_configured_verdict() -> None:
     # Real processes, all at once: each spends its retries (~2-4 s) before it gives up
     # (no outage window: riding out a restart is test_restart's).
     results = await asyncio.gather(
-        *(subprocess_hook(url, p, *f, "--retry-for", "0") for p, f, _, _ in table)
+        *(subprocess_hook(url, p, *f, "--retry-for", "0", command=command) for p, f, _, _ in table)
     )
     for (_, flags, event, expected), (code, answer) in zip(table, results, strict=True):
         assert code == 0
@@ -507,7 +532,10 @@ def test_a_mistyped_hook_subcommand_still_answers_deny_in_json(
 # -- the installed script, as Claude Code runs it -------------------------------------------
 
 
-async def test_a_server_that_never_answers_cannot_outlast_the_hook() -> None:
+@pytest.mark.parametrize("command", [(TAPGATE, "hook", "claude-code"), FAST], ids=["main", "fast"])
+async def test_a_server_that_never_answers_cannot_outlast_the_hook(
+    command: tuple[str, ...],
+) -> None:
     """Claude Code lets a call through when a hook outlives its timeout: answer first."""
 
     async def hang(request: web.Request) -> web.Response:
@@ -520,7 +548,7 @@ async def test_a_server_that_never_answers_cannot_outlast_the_hook() -> None:
     async with TestServer(app, host="127.0.0.1") as server:
         url = str(server.make_url("")).rstrip("/")
         started = asyncio.get_running_loop().time()
-        code, answer = await subprocess_hook(url, payload, "--timeout", "1")
+        code, answer = await subprocess_hook(url, payload, "--timeout", "1", command=command)
         took = asyncio.get_running_loop().time() - started
     assert code == 0
     assert took < 8  # --timeout 1 plus its grace (1 s), not the requests' read timeouts

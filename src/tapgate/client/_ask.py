@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from tapgate.client._errors import ClientError, Unauthorized
+from tapgate.client._fast_hook import reason_line
 from tapgate.client._plans import TransportFailure
 from tapgate.client._wire import without_credentials
 from tapgate.core.models import Decision, Request, Ticket, ToolCall
@@ -39,6 +40,7 @@ def decide(
     *,
     timeout: float | None,
     on_pending: Callable[[Request], None] | None = None,
+    attach: str | None = None,
 ) -> Decision | None:
     """The decision on ``call``, or ``None`` when ``timeout`` seconds passed without one.
 
@@ -48,24 +50,32 @@ def decide(
     the gate (unreachable, 401, ...) propagate: only the caller knows what
     they should turn into; one raised while waiting first withdraws the
     request (best effort), since nobody will wait for it any more.
+
+    ``attach``: the id of a request already submitted for ``call`` (the
+    hook's fast path submits, then hands a pending request over): it is
+    waited for, not submitted again.
     """
     started = time.monotonic()
-    ticket = gate.submit(call)
-    if ticket.decision is not None:
-        return ticket.decision
-    request = ticket.request
-    assert request is not None  # a ticket without a decision carries its request
-    if on_pending is not None:
-        on_pending(request)
+    if attach is None:
+        ticket = gate.submit(call)
+        if ticket.decision is not None:
+            return ticket.decision
+        request = ticket.request
+        assert request is not None  # a ticket without a decision carries its request
+        if on_pending is not None:
+            on_pending(request)
+        request_id = request.id
+    else:
+        request_id = attach
     remaining = None if timeout is None else max(timeout - (time.monotonic() - started), 0.0)
     try:
-        decision = gate.wait(request.id, remaining)
+        decision = gate.wait(request_id, remaining)
     except TapgateError:  # we stop waiting: nobody else will, so take the request back
-        withdraw(gate, request.id, "the agent could not keep waiting (an error); withdrawn")
+        withdraw(gate, request_id, "the agent could not keep waiting (an error); withdrawn")
         raise
     if decision is not None or timeout is None:
         return decision
-    return withdraw(gate, request.id, f"nobody decided within {timeout:g}s; withdrawn by the agent")
+    return withdraw(gate, request_id, f"nobody decided within {timeout:g}s; withdrawn by the agent")
 
 
 def withdraw(
@@ -101,12 +111,9 @@ def describe(decision: Decision) -> str:
     Approvers' reasons are free text that often leaves out who decided, and
     policy reasons name no rule, so both are completed here.
     """
-    if decision.source == "approver" and decision.decided_by not in decision.reason:
-        verb = "approved" if decision.allowed else "denied"
-        return f"{verb} by {decision.decided_by}: {decision.reason}"
-    if decision.source == "policy" and decision.rule and decision.rule not in decision.reason:
-        return f"{decision.reason} ({decision.rule})"
-    return decision.reason
+    return reason_line(
+        decision.source, decision.decided_by, decision.reason, decision.rule, decision.allowed
+    )
 
 
 def failure(url: str, exc: BaseException) -> str:

@@ -31,12 +31,13 @@ what went wrong, so a broken gate never silently lets a call through.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from tapgate.client._ask import decide, describe, failure
 from tapgate.client._errors import ClientError
+from tapgate.client._fast_hook import fallback as _fallback_answer
+from tapgate.client._fast_hook import hook_output
 from tapgate.client._lean import connect
 from tapgate.client._retrying import DEFAULT_RETRY_FOR
 from tapgate.core.models import Decision, ToolCall
@@ -56,6 +57,7 @@ __all__ = [
 HookEvent = Literal["PreToolUse", "PermissionRequest"]
 HookVerdict = Literal["allow", "deny", "ask"]
 HOOK_EVENTS: tuple[HookEvent, ...] = ("PreToolUse", "PermissionRequest")
+"""The events answered (``_fast_hook.HOOK_EVENTS``, held equal by a test)."""
 _REFUSED_CALL = frozenset({400, 413, 422})
 """Statuses that refuse the call's content (which the model chose), not the server's health."""
 
@@ -107,37 +109,6 @@ def parse_hook_input(raw: str) -> HookInput:
     )
 
 
-def hook_output(
-    event: HookEvent,
-    verdict: HookVerdict,
-    reason: str,
-    updated_input: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The JSON object Claude Code reads from the hook's stdout for ``verdict``.
-
-    ``updated_input`` (an allow only): the tool input an approver edited,
-    which Claude Code runs instead of its own (``updatedInput``, the whole input).
-    """
-    if event == "PreToolUse":
-        output: dict[str, Any] = {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": verdict,
-            "permissionDecisionReason": reason,
-        }
-        if updated_input is not None and verdict == "allow":
-            output["updatedInput"] = dict(updated_input)
-        return {"hookSpecificOutput": output}
-    if verdict == "ask":
-        # No decision: Claude Code shows its own permission dialog; tell the user why.
-        return {"systemMessage": reason}
-    decision: dict[str, Any] = {"behavior": verdict}
-    if verdict == "deny":
-        decision["message"] = reason
-    elif updated_input is not None:
-        decision["updatedInput"] = dict(updated_input)
-    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}
-
-
 def claude_code_hook(
     raw: str,
     *,
@@ -147,6 +118,7 @@ def claude_code_hook(
     on_expired: Literal["deny", "ask"] = "deny",
     timeout: float = DEFAULT_HOOK_TIMEOUT,
     retry_for: float = DEFAULT_RETRY_FOR,
+    attach: str | None = None,
 ) -> dict[str, Any]:
     """Decide the tool call in the hook input ``raw`` with the tapgate server at ``url``.
 
@@ -163,6 +135,10 @@ def claude_code_hook(
     deadline; the wait re-attaches to its request by id. Everything that
     prevents a decision is answered with ``on_error``. Returns the hook's
     JSON output; never raises.
+
+    ``attach``: the id of the request the fast path (:mod:`._fast_hook`)
+    already submitted for this very input; the hook waits for it instead of
+    asking again.
     """
     event = _event_of(raw)
     try:
@@ -177,7 +153,7 @@ def claude_code_hook(
     call = ToolCall(tool=hook.tool, arguments=hook.arguments, session=hook.session)
     try:
         with connect(url, token, retry_for=min(retry_for, timeout)) as gate:
-            decision = decide(gate, call, timeout=timeout)
+            decision = decide(gate, call, timeout=timeout, attach=attach)
     except Exception as exc:  # a hook must answer, whatever went wrong
         return _failed(event, on_error, url, exc)
     if decision is None:
@@ -226,8 +202,7 @@ def _failed(event: HookEvent, on_error: HookVerdict, url: str, exc: Exception) -
 
 
 def _fallback(event: HookEvent, verdict: HookVerdict, problem: str, flag: str) -> dict[str, Any]:
-    done = {"deny": "denied", "allow": "allowed", "ask": "asking in Claude Code instead"}[verdict]
-    return hook_output(event, verdict, f"tapgate: {problem}; {done} ({flag} {verdict})")
+    return _fallback_answer(event, verdict, problem, flag)
 
 
 def _reason(decision: Decision) -> str:

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
+
+from tapgate.client._fast_hook import DEFAULT_URL, TOKEN_ENV
 
 if TYPE_CHECKING:
     from tapgate.bot.cli.commands import Command
@@ -43,7 +44,6 @@ __all__ = [
     "run",
 ]
 
-DEFAULT_URL = "http://127.0.0.1:8080"
 
 RUN_EPILOG = """\
 exit status:
@@ -63,7 +63,6 @@ exit status:
   0  always: the decision (allow, deny or ask) is the JSON on stdout, as Claude Code
      expects; a server that cannot be reached answers --on-error, and a mistyped flag
      is a JSON deny that names the mistake."""
-TOKEN_ENV = "TAPGATE_AGENT_TOKEN"  # noqa: S105 - the variable's name, not a token
 
 
 class Parser(argparse.ArgumentParser):
@@ -147,6 +146,13 @@ def add_agent_commands(sub: Any, *, hook: Command, run: Command) -> None:
         "hook's timeout in Claude Code's settings",
     )
     retry_option(claude)
+    claude.add_argument(
+        "--print-command",
+        action="store_true",
+        help="print the fast command line for Claude Code's settings (these flags, started "
+        "in a few ms with python -I -S) and exit",
+    )
+    claude.add_argument("--attach", help=argparse.SUPPRESS)  # the fast path's pending request
     claude.set_defaults(func=hook, reject_extra=_hook_extra)
 
     run_parser = sub.add_parser(
@@ -212,25 +218,21 @@ def retry_option(parser: argparse.ArgumentParser) -> None:
 
 def _duration(text: str) -> float:
     """Seconds in ``90``, ``90s``, ``2m`` or ``1h``; 0 is allowed (quick retries only)."""
-    units = {"s": 1.0, "m": 60.0, "h": 3600.0}
-    number, unit = (text[:-1], units[text[-1]]) if text[-1:] in units else (text, 1.0)
+    from tapgate.client._fast_hook import duration
+
     try:
-        value = float(number) * unit
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a duration (90, 90s, 2m, 1h): {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a duration of 0 or more: {text!r}")
-    return value
+        return duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _seconds(text: str) -> float:
+    from tapgate.client._fast_hook import seconds
+
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
-    return value
+        return seconds(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 HOOK_GRACE = 15.0
@@ -248,6 +250,8 @@ def hook_claude_code(args: argparse.Namespace) -> int:
     """``tapgate hook claude-code``: answer one hook call, within its time limit, exit 0."""
     from tapgate.client import claude_code_hook, hook_fallback, hook_refusal
 
+    if args.print_command:
+        return _print_fast_command(getattr(args, "command_line", []))
     raw = _read_stdin()
     answered = threading.Lock()  # held by whoever writes the one answer
     limit = args.timeout + min(HOOK_GRACE, args.timeout)
@@ -270,12 +274,28 @@ def hook_claude_code(args: argparse.Namespace) -> int:
             on_expired=args.on_expired,
             timeout=args.timeout,
             retry_for=args.retry_for,
+            attach=args.attach,
         )
     except Exception as exc:
         answer = hook_refusal(raw, f"internal error ({type(exc).__name__})")
     watchdog.cancel()
     if answered.acquire(blocking=False):
         _answer(answer)
+    return 0
+
+
+def _print_fast_command(command_line: Sequence[str]) -> int:
+    """Print the hook's fast command line: this interpreter, ``-I -S``, the fast path, the flags.
+
+    The flags are the ones given here, already checked by this parser; the
+    fast path hands whatever it does not answer back to this command.
+    """
+    import shlex
+
+    from tapgate.client._fast_hook import SCRIPT
+
+    flags = [flag for flag in command_line[2:] if flag != "--print-command"]
+    print(shlex.join([sys.executable, "-I", "-S", SCRIPT, *flags]))
     return 0
 
 

@@ -54,6 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # Claude Code needs JSON and exit 0 even for a mistyped subcommand.
             return hook_misconfigured("misconfigured (see the usage on stderr)")
         raise
+    args.command_line = argv
     if extra:
         reject = getattr(args, "reject_extra", None)
         if reject is None:

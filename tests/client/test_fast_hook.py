@@ -1,0 +1,312 @@
+"""The hook's fast path (``python -I -S _fast_hook.py``): what it answers, hands off and imports.
+
+``test_hook_claude_code.py`` runs every hook test through the fast command
+too (its ``hook`` fixture), against the real server. Here: a recording
+server shows *who* answered (the fast path sends one POST; a hand-off to the
+full hook sends its own requests after it), the fast path's JSON is held to
+``json``'s on generated values, its constants to the domain's, and its
+imports to the built-in modules that make it fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import shlex
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, get_args
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tapgate.client import DEFAULT_HOOK_TIMEOUT
+from tapgate.client import _fast_hook as fast
+from tapgate.client._hook import HOOK_EVENTS
+from tapgate.core.models import DecisionSource, DecisionStatus, Verdict
+from tests.client.test_hook_claude_code import (
+    FAST,
+    TAPGATE,
+    TOKEN,
+    hook_input,
+    subprocess_hook,
+)
+
+ALLOWED = {
+    "id": None,
+    "decision": "allow",
+    "status": "allowed",
+    "reason": "allow by policy.rules[0] (tool 'Bash')",
+    "decided_by": "policy.rules[0]",
+    "source": "policy",
+    "rule": "policy.rules[0]",
+    "edited": False,
+    "arguments": None,
+}
+REQUEST = {
+    "tool": "Bash",
+    "session": "7f3c2a9e-5b1d-4e8a-9c6f-0d2b4a6e8c10",
+    "created_at": "2026-11-24T18:46:31.284357Z",
+    "expires_at": "2099-11-24T18:56:31.284357Z",
+    "approvers": ["alice"],
+    "batch_id": None,
+    "consumed": None,
+    "reused": False,
+    "edited": False,
+    "arguments": None,
+}
+"""What a tool-call state carries besides its decision (``GET /v1/tool-calls/{id}``)."""
+PENDING = REQUEST | {
+    "id": "req-1",
+    "decision": "pending",
+    "status": "pending",
+    "reason": "asked",
+    "decided_by": None,
+    "source": None,
+    "rule": "policy.risk_defaults.write",
+    "resolved_at": None,
+}
+APPROVED = REQUEST | {
+    "id": "req-1",
+    "decision": "allow",
+    "status": "approved",
+    "reason": "approved by alice",
+    "decided_by": "alice",
+    "source": "approver",
+    "rule": None,
+    "resolved_at": "2026-11-24T18:47:31.284357Z",
+}
+
+
+@dataclass
+class Recorder:
+    """A stand-in tapgate server: answers ``submit`` (status, body) and records every request."""
+
+    submit: tuple[int, dict[str, Any]]
+    seen: list[tuple[str, str, dict[str, Any] | None]] = field(default_factory=list)
+
+    async def handle(self, request: web.Request) -> web.Response:
+        body = await request.json() if request.can_read_body else None
+        self.seen.append((request.method, request.path_qs, body))
+        if request.method == "POST" and request.path == "/v1/tool-calls":
+            status, answer = self.submit
+            return web.json_response(answer, status=status)
+        return web.json_response(APPROVED)
+
+
+@pytest.fixture
+async def recorder() -> AsyncIterator[tuple[Recorder, str]]:
+    found = Recorder(submit=(200, ALLOWED))
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", found.handle)
+    async with TestServer(app, host="127.0.0.1") as server:
+        yield found, str(server.make_url("")).rstrip("/")
+
+
+async def run(command: tuple[str, ...], url: str, payload: str, *flags: str) -> dict[str, Any]:
+    code, answer = await subprocess_hook(url, payload, *flags, command=command)
+    assert code == 0
+    return answer
+
+
+BASH = json.dumps(hook_input("PreToolUse", "Bash", {"command": "git status"}))
+MAIN = (TAPGATE, "hook", "claude-code")
+
+
+async def test_an_allowed_call_is_answered_by_one_post_and_the_same_output(
+    recorder: tuple[Recorder, str],
+) -> None:
+    server, url = recorder
+    quick = await run(FAST, url, BASH)
+    assert [(method, path) for method, path, _ in server.seen] == [("POST", "/v1/tool-calls")]
+    sent = server.seen[0][2]
+    assert sent == {
+        "tool": "Bash",
+        "arguments": {"command": "git status"},
+        "session": "7f3c2a9e-5b1d-4e8a-9c6f-0d2b4a6e8c10",
+    }
+    server.seen.clear()
+    full = await run(MAIN, url, BASH)
+    assert [body for _, _, body in server.seen] == [sent]  # the full hook sends the same call
+    assert quick == full  # and byte for byte: test_dumps_writes_what_json_writes
+    assert quick["hookSpecificOutput"]["permissionDecision"] == "allow"
+
+
+async def test_a_pending_call_is_handed_over_by_id_never_asked_twice(
+    recorder: tuple[Recorder, str],
+) -> None:
+    server, url = recorder
+    server.submit = (201, PENDING)
+    answer = await run(FAST, url, BASH)
+    assert answer["hookSpecificOutput"]["permissionDecisionReason"] == "tapgate: approved by alice"
+    methods = [(method, path.split("?")[0]) for method, path, _ in server.seen]
+    assert methods[0] == ("POST", "/v1/tool-calls")
+    assert methods[1:] == [("GET", "/v1/tool-calls/req-1")]  # the full hook waits, attached
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [(401, {"error": {"code": "unauthorized", "message": "invalid bearer token"}}), (503, {})],
+)
+async def test_an_error_status_is_handed_to_the_full_hook(
+    recorder: tuple[Recorder, str], status: int, body: dict[str, Any]
+) -> None:
+    server, url = recorder
+    server.submit = (status, body)
+    quick = await run(FAST, url, BASH, "--retry-for", "0")
+    full = await run(MAIN, url, BASH, "--retry-for", "0")
+    assert quick == full
+    assert quick["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+async def test_the_printed_command_is_the_fast_path_with_the_flags_given(
+    recorder: tuple[Recorder, str],
+) -> None:
+    _, url = recorder
+    proc = await asyncio.create_subprocess_exec(
+        *MAIN,
+        "--print-command",
+        "--timeout",
+        "120",
+        "--on-error=ask",
+        stdout=asyncio.subprocess.PIPE,
+    )
+    printed, _ = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0
+    command = shlex.split(printed.decode())
+    assert command[1:4] == ["-I", "-S", fast.SCRIPT]
+    assert command[4:] == ["--timeout", "120", "--on-error=ask"]
+    answer = await run(tuple(command), url, BASH)
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "allow"
+
+
+async def test_the_fast_path_imports_only_built_in_modules(
+    recorder: tuple[Recorder, str],
+) -> None:
+    """What makes it fast: no ``site``, no ``json`` / ``re`` / ``socket``, no tapgate package."""
+    _, url = recorder
+    proc = await asyncio.create_subprocess_exec(
+        *FAST[:3],
+        "-X",
+        "importtime",
+        FAST[3],
+        "--url",
+        url,
+        env={**os.environ, "TAPGATE_AGENT_TOKEN": TOKEN},
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(BASH.encode()), 60)
+    assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "allow"
+    imported = {
+        line.split("|")[-1].strip()
+        for line in err.decode().splitlines()
+        if line.startswith("import time:") and "imported package" not in line
+    }
+    assert {"_json", "_socket"} <= imported
+    for heavy in ("json", "re", "enum", "socket", "typing", "site", "tapgate", "dataclasses"):
+        assert heavy not in imported, sorted(imported)
+
+
+def test_the_constants_are_the_domains() -> None:
+    assert set(fast.VERDICTS) == set(get_args(Verdict))
+    assert set(fast.DECISION_STATUSES) == set(get_args(DecisionStatus))
+    assert set(fast.DECISION_SOURCES) == set(get_args(DecisionSource))
+    assert fast.HOOK_EVENTS == HOOK_EVENTS
+    assert float(fast._HOOK_TIMEOUT) == DEFAULT_HOOK_TIMEOUT
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://tapgate.example",
+        "http://[::1]:8080",
+        "http://host:99999",
+        "http://host:port",
+        "http://h\u00f6st",
+        "http://host/?q=1",
+        "ftp://host",
+        "127.0.0.1:8080",
+    ],
+)
+def test_what_is_not_plain_http_is_handed_off(url: str) -> None:
+    with pytest.raises(fast._HandOff):
+        fast._http_url(url)
+
+
+def test_a_proxy_in_the_environment_is_handed_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert fast._http_url("http://agent:pw@Host:8080/base/") == ("host", 8080, "/base")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy:3128")
+    with pytest.raises(fast._HandOff):
+        fast._http_url("http://host:8080")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["--attach", "x"],
+        ["--on-error", "maybe"],
+        ["--timeout", "-5"],
+        ["--timeout=nan"],
+        ["--retry-for", "2d"],
+        ["--url"],
+        ["--token", "x"],
+        ["--url", "--timeout"],
+    ],
+)
+def test_flags_it_cannot_vouch_for_are_handed_off(argv: list[str]) -> None:
+    with pytest.raises((fast._HandOff, ValueError)):
+        fast._flags(argv)
+
+
+def test_flags_are_read_as_argparse_reads_them() -> None:
+    found = fast._flags(["--url=http://x:1", "--token-env", "T", "--on-expired", "ask"])
+    assert (found["--url"], found["--token-env"], found["--on-expired"]) == (
+        "http://x:1",
+        "T",
+        "ask",
+    )
+    assert fast.duration("2m") == 120 and fast.seconds("0.5") == 0.5
+
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(JSON)
+def test_dumps_writes_what_json_writes(value: Any) -> None:
+    assert fast._dumps(value, compact=False) == json.dumps(value)
+    compact = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    assert fast._dumps(value, compact=True) == compact
+
+
+@given(JSON, st.sampled_from(["", " ", "\n\t ", "\r\n"]))
+def test_loads_reads_what_json_reads(value: Any, space: str) -> None:
+    text = space + json.dumps(value, ensure_ascii=False) + space
+    assert fast._loads(text) == json.loads(text)
+
+
+@given(st.text(max_size=40))
+def test_loads_refuses_what_json_refuses(text: str) -> None:
+    try:
+        expected = json.loads(text)
+    except ValueError:
+        with pytest.raises(fast._HandOff):
+            fast._loads(text)
+        return
+    found = fast._loads(text)
+    assert found == expected or (isinstance(found, float) and math.isnan(found))
