@@ -358,7 +358,8 @@ def _dumps(value: Any, *, compact: bool) -> str:
 
 def _hand_off(argv: Sequence[str], raw: bytes, request_id: str | None) -> int:
     """``exec`` the full hook with the same flags and the hook input on its stdin again."""
-    command = [sys.executable, "-m", "tapgate", "hook", "claude-code", *argv]
+    # -P: without it, -m puts the working directory (the project) first on sys.path.
+    command = [sys.executable, "-P", "-m", "tapgate", "hook", "claude-code", *argv]
     if request_id is not None:
         command += ["--attach", request_id]
     try:
