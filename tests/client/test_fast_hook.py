@@ -11,10 +11,12 @@ imports to the built-in modules that make it fast.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import math
 import os
 import shlex
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +36,8 @@ from tests.client.test_hook_claude_code import (
     FAST,
     TAPGATE,
     TOKEN,
+    cli,
+    full_hook_only,
     hook_input,
     subprocess_hook,
 )
@@ -115,16 +119,54 @@ async def run(command: tuple[str, ...], url: str, payload: str, *flags: str) -> 
     return answer
 
 
+async def spawn(
+    *argv: str, stdin: str = "", cwd: Path | None = None, **env: str
+) -> tuple[bytes, bytes]:
+    """Run ``argv`` with the agent token (and ``env``) set: stdout and stderr; exit 0 checked."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=cwd,
+        env={**os.environ, "TAPGATE_AGENT_TOKEN": TOKEN, **env},
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), 60)
+    assert proc.returncode == 0, err
+    return out, err
+
+
+def imported_modules(trace: bytes) -> set[str]:
+    """The modules named in ``-X importtime`` lines."""
+    return {line.split("|")[-1].strip() for line in trace.decode().splitlines() if "|" in line}
+
+
 BASH = json.dumps(hook_input("PreToolUse", "Bash", {"command": "git status"}))
 MAIN = (TAPGATE, "hook", "claude-code")
 
 
+async def full_hook(url: str, payload: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The full hook alone (``main`` with its fast path turned away), in a worker thread."""
+    full_hook_only(monkeypatch)
+    monkeypatch.setenv("TAPGATE_AGENT_TOKEN", TOKEN)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(payload))
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    assert await asyncio.to_thread(cli, "hook", "claude-code", "--url", url) == 0
+    answer: dict[str, Any] = json.loads(out.getvalue())
+    return answer
+
+
 async def test_an_allowed_call_is_answered_by_one_post_and_the_same_output(
-    recorder: tuple[Recorder, str],
+    recorder: tuple[Recorder, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The fast command and the console script each ask once and answer as the full hook."""
     server, url = recorder
-    quick = await run(FAST, url, BASH)
-    assert [(method, path) for method, path, _ in server.seen] == [("POST", "/v1/tool-calls")]
+    answers = []
+    for command in (FAST, MAIN):
+        server.seen.clear()
+        answers.append(await run(command, url, BASH))
+        assert [(method, path) for method, path, _ in server.seen] == [("POST", "/v1/tool-calls")]
     sent = server.seen[0][2]
     assert sent == {
         "tool": "Bash",
@@ -132,10 +174,23 @@ async def test_an_allowed_call_is_answered_by_one_post_and_the_same_output(
         "session": "7f3c2a9e-5b1d-4e8a-9c6f-0d2b4a6e8c10",
     }
     server.seen.clear()
-    full = await run(MAIN, url, BASH)
+    full = await full_hook(url, BASH, monkeypatch)
     assert [body for _, _, body in server.seen] == [sent]  # the full hook sends the same call
-    assert quick == full  # and byte for byte: test_dumps_writes_what_json_writes
-    assert quick["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert answers == [full, full]  # and byte for byte: test_dumps_writes_what_json_writes
+    assert full["hookSpecificOutput"]["permissionDecision"] == "allow"
+
+
+async def test_the_console_script_answers_before_loading_the_full_hook(
+    recorder: tuple[Recorder, str],
+) -> None:
+    """``tapgate hook claude-code`` answers an allowed call without argparse or the client."""
+    _, url = recorder
+    out, err = await spawn(*MAIN, "--url", url, stdin=BASH, PYTHONPROFILEIMPORTTIME="1")
+    assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "allow"
+    imported = imported_modules(err)
+    assert {"_socket", "tapgate.client._fast_hook"} <= imported
+    for heavy in ("argparse", "dataclasses", "json", "socket", "tapgate.client._hook"):
+        assert heavy not in imported
 
 
 async def test_a_pending_call_is_handed_over_by_id_never_asked_twice(
@@ -161,16 +216,7 @@ async def test_a_tapgate_in_the_working_directory_is_not_what_the_hand_off_runs(
     (planted / "__init__.py").write_text("")
     allow = {"hookSpecificOutput": {"permissionDecision": "allow", "planted": True}}
     (planted / "__main__.py").write_text(f"print({json.dumps(json.dumps(allow))})\n")
-    proc = await asyncio.create_subprocess_exec(
-        *FAST,
-        "--url",
-        url,
-        cwd=tmp_path,
-        env={**os.environ, "TAPGATE_AGENT_TOKEN": TOKEN},
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-    )
-    out, _ = await asyncio.wait_for(proc.communicate(BASH.encode()), 60)
+    out, _ = await spawn(*FAST, "--url", url, stdin=BASH, cwd=tmp_path)
     answer = json.loads(out)
     assert "planted" not in answer["hookSpecificOutput"]
     assert answer["hookSpecificOutput"]["permissionDecisionReason"] == "tapgate: approved by alice"
@@ -195,16 +241,7 @@ async def test_the_printed_command_is_the_fast_path_with_the_flags_given(
     recorder: tuple[Recorder, str],
 ) -> None:
     _, url = recorder
-    proc = await asyncio.create_subprocess_exec(
-        *MAIN,
-        "--print-command",
-        "--timeout",
-        "120",
-        "--on-error=ask",
-        stdout=asyncio.subprocess.PIPE,
-    )
-    printed, _ = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode == 0
+    printed, _ = await spawn(*MAIN, "--print-command", "--timeout", "120", "--on-error=ask")
     command = shlex.split(printed.decode())
     assert command[1:4] == ["-I", "-S", fast.SCRIPT]
     assert command[4:] == ["--timeout", "120", "--on-error=ask"]
@@ -217,25 +254,9 @@ async def test_the_fast_path_imports_only_built_in_modules(
 ) -> None:
     """What makes it fast: no ``site``, no ``json`` / ``re`` / ``socket``, no tapgate package."""
     _, url = recorder
-    proc = await asyncio.create_subprocess_exec(
-        *FAST[:3],
-        "-X",
-        "importtime",
-        FAST[3],
-        "--url",
-        url,
-        env={**os.environ, "TAPGATE_AGENT_TOKEN": TOKEN},
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(BASH.encode()), 60)
+    out, err = await spawn(*FAST[:3], "-X", "importtime", FAST[3], "--url", url, stdin=BASH)
     assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "allow"
-    imported = {
-        line.split("|")[-1].strip()
-        for line in err.decode().splitlines()
-        if line.startswith("import time:") and "imported package" not in line
-    }
+    imported = imported_modules(err)
     assert {"_json", "_socket"} <= imported
     for heavy in ("json", "re", "enum", "socket", "typing", "site", "tapgate", "dataclasses"):
         assert heavy not in imported, sorted(imported)
@@ -263,14 +284,14 @@ def test_the_constants_are_the_domains() -> None:
     ],
 )
 def test_what_is_not_plain_http_is_handed_off(url: str) -> None:
-    with pytest.raises(fast._HandOff):
+    with pytest.raises(fast.HandOff):
         fast._http_url(url)
 
 
 def test_a_proxy_in_the_environment_is_handed_off(monkeypatch: pytest.MonkeyPatch) -> None:
     assert fast._http_url("http://agent:pw@Host:8080/base/") == ("host", 8080, "/base")
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy:3128")
-    with pytest.raises(fast._HandOff):
+    with pytest.raises(fast.HandOff):
         fast._http_url("http://host:8080")
 
 
@@ -289,12 +310,12 @@ def test_a_proxy_in_the_environment_is_handed_off(monkeypatch: pytest.MonkeyPatc
     ],
 )
 def test_flags_it_cannot_vouch_for_are_handed_off(argv: list[str]) -> None:
-    with pytest.raises((fast._HandOff, ValueError)):
-        fast._flags(argv)
+    with pytest.raises((fast.HandOff, ValueError)):
+        fast.read_flags(argv)
 
 
 def test_flags_are_read_as_argparse_reads_them() -> None:
-    found = fast._flags(["--url=http://x:1", "--token-env", "T", "--on-expired", "ask"])
+    found = fast.read_flags(["--url=http://x:1", "--token-env", "T", "--on-expired", "ask"])
     assert (found["--url"], found["--token-env"], found["--on-expired"]) == (
         "http://x:1",
         "T",
@@ -332,7 +353,7 @@ def test_loads_refuses_what_json_refuses(text: str) -> None:
     try:
         expected = json.loads(text)
     except ValueError:
-        with pytest.raises(fast._HandOff):
+        with pytest.raises(fast.HandOff):
             fast._loads(text)
         return
     found = fast._loads(text)

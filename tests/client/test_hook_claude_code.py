@@ -32,7 +32,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from tapgate.bot.app import build_app
-from tapgate.bot.cli import main
+from tapgate.bot.cli import main, quick_hook
 from tapgate.bot.config import load_config, parse_config
 from tapgate.bot.keys import GATE
 from tapgate.client._fast_hook import SCRIPT
@@ -241,20 +241,29 @@ def cli(*argv: str) -> int:
         return exit_.code if isinstance(exit_.code, int) else 1
 
 
-@pytest.fixture(params=["main", "fast"])
+def full_hook_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``main`` without its in-process fast path: the full hook answers everything."""
+    monkeypatch.setattr(quick_hook, "first_try", lambda argv: argv)
+
+
+@pytest.fixture(params=["main", "full", "fast"])
 def hook(
     request: pytest.FixtureRequest,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> Hook:
-    """The hook, stdin in, exactly one JSON object out: each test runs it two ways.
+    """The hook, stdin in, exactly one JSON object out: each test runs it three ways.
 
-    ``main``: ``tapgate hook claude-code`` through ``main`` in a worker thread.
-    ``fast``: the command ``--print-command`` prints (``python -I -S`` and the
-    fast path, handing what it does not answer to the full hook), as a real
-    process: every answer must be the same either way.
+    ``main``: ``tapgate hook claude-code`` through ``main`` in a worker thread
+    (the fast path first, in process, then the full hook). ``full``: the same
+    with the full hook alone, the reference. ``fast``: the command
+    ``--print-command`` prints (``python -I -S`` and the fast path, handing
+    what it does not answer to the full hook), as a real process. Every
+    answer must be the same each way.
     """
     monkeypatch.setenv("TAPGATE_AGENT_TOKEN", TOKEN)
+    if request.param == "full":
+        full_hook_only(monkeypatch)
     if request.param == "fast":
 
         async def fast(url: str, payload: dict[str, Any] | str, *flags: str) -> dict[str, Any]:

@@ -125,25 +125,25 @@ def duration(text: str) -> float:
     return value
 
 
-class _HandOff(Exception):
+class HandOff(Exception):
     """Not for this file to answer: the full hook answers, attached to ``args[0]`` if given."""
 
 
 def fast_answer(argv: Sequence[str], raw: bytes) -> str:
-    """The hook's stdout for a call decided at once; ``_HandOff`` for anything else."""
-    flags = _flags(argv)
+    """The hook's stdout for a call decided at once; ``HandOff`` for anything else."""
+    flags = read_flags(argv)
     event, call = _hook_input(raw)
     token = os.environ.get(flags["--token-env"])
     if not token or "\r" in token or "\n" in token:
-        raise _HandOff
+        raise HandOff
     host, port, prefix = _http_url(flags["--url"])
     where = (host, port, prefix + "/v1/tool-calls")
     limit = min(_TIMEOUT, seconds(flags["--timeout"]))
     status, body = _exchange(where, token, _dumps(call, compact=True), limit)
     if status == 201 and body.get("decision") == "pending" and isinstance(body.get("id"), str):
-        raise _HandOff(body["id"])
+        raise HandOff(body["id"])
     if status != 200:
-        raise _HandOff
+        raise HandOff
     return _dumps(_decided(event, body, flags["--on-expired"]), compact=False) + "\n"
 
 
@@ -156,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raw = b""
     try:
         answer = fast_answer(argv, raw)
-    except _HandOff as handed:
+    except HandOff as handed:
         return _hand_off(argv, raw, handed.args[0] if handed.args else None)
     except Exception:  # any surprise is the full hook's to answer, never a crash here
         return _hand_off(argv, raw, None)
@@ -165,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _flags(argv: Sequence[str]) -> dict[str, str]:
+def read_flags(argv: Sequence[str]) -> dict[str, str]:
     """The flags as the full hook's parser reads them (values checked the same way)."""
     found = {
         "--url": os.environ.get("TAPGATE_URL") or DEFAULT_URL,
@@ -177,14 +177,14 @@ def _flags(argv: Sequence[str]) -> dict[str, str]:
     while index < len(argv):
         flag, equals, value = argv[index].partition("=")
         if flag not in _FLAGS:
-            raise _HandOff  # --help, a typo, --attach: the full parser answers
+            raise HandOff  # --help, a typo, --attach: the full parser answers
         if not equals:
             index += 1
             if index == len(argv) or argv[index].startswith("-"):
-                raise _HandOff
+                raise HandOff
             value = argv[index]
         if flag in CHOICES and value not in CHOICES[flag]:
-            raise _HandOff
+            raise HandOff
         if flag == "--timeout":
             seconds(value)
         elif flag == "--retry-for":
@@ -198,16 +198,16 @@ def _hook_input(raw: bytes) -> tuple[str, dict[str, Any]]:
     """The event and the call to send, from input exactly as the full hook accepts it."""
     body = _loads(raw.decode())
     if not isinstance(body, dict):
-        raise _HandOff
+        raise HandOff
     event, tool, arguments = (
         body.get("hook_event_name"),
         body.get("tool_name"),
         body.get("tool_input", {}),
     )
     if event not in HOOK_EVENTS or not isinstance(tool, str) or not tool:
-        raise _HandOff
+        raise HandOff
     if not isinstance(arguments, dict):
-        raise _HandOff
+        raise HandOff
     call: dict[str, Any] = {"tool": tool, "arguments": arguments}
     session = body.get("session_id")
     if isinstance(session, str) and session:
@@ -218,16 +218,16 @@ def _hook_input(raw: bytes) -> tuple[str, dict[str, Any]]:
 def _http_url(url: str) -> tuple[str, int, str]:
     """Host, port and path prefix of a plain ``http://`` URL; anything else is handed off."""
     if any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES):
-        raise _HandOff  # the full hook honours proxies
+        raise HandOff  # the full hook honours proxies
     scheme, sep, rest = url.partition("://")
     if not sep or scheme.lower() != "http" or not url.isascii() or not url.isprintable():
-        raise _HandOff
+        raise HandOff
     if any(mark in rest for mark in "?#[ \\"):
-        raise _HandOff
+        raise HandOff
     authority, slash, path = rest.partition("/")
     host, colon, port = authority.rpartition("@")[2].partition(":")
     if not host or (colon and not (port.isdigit() and 0 < int(port) < 65536)):
-        raise _HandOff
+        raise HandOff
     return host.lower(), int(port) if port else 80, (slash + path).rstrip("/")
 
 
@@ -253,7 +253,7 @@ def _exchange(
             chunks.append(chunk)
             size += len(chunk)
             if size > _MAX_ANSWER:
-                raise _HandOff
+                raise HandOff
     finally:
         sock.close()
     return _response(b"".join(chunks))
@@ -272,7 +272,7 @@ def _connect(module: Any, host: str, port: int, timeout: float) -> Any:
             sock.close()
             continue
         return sock
-    raise _HandOff
+    raise HandOff
 
 
 def _response(data: bytes) -> tuple[int, dict[str, Any]]:
@@ -282,20 +282,20 @@ def _response(data: bytes) -> tuple[int, dict[str, Any]]:
     version, _, rest = lines[0].partition(" ")
     status = rest[:3]
     if not sep or version != "HTTP/1.1" or not status.isdigit():
-        raise _HandOff
+        raise HandOff
     length = None
     for line in lines[1:]:
         name, _, value = line.partition(":")
         name = name.strip().lower()
         if name == "transfer-encoding":
-            raise _HandOff
+            raise HandOff
         if name == "content-length":
             length = int(value.strip())
     if length is None or len(content) < length:
-        raise _HandOff
+        raise HandOff
     body = _loads(content[:length].decode())
     if not isinstance(body, dict):
-        raise _HandOff
+        raise HandOff
     return int(status), body
 
 
@@ -305,11 +305,11 @@ def _decided(event: str, body: dict[str, Any], on_expired: str) -> dict[str, Any
     decided_by, reason, rule = body.get("decided_by"), body.get("reason"), body.get("rule")
     edited, arguments = body.get("edited") is True, body.get("arguments")
     if verdict not in VERDICTS or status not in DECISION_STATUSES or source not in DECISION_SOURCES:
-        raise _HandOff
+        raise HandOff
     if not isinstance(decided_by, str) or not isinstance(reason, str):
-        raise _HandOff
+        raise HandOff
     if edited and (not isinstance(arguments, dict) or verdict != "allow"):
-        raise _HandOff
+        raise HandOff
     rule = rule if isinstance(rule, str) else None
     if status == "expired" and verdict != "allow":
         request_id = body.get("id")
@@ -337,9 +337,9 @@ def _loads(text: str) -> Any:
     try:
         found, end = _json.make_scanner(context)(text, start)
     except (StopIteration, ValueError, RecursionError):
-        raise _HandOff from None
+        raise HandOff from None
     if text[end:].strip(_SPACE):
-        raise _HandOff
+        raise HandOff
     return found
 
 

@@ -10,7 +10,8 @@
   (the operator's commands; ``audit`` is :mod:`~tapgate.bot.cli.audit`)
 - :mod:`~tapgate.bot.cli.text`: colour on a terminal (``NO_COLOR``), durations, times
 - :mod:`~tapgate.bot.cli.database`: opening the operator's database, its failures as one line
-- :mod:`~tapgate.bot.cli.agent`: ``hook claude-code`` and ``run`` (the agent's side)
+- :mod:`~tapgate.bot.cli.agent`: ``hook claude-code`` and ``run`` (the agent's side);
+  :mod:`~tapgate.bot.cli.quick_hook`: the hook's fast path, tried before argparse
 
 Importing this package loads only the client and the argument parser: the
 server, the store and the config models load when a command that needs them

@@ -343,13 +343,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _read_stdin(*, interactive: bool = True) -> str:
-    """Claude Code's hook input; a terminal is read only where a person means to type it."""
-    try:
-        if not interactive and sys.stdin.isatty():
-            return ""
-        return sys.stdin.read()
-    except (OSError, UnicodeDecodeError, ValueError):
-        return ""  # answered as unreadable input, like any other malformed hook input
+    from tapgate.bot.cli.quick_hook import hook_input
+
+    return hook_input(interactive=interactive)
 
 
 def _answer(answer: dict[str, Any]) -> None:

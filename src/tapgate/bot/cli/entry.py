@@ -41,6 +41,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"tapgate {__version__}")
         return 0
+    from tapgate.bot.cli.quick_hook import first_try, forget_input
+
+    forget_input()
+    if argv[:2] == ["hook", "claude-code"]:
+        handed = first_try(argv)  # a call decided at once is answered before argparse
+        if handed is None:
+            return 0
+        argv = handed
     from tapgate.bot.cli.commands import UsageError
     from tapgate.bot.cli.parser import SUBCOMMANDS, build_parser
 
