@@ -12,7 +12,9 @@ checkout.
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import subprocess
 import sys
 import sysconfig
@@ -77,3 +79,22 @@ def test_the_wheel_installs_and_runs_on_the_shipped_examples(tmp_path: Path) -> 
     # The web inbox's stylesheet and script ship as package data (no build step, no CDN).
     static = Path(site) / "tapgate" / "bot" / "web" / "static"
     assert {p.name for p in static.iterdir()} >= {"inbox.css", "inbox.js", "favicon.svg"}
+    # The hook's fast command runs the wheel's file, and hands what it cannot answer (here a
+    # server nobody listens at) to the wheel's `python -P -m tapgate hook claude-code`.
+    printed = run(script, "hook", "claude-code", "--print-command", "--retry-for", "0", env=env)
+    command = shlex.split(printed)
+    fast = str(Path(site) / "tapgate" / "client" / "_fast_hook.py")
+    assert command[:4] == [str(python), "-I", "-S", fast]
+    hook_input = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {}}
+    answered = subprocess.run(
+        [*command, "--url", "http://127.0.0.1:9"],
+        input=json.dumps(hook_input),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=elsewhere,
+        timeout=120,
+        check=True,
+    )
+    reason = json.loads(answered.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "server unreachable at http://127.0.0.1:9" in reason, answered.stderr[-2000:]
