@@ -288,6 +288,22 @@ def test_what_is_not_plain_http_is_handed_off(url: str) -> None:
         fast._http_url(url)
 
 
+def test_answers_are_read_to_their_length_or_their_end() -> None:
+    body = b'{"decision": "allow"}'
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+    sized = head + b"Content-Length: %d\r\n\r\n" % len(body) + body + b"trailing junk"
+    assert fast._response(sized) == (200, {"decision": "allow"})
+    assert fast._response(head + b"\r\n" + body) == (200, {"decision": "allow"})
+    for broken in (
+        head + b"Content-Length: 99\r\n\r\n" + body,  # cut short
+        head + b"Transfer-Encoding: chunked\r\n\r\n15\r\n" + body + b"\r\n0\r\n\r\n",
+        b"HTTP/1.0 200 OK\r\n\r\n" + body,
+        head + b"\r\n[1]",
+    ):
+        with pytest.raises(fast.HandOff):
+            fast._response(broken)
+
+
 def test_a_proxy_in_the_environment_is_handed_off(monkeypatch: pytest.MonkeyPatch) -> None:
     assert fast._http_url("http://agent:pw@Host:8080/base/") == ("host", 8080, "/base")
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy:3128")

@@ -276,14 +276,14 @@ def _connect(module: Any, host: str, port: int, timeout: float) -> Any:
 
 
 def _response(data: bytes) -> tuple[int, dict[str, Any]]:
-    """Status and JSON object of a ``Connection: close`` response with a ``Content-Length``."""
+    """Status and JSON object of a ``Connection: close`` response (``Content-Length`` or EOF)."""
     head, sep, content = data.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     version, _, rest = lines[0].partition(" ")
     status = rest[:3]
     if not sep or version != "HTTP/1.1" or not status.isdigit():
         raise HandOff
-    length = None
+    length = len(content)  # without a Content-Length, the body ends with the connection
     for line in lines[1:]:
         name, _, value = line.partition(":")
         name = name.strip().lower()
@@ -291,7 +291,7 @@ def _response(data: bytes) -> tuple[int, dict[str, Any]]:
             raise HandOff
         if name == "content-length":
             length = int(value.strip())
-    if length is None or len(content) < length:
+    if len(content) < length:
         raise HandOff
     body = _loads(content[:length].decode())
     if not isinstance(body, dict):
