@@ -150,6 +150,31 @@ def test_a_tap_is_read_without_the_sdk() -> None:
         READER.read_with_sdk(body, wrong_signature)
 
 
+@pytest.mark.parametrize(("field", "value"), [("webhookEventId", "01\x00E"), ("userId", "U\x00")])
+@pytest.mark.parametrize("kind", ["postback", "message"])
+def test_an_id_with_a_nul_is_malformed_for_both_readers(field: str, value: str, kind: str) -> None:
+    """No LINE id carries a NUL, and PostgreSQL cannot store one: refused, not a 503 later."""
+    event: dict[str, Any] = {
+        "type": kind,
+        "mode": "active",
+        "timestamp": 1763700000000,
+        "webhookEventId": "01HEVENT",
+        "deliveryContext": {"isRedelivery": False},
+        "replyToken": "r1",
+        "source": {"type": "user", "userId": "U1"},
+    }
+    if kind == "postback":
+        event["postback"] = {"data": "v=1&a=approve&r=x"}
+    else:
+        event["message"] = {"type": "text", "id": "1", "text": "hi", "quoteToken": "q"}
+    if field == "userId":
+        event["source"]["userId"] = value
+    else:
+        event[field] = value
+    body = json.dumps({"destination": "U1", "events": [event]}).encode()
+    assert outcome(READER.read, body) == outcome(READER.read_with_sdk, body) == "malformed"
+
+
 @pytest.mark.parametrize(
     "event",
     [

@@ -282,4 +282,6 @@ def _text(value: object, where: str) -> str | None:
 def _required_text(value: object, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise Malformed(f"{where}: expected a non-empty string")
+    if "\x00" in value:  # no LINE id has one, and PostgreSQL cannot store it (a 503, not a 400)
+        raise Malformed(f"{where}: contains a NUL character")
     return value
