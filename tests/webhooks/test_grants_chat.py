@@ -35,9 +35,20 @@ from tapgate.core.tap_texts import GRANT_GONE, NO_GRANTS, NOT_GRANT_OWNER, NOT_K
 from tapgate.webhooks import _slack_inbox
 from tapgate.webhooks._slack_payloads import parse_revoke
 from tests.fakes import FakeLine, FakeSlack, dm_channel_for
+from tests.fakes.served import (
+    AGENT_TOKEN,
+    ALICE,
+    BOB,
+    LINE_SECRET,
+    LINE_TOKEN,
+    SLACK_SECRET,
+    TEAM,
+    click,
+    until,
+)
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
 from tests.webhooks import test_batch_cards as both
-from tests.webhooks.test_batch_cards import ALICE, BOB, LINE_SECRET, SLACK_SECRET, TEAM, Served
+from tests.webhooks.test_batch_cards import Served
 
 STRANGER = ("U0STRANGER", "U" + "e5" * 16)
 DAY = 86400.0
@@ -59,10 +70,10 @@ def make_config(slack_url: str, line_url: str, db_url: str) -> Config:
     raw = both.make_config(slack_url, line_url, db_url).model_dump(mode="json", exclude_none=True)
     raw["policy"] = POLICY
     raw["store"] = {"url": db_url}
-    raw["agents"] = [{"name": "ci", "token": both.AGENT_TOKEN}]
+    raw["agents"] = [{"name": "ci", "token": AGENT_TOKEN}]
     raw["channels"]["slack"]["bot_token"] = DEFAULT_BOT_TOKEN
     raw["channels"]["slack"]["signing_secret"] = SLACK_SECRET
-    raw["channels"]["line"]["channel_access_token"] = both.LINE_TOKEN
+    raw["channels"]["line"]["channel_access_token"] = LINE_TOKEN
     raw["channels"]["line"]["channel_secret"] = LINE_SECRET
     return parse_config(raw, env={})
 
@@ -73,7 +84,7 @@ async def served(
     clock: ManualClock,
     aiohttp_client: Callable[[web.Application], Awaitable[both.Client]],
 ) -> AsyncIterator[Served]:
-    async with FakeSlack() as slack, FakeLine(access_token=both.LINE_TOKEN) as line:
+    async with FakeSlack() as slack, FakeLine(access_token=LINE_TOKEN) as line:
         app = build_app(make_config(slack.url, line.url, db_url), clock=clock)
         client = await aiohttp_client(app)
         yield Served(app=app, client=client, slack=slack, line=line, clock=clock)
@@ -138,7 +149,7 @@ async def slash(
 
 def revoke_click(served: Served, grant_id: str, user: tuple[str, str]) -> dict[str, Any]:
     """A Revoke click on an ephemeral listing: its ``response_url`` replaces the listing."""
-    payload = both.click("revoke_grant", grant_id, user, "C0GENERAL")
+    payload = click("revoke_grant", grant_id, user, "C0GENERAL")
     payload["container"]["is_ephemeral"] = True
     payload["response_url"] = served.slack.response_url(f"list-{uuid.uuid4().hex[:8]}")
     return payload
@@ -202,7 +213,7 @@ async def always_from_slack(
     served: Served, env: str = "staging", who: tuple[str, str] = ALICE
 ) -> Grant:
     request = await ask(served, env)
-    await served.slack_tap(both.click("approve_always", request.id, who, dm_channel_for(who[0])))
+    await served.slack_tap(click("approve_always", request.id, who, dm_channel_for(who[0])))
     [grant] = [g for g in await served.gate.grants() if g.request_id == request.id]
     return grant
 
@@ -345,7 +356,7 @@ async def test_a_slack_revoke_is_stored_before_its_200_and_replayed_once(served:
 
     later = served.clock.now() + timedelta(seconds=1)
     assert await inbox.replay(received_before=later) == 1
-    await both.until(lambda: len(served.slack.responses) == 1)
+    await until(lambda: len(served.slack.responses) == 1)
     assert await inbox.pending() == 0  # settled by the revoke's own transaction
     assert not await allowed_by_grant(served)
     await inbox.record("slack", [stored])  # and once more: a duplicate, nothing said or done
@@ -440,7 +451,7 @@ async def test_a_session_grant_is_listed_with_its_session_and_revocable(served: 
     ticket = await served.gate.submit(call)
     assert ticket.request is not None
     channel = dm_channel_for(BOB[0])
-    await served.slack_tap(both.click("approve_session", ticket.request.id, BOB, channel))
+    await served.slack_tap(click("approve_session", ticket.request.id, BOB, channel))
     [grant] = await served.gate.grants()
     [listing] = await line_text(served, "grants", BOB)
     assert "deploy_web with env=qa in session s-42 for ci, no expiry" in json.dumps(listing)
