@@ -8,11 +8,7 @@ the manual clock; the agent waits on the real HTTP long-poll.
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
-import hmac
 import json
-import secrets
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -36,10 +32,10 @@ from tapgate.notifiers.base import Notifier
 from tapgate.notifiers.line import LineNotifier
 from tapgate.notifiers.slack import SlackNotifier
 from tests.fakes import FakeLine, FakeSlack
+from tests.fakes.served import LINE_SECRET, LINE_TOKEN
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
+from tests.fakes.taps import line_body, line_event, line_headers
 
-LINE_SECRET = "test-line-channel-secret"
-LINE_TOKEN = "line-test-channel-access-token"
 AGENT_TOKEN = "ci-agent-token-0123456789abcdef"
 ALICE, BOB, CAROL = "U" + "a1" * 16, "U" + "b0" * 16, "U" + "c4" * 16
 BOB_SLACK = "U0BOB"
@@ -103,12 +99,8 @@ class Served:
         return self.app[GATE]
 
     async def post(self, *events: dict[str, Any]) -> int:
-        body = json.dumps({"destination": "Ubot", "events": list(events)}).encode()
-        digest = hmac.new(LINE_SECRET.encode(), body, hashlib.sha256).digest()
-        headers = {
-            "Content-Type": "application/json",
-            "X-Line-Signature": base64.b64encode(digest).decode(),
-        }
+        body = line_body(*events)
+        headers = line_headers(LINE_SECRET, body)
         async with self.client.post("/webhooks/line", data=body, headers=headers) as response:
             status = response.status
         await self.app[LINE_WEBHOOK].settled()  # decisions and replies happen after the 200
@@ -136,31 +128,18 @@ class Served:
         await self.app[HEARTBEAT].beat()
 
 
-def event(kind: str, user: str, **content: Any) -> dict[str, Any]:
-    return {
-        "type": kind,
-        "mode": "active",
-        "timestamp": 1763700000000,
-        "source": {"type": "user", "userId": user},
-        "webhookEventId": secrets.token_hex(13).upper(),
-        "deliveryContext": {"isRedelivery": False},
-        "replyToken": uuid.uuid4().hex,
-        **content,
-    }
-
-
 def deny_tap(request: Request, user: str = ALICE) -> dict[str, Any]:
     """Tapping "Deny…" on ``request``'s card."""
-    return event("postback", user, postback={"data": deny_reason_postback_data(request.id)})
+    return line_event("postback", user, postback={"data": deny_reason_postback_data(request.id)})
 
 
 def button(action: str, request: Request, user: str = ALICE) -> dict[str, Any]:
-    return event("postback", user, postback={"data": postback_data(action, request.id)})  # type: ignore[arg-type]
+    return line_event("postback", user, postback={"data": postback_data(action, request.id)})  # type: ignore[arg-type]
 
 
 def text(words: str, user: str = ALICE) -> dict[str, Any]:
     message = {"id": str(uuid.uuid4().int % 10**18), "type": "text", "quoteToken": "q"}
-    return event("message", user, message={**message, "text": words})
+    return line_event("message", user, message={**message, "text": words})
 
 
 def asked(request: Request, tool: str = "deploy") -> str:

@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
-import hmac
 import io
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import aiohttp
 import pytest
@@ -45,7 +42,9 @@ from tapgate.notifiers.slack import SlackNotifier
 from tapgate.webhooks import _slack_inbox
 from tapgate.webhooks._slack_payloads import parse_edit_submission
 from tests.fakes import FakeSlack, SlackMessage, dm_channel_for
+from tests.fakes.served import until
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
+from tests.fakes.taps import slack_form, slack_headers
 
 SECRET = "test-slack-signing-secret-0123"
 TEAM = "T0TAPGATE"
@@ -73,26 +72,10 @@ POLICY: dict[str, Any] = {
 
 
 def sign(body: bytes) -> dict[str, str]:
-    timestamp = str(int(time.time()))
-    base = f"v0:{timestamp}:".encode() + body
-    return {
-        "Content-Type": "application/x-www-form-urlencoded",
-        "X-Slack-Request-Timestamp": timestamp,
-        "X-Slack-Signature": "v0=" + hmac.new(SECRET.encode(), base, hashlib.sha256).hexdigest(),
-    }
+    return slack_headers(SECRET, body, int(time.time()))
 
 
-def form(payload: Any) -> bytes:
-    return b"payload=" + quote(json.dumps(payload), safe="").encode()
-
-
-async def until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Let the app, its tasks and the fake run until ``predicate`` holds (I/O only)."""
-    for _ in range(int(timeout / 0.005)):
-        if predicate():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("condition never became true")
+form = slack_form
 
 
 @dataclass
