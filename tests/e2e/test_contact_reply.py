@@ -38,8 +38,8 @@ from sqlalchemy import text as sql
 
 from tapgate.bot.app import build_app
 from tapgate.bot.config import Config, parse_config
-from tapgate.bot.keys import GATE, METRICS
-from tapgate.bot.routes import LINE_WEBHOOK, SLACK_WEBHOOK
+from tapgate.bot.keys import METRICS
+from tapgate.bot.routes import SLACK_WEBHOOK
 from tapgate.core.buttons import (
     SLACK_ACTIONS,
     answer_prefill,
@@ -63,9 +63,9 @@ from tests.factories import make_request
 from tests.fakes import FakeLine, FakeSlack, SlackMessage, dm_channel_for, taps
 from tests.fakes import served as served_world
 from tests.fakes._line_rules import check_messages
-from tests.fakes.served import LINE_SECRET, LINE_TOKEN, SLACK_SECRET, TEAM, channels
+from tests.fakes.served import LINE_TOKEN, SLACK_SECRET, TEAM, ServedApp, channels
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
-from tests.fakes.taps import line_body, line_headers, slack_form, slack_headers
+from tests.fakes.taps import slack_form, slack_headers
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 QID = "Qm9vdHN0cmFwLXF1ZXN0aW9u"
@@ -512,15 +512,10 @@ async def refusals(gate: Gate, request: Request) -> list[tuple[str, str]]:
 
 
 @dataclass
-class SlackServed:
-    app: web.Application
-    client: Client
-    slack: FakeSlack
-    clock: ManualClock
+class SlackServed(ServedApp):
+    """The real app, the fake Slack API and the manual clock."""
 
-    @property
-    def gate(self) -> Gate:
-        return self.app[GATE]
+    slack: FakeSlack
 
     @property
     def webhook(self) -> SlackWebhook:
@@ -816,28 +811,8 @@ async def test_slack_ephemerals_cannot_mention_through_a_subject(slack_app: Slac
 # -- LINE ----------------------------------------------------------------------------------
 
 
-@dataclass
-class LineServed:
-    app: web.Application
-    client: Client
-    line: FakeLine
-    clock: ManualClock
-
-    @property
-    def gate(self) -> Gate:
-        return self.app[GATE]
-
-    async def post(self, *events: dict[str, Any]) -> int:
-        body = line_body(*events)
-        headers = line_headers(LINE_SECRET, body)
-        async with self.client.post("/webhooks/line", data=body, headers=headers) as response:
-            status = response.status
-        await self.app[LINE_WEBHOOK].settled()  # replies go out after the 200
-        return status
-
-    def replied_to(self, event: dict[str, Any]) -> list[str]:
-        token = event["replyToken"]
-        return [m["text"] for r in self.line.replies if r.reply_token == token for m in r.messages]
+class LineServed(served_world.LineServed):
+    """The real app, the fake LINE API and the manual clock; the pushes the notifier made."""
 
     async def pushed(self, request: Request, user: str) -> dict[str, Any]:
         """The Flex message of ``request`` the real LineNotifier pushed to ``user``."""

@@ -11,7 +11,6 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,20 +20,17 @@ from aiohttp.test_utils import TestClient
 
 from tapgate.bot.app import HEARTBEAT, build_app
 from tapgate.bot.config import parse_config
-from tapgate.bot.keys import GATE
-from tapgate.bot.routes import LINE_WEBHOOK
 from tapgate.core.buttons import deny_reason_postback_data, postback_data
 from tapgate.core.clock import ManualClock
-from tapgate.core.gate import Gate
 from tapgate.core.models import CONTACT_TOOL, Request, ToolCall
 from tapgate.errors import ConfigError
 from tapgate.notifiers.base import Notifier
 from tapgate.notifiers.line import LineNotifier
 from tapgate.notifiers.slack import SlackNotifier
 from tests.fakes import FakeLine, FakeSlack
-from tests.fakes.served import LINE_SECRET, LINE_TOKEN
+from tests.fakes.served import LINE_SECRET, LINE_TOKEN, LineServed
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
-from tests.fakes.taps import line_body, line_event, line_headers
+from tests.fakes.taps import line_event
 
 AGENT_TOKEN = "ci-agent-token-0123456789abcdef"
 ALICE, BOB, CAROL = "U" + "a1" * 16, "U" + "b0" * 16, "U" + "c4" * 16
@@ -87,28 +83,10 @@ def config(
     )
 
 
-@dataclass
-class Served:
-    app: web.Application
-    client: Client
-    line: FakeLine
-    clock: ManualClock
+class Served(LineServed):
+    """The real app, the fake LINE API and the manual clock, as an approver's taps see them."""
 
-    @property
-    def gate(self) -> Gate:
-        return self.app[GATE]
-
-    async def post(self, *events: dict[str, Any]) -> int:
-        body = line_body(*events)
-        headers = line_headers(LINE_SECRET, body)
-        async with self.client.post("/webhooks/line", data=body, headers=headers) as response:
-            status = response.status
-        await self.app[LINE_WEBHOOK].settled()  # decisions and replies happen after the 200
-        return status
-
-    def told(self, event: dict[str, Any]) -> list[str]:
-        token = event["replyToken"]
-        return [m["text"] for r in self.line.replies if r.reply_token == token for m in r.messages]
+    told = LineServed.replied_to  # what LINE was asked to reply to an event
 
     async def ask(self, tool: str = "deploy", **arguments: Any) -> Request:
         call = ToolCall(tool=tool, arguments=arguments or {"env": "prod"}, agent="ci")

@@ -7,7 +7,9 @@ to let the app's background work run, and a Slack button click. They were
 copied into each such test module; here they are written once, so a change
 to how a channel is configured or a click is shaped is made in one place.
 Each test module still writes its own approvers and policy: those are what
-the tests are about.
+the tests are about. ``ServedApp`` and ``LineServed`` are the bases of the
+suites' ``Served`` records: the app, its test client, the clock and, for
+LINE, posting signed events and reading what LINE was asked to reply.
 """
 
 from __future__ import annotations
@@ -15,9 +17,19 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+from tapgate.bot.keys import GATE
+from tapgate.bot.routes import LINE_WEBHOOK
+from tapgate.core.clock import ManualClock
+from tapgate.core.gate import Gate
+from tests.fakes.line import FakeLine
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
+from tests.fakes.taps import line_body, line_headers
 
 __all__ = [
     "AGENT_TOKEN",
@@ -28,6 +40,9 @@ __all__ = [
     "LINE_TOKEN",
     "SLACK_SECRET",
     "TEAM",
+    "Client",
+    "LineServed",
+    "ServedApp",
     "channels",
     "click",
     "until",
@@ -42,6 +57,8 @@ AGENT_TOKEN = "ci-bot-token-0123456789abcdef"
 ALICE = ("U0ALICE", "U" + "a1" * 16)
 BOB = ("U0BOB", "U" + "b2" * 16)
 CAROL = ("U0CAROL", "U" + "c3" * 16)
+
+Client = TestClient[web.Request, web.Application]
 
 
 def channels(*, slack_url: str | None = None, line_url: str | None = None) -> dict[str, Any]:
@@ -99,3 +116,40 @@ def click(action: str, value: str, user: tuple[str, str], channel: str) -> dict[
             }
         ],
     }
+
+
+@dataclass
+class ServedApp:
+    """The real app (``build_app``), its aiohttp test client and the manual clock.
+
+    Each suite's ``Served`` adds the fakes it talks to and what it asks of the app.
+    """
+
+    app: web.Application
+    client: Client
+    clock: ManualClock
+
+    @property
+    def gate(self) -> Gate:
+        return self.app[GATE]
+
+
+@dataclass
+class LineServed(ServedApp):
+    """A served app whose approvers are on the fake LINE API (channel secret ``LINE_SECRET``)."""
+
+    line: FakeLine
+
+    async def post(self, *events: dict[str, Any]) -> int:
+        """Post ``events`` signed to ``/webhooks/line``; the status, once replies went out."""
+        body = line_body(*events)
+        headers = line_headers(LINE_SECRET, body)
+        async with self.client.post("/webhooks/line", data=body, headers=headers) as response:
+            status = response.status
+        await self.app[LINE_WEBHOOK].settled()  # decisions and replies happen after the 200
+        return status
+
+    def replied_to(self, event: dict[str, Any]) -> list[str]:
+        """The texts LINE was asked to reply to ``event`` with."""
+        token = event["replyToken"]
+        return [m["text"] for r in self.line.replies if r.reply_token == token for m in r.messages]

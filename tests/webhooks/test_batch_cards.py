@@ -25,10 +25,9 @@ from sqlalchemy import func, select
 
 from tapgate.bot.app import build_app
 from tapgate.bot.config import Config, parse_config
-from tapgate.bot.keys import GATE, STORE
+from tapgate.bot.keys import STORE
 from tapgate.bot.routes import LINE_WEBHOOK, SLACK_WEBHOOK
 from tapgate.core.clock import ManualClock
-from tapgate.core.gate import Gate
 from tapgate.core.models import Request
 from tapgate.core.slack_text import escape
 from tapgate.core.store.schema import outbox
@@ -42,6 +41,7 @@ from tests.fakes.served import (
     LINE_TOKEN,
     SLACK_SECRET,
     TEAM,
+    ServedApp,
     channels,
     click,
     until,
@@ -82,18 +82,11 @@ def make_config(slack_url: str, line_url: str, db_url: str) -> Config:
 
 
 @dataclass
-class Served:
+class Served(ServedApp):
     """The real app, its client, both fake platforms and the manual clock."""
 
-    app: web.Application
-    client: Client
     slack: FakeSlack
     line: FakeLine
-    clock: ManualClock
-
-    @property
-    def gate(self) -> Gate:
-        return self.app[GATE]
 
     async def submit(self, calls: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
         body = {"calls": calls, "session": "s1", **fields}

@@ -25,17 +25,16 @@ from sqlalchemy import text
 
 from tapgate.bot.app import build_app
 from tapgate.bot.config import Config, parse_config
-from tapgate.bot.keys import GATE, METRICS
+from tapgate.bot.keys import METRICS
 from tapgate.bot.routes import LINE_WEBHOOK
 from tapgate.core.clock import ManualClock
-from tapgate.core.gate import Gate
 from tapgate.core.models import Request, ToolCall
 from tapgate.notifiers.recording import RecordingNotifier
 from tapgate.webhooks._line_events import EventReader, Malformed
 from tapgate.webhooks._line_signature import line_signature
 from tapgate.webhooks.line import LineWebhook, verify_signature
 from tests.fakes import FakeLine, Fault, taps
-from tests.fakes.served import LINE_SECRET, LINE_TOKEN, channels
+from tests.fakes.served import LINE_SECRET, LINE_TOKEN, ServedApp, channels
 from tests.fakes.taps import line_body, line_headers
 
 SECRET = LINE_SECRET
@@ -116,17 +115,10 @@ def config(line_url: str, db_url: str, tap_log: str = "info") -> Config:
 
 
 @dataclass
-class Served:
+class Served(ServedApp):
     """The real app, its test client, the fake LINE API and the manual clock."""
 
-    app: web.Application
-    client: Client
     line: FakeLine
-    clock: ManualClock
-
-    @property
-    def gate(self) -> Gate:
-        return self.app[GATE]
 
     async def ask(self, tool: str = "deploy", **arguments: Any) -> Request:
         ticket = await self.gate.submit(

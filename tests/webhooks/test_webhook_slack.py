@@ -29,10 +29,9 @@ from hypothesis import strategies as st
 
 from tapgate.bot.app import build_app
 from tapgate.bot.config import Config, parse_config
-from tapgate.bot.keys import GATE, METRICS
+from tapgate.bot.keys import METRICS
 from tapgate.bot.routes import SLACK_WEBHOOK
 from tapgate.core.clock import ManualClock
-from tapgate.core.gate import Gate
 from tapgate.core.models import GateEvent, Request, ToolCall
 from tapgate.core.slack_text import escape
 from tapgate.errors import ConfigError
@@ -40,6 +39,7 @@ from tapgate.notifiers.slack import SlackNotifier
 from tapgate.webhooks.slack import SlackWebhook, check_signature, slack_signature, verify_signature
 from tests.fakes import FakeSlack, Fault, SlackMessage, dm_channel_for
 from tests.fakes import served as served_world
+from tests.fakes.served import ServedApp
 from tests.fakes.slack import DEFAULT_APP_TOKEN, DEFAULT_BOT_TOKEN
 from tests.fakes.taps import slack_form, slack_headers
 
@@ -108,17 +108,10 @@ def make_config(
 
 
 @dataclass
-class Served:
+class Served(ServedApp):
     """The real app, its test client, the fake Slack API and the manual clock."""
 
-    app: web.Application
-    client: Client
     slack: FakeSlack
-    clock: ManualClock
-
-    @property
-    def gate(self) -> Gate:
-        return self.app[GATE]
 
     @property
     def webhook(self) -> SlackWebhook:
