@@ -9,12 +9,8 @@ audited; the clock ends grants; a Revoke is stored before its 200.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import hashlib
-import hmac
 import json
-import secrets
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
@@ -34,7 +30,7 @@ from tapgate.core.models import Grant, Request, ToolCall
 from tapgate.core.tap_texts import GRANT_GONE, NO_GRANTS, NOT_GRANT_OWNER, NOT_KNOWN
 from tapgate.webhooks import _slack_inbox
 from tapgate.webhooks._slack_payloads import parse_revoke
-from tests.fakes import FakeLine, FakeSlack, dm_channel_for
+from tests.fakes import FakeLine, FakeSlack, dm_channel_for, taps
 from tests.fakes.served import (
     AGENT_TOKEN,
     ALICE,
@@ -47,6 +43,7 @@ from tests.fakes.served import (
     until,
 )
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
+from tests.fakes.taps import line_body, line_event, line_headers
 from tests.webhooks import test_batch_cards as both
 from tests.webhooks.test_batch_cards import Served
 
@@ -100,13 +97,7 @@ def db_url(tmp_path: Any) -> str:
 
 
 def slack_headers(served: Served, body: bytes, secret: str = SLACK_SECRET) -> dict[str, str]:
-    timestamp = str(int(served.clock.now().timestamp()))
-    base = f"v0:{timestamp}:".encode() + body
-    return {
-        "Content-Type": "application/x-www-form-urlencoded",
-        "X-Slack-Request-Timestamp": timestamp,
-        "X-Slack-Signature": "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest(),
-    }
+    return taps.slack_headers(secret, body, int(served.clock.now().timestamp()))
 
 
 def command_body(
@@ -155,26 +146,10 @@ def revoke_click(served: Served, grant_id: str, user: tuple[str, str]) -> dict[s
     return payload
 
 
-def line_event(user: tuple[str, str], **content: Any) -> dict[str, Any]:
-    return {
-        "mode": "active",
-        "timestamp": 1763700000000,
-        "source": {"type": "user", "userId": user[1]},
-        "webhookEventId": secrets.token_hex(13).upper(),
-        "deliveryContext": {"isRedelivery": False},
-        "replyToken": uuid.uuid4().hex,
-        **content,
-    }
-
-
 async def line_post(served: Served, *events: dict[str, Any]) -> list[dict[str, Any]]:
     """Post signed events; the message objects LINE was asked to reply with, in order."""
-    body = json.dumps({"destination": both.BOT, "events": list(events)}).encode()
-    digest = hmac.new(LINE_SECRET.encode(), body, hashlib.sha256).digest()
-    headers = {
-        "Content-Type": "application/json",
-        "X-Line-Signature": base64.b64encode(digest).decode(),
-    }
+    body = line_body(*events, destination=both.BOT)
+    headers = line_headers(LINE_SECRET, body)
     async with served.client.post("/webhooks/line", data=body, headers=headers) as response:
         assert response.status == 200, await response.text()
     await served.app[LINE_WEBHOOK].settled()
@@ -186,13 +161,13 @@ async def line_text(
     served: Served, words: str, user: tuple[str, str] = ALICE
 ) -> list[dict[str, Any]]:
     message = {"id": "468789577898262530", "type": "text", "quoteToken": "q1", "text": words}
-    return await line_post(served, line_event(user, type="message", message=message))
+    return await line_post(served, line_event("message", user[1], message=message))
 
 
 async def line_postback(
     served: Served, data: str, user: tuple[str, str] = ALICE
 ) -> list[dict[str, Any]]:
-    return await line_post(served, line_event(user, type="postback", postback={"data": data}))
+    return await line_post(served, line_event("postback", user[1], postback={"data": data}))
 
 
 async def ask(served: Served, env: str = "staging", ref: str = "a1") -> Request:
@@ -405,7 +380,7 @@ async def test_line_revoking_someone_elses_grant_is_refused(served: Served) -> N
 
 async def test_a_redelivered_line_revoke_revokes_once_and_replies_once(served: Served) -> None:
     grant = await always_from_line(served)
-    first = line_event(ALICE, type="postback", postback={"data": revoke_postback_data(grant.id)})
+    first = line_event("postback", ALICE[1], postback={"data": revoke_postback_data(grant.id)})
     again = {**first, "replyToken": uuid.uuid4().hex, "deliveryContext": {"isRedelivery": True}}
     await line_post(served, first)
     assert await line_post(served, again) == []
