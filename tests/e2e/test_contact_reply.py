@@ -60,10 +60,10 @@ from tapgate.notifiers.slack import SlackNotifier
 from tapgate.notifiers.slack_blocks import render_slack, render_slack_resolved
 from tapgate.webhooks.slack import SlackWebhook
 from tests.factories import make_request
-from tests.fakes import FakeLine, FakeSlack, SlackMessage, dm_channel_for, taps
+from tests.fakes import FakeLine, FakeSlack, SlackMessage, taps
 from tests.fakes import served as served_world
 from tests.fakes._line_rules import check_messages
-from tests.fakes.served import LINE_TOKEN, SLACK_SECRET, TEAM, ServedApp, channels
+from tests.fakes.served import LINE_TOKEN, SLACK_SECRET, TEAM, ServedApp, channels, slack_card
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
 from tests.fakes.taps import slack_form, slack_headers
 
@@ -528,22 +528,7 @@ class SlackServed(ServedApp):
             return response.status, await response.text()
 
     async def posted(self, request: Request, user: str) -> SlackMessage:
-        channel = dm_channel_for(user)
-
-        def find() -> SlackMessage | None:
-            return next(
-                (
-                    m
-                    for m in self.slack.messages.values()
-                    if m.channel == channel and request.id in json.dumps(m.blocks)
-                ),
-                None,
-            )
-
-        await until(lambda: find() is not None)
-        found = find()
-        assert found is not None
-        return found
+        return await slack_card(self.slack, user, request.id, timeout=5.0)
 
     async def settled(self) -> None:
         await until(lambda: not self.webhook._tasks)  # when to look, never what to assert

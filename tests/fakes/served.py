@@ -15,6 +15,7 @@ LINE, posting signed events and reading what LINE was asked to reply.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from tapgate.bot.routes import LINE_WEBHOOK
 from tapgate.core.clock import ManualClock
 from tapgate.core.gate import Gate
 from tests.fakes.line import FakeLine
-from tests.fakes.slack import DEFAULT_BOT_TOKEN
+from tests.fakes.slack import DEFAULT_BOT_TOKEN, FakeSlack, SlackMessage, dm_channel_for
 from tests.fakes.taps import line_body, line_headers
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "ServedApp",
     "channels",
     "click",
+    "slack_card",
     "until",
 ]
 
@@ -91,6 +93,27 @@ async def until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
             return
         await asyncio.sleep(0.005)
     raise AssertionError("condition never became true")
+
+
+async def slack_card(
+    slack: FakeSlack, user_id: str, needle: str, timeout: float = 10.0
+) -> SlackMessage:
+    """The first message in ``user_id``'s DM whose blocks contain ``needle``, once it was sent.
+
+    The notifiers post cards in the background: this waits (I/O only, as ``until``).
+    """
+    channel = dm_channel_for(user_id)
+
+    def find() -> SlackMessage | None:
+        for message in slack.messages.values():
+            if message.channel == channel and needle in json.dumps(message.blocks):
+                return message
+        return None
+
+    await until(lambda: find() is not None, timeout)
+    found = find()
+    assert found is not None
+    return found
 
 
 def click(action: str, value: str, user: tuple[str, str], channel: str) -> dict[str, Any]:

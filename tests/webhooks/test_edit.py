@@ -41,8 +41,8 @@ from tapgate.core.models import GateEvent, Request, args_digest
 from tapgate.notifiers.slack import SlackNotifier
 from tapgate.webhooks import _slack_inbox
 from tapgate.webhooks._slack_payloads import parse_edit_submission
-from tests.fakes import FakeSlack, SlackMessage, dm_channel_for
-from tests.fakes.served import until
+from tests.fakes import FakeSlack, SlackMessage
+from tests.fakes.served import slack_card, until
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
 from tests.fakes.taps import slack_form, slack_headers
 
@@ -116,18 +116,7 @@ class Served:
         raise AssertionError("no pending request appeared")
 
     async def card(self, request: Request, user: str = ALICE) -> SlackMessage:
-        channel = dm_channel_for(user)
-
-        def find() -> SlackMessage | None:
-            for message in self.slack.messages.values():
-                if message.channel == channel and request.id in json.dumps(message.blocks):
-                    return message
-            return None
-
-        await until(lambda: find() is not None)
-        found = find()
-        assert found is not None
-        return found
+        return await slack_card(self.slack, user, request.id)
 
     async def open_edit(self, request: Request, user: str = ALICE) -> dict[str, Any]:
         """Click the card's Edit… button; the modal tapgate opened."""

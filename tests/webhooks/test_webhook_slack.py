@@ -37,9 +37,9 @@ from tapgate.core.slack_text import escape
 from tapgate.errors import ConfigError
 from tapgate.notifiers.slack import SlackNotifier
 from tapgate.webhooks.slack import SlackWebhook, check_signature, slack_signature, verify_signature
-from tests.fakes import FakeSlack, Fault, SlackMessage, dm_channel_for
+from tests.fakes import FakeSlack, Fault, SlackMessage
 from tests.fakes import served as served_world
-from tests.fakes.served import ServedApp
+from tests.fakes.served import ServedApp, slack_card
 from tests.fakes.slack import DEFAULT_APP_TOKEN, DEFAULT_BOT_TOKEN
 from tests.fakes.taps import slack_form, slack_headers
 
@@ -125,19 +125,7 @@ class Served(ServedApp):
 
     async def posted(self, request: Request, user: str) -> SlackMessage:
         """The approval message of ``request`` in ``user``'s DM, once the dispatcher sent it."""
-        channel = dm_channel_for(user)
-
-        def find() -> SlackMessage | None:
-            for message in self.slack.messages.values():
-                blocks = json.dumps(message.blocks)
-                if message.channel == channel and f'"value": "{request.id}"' in blocks:
-                    return message
-            return None
-
-        await until(lambda: find() is not None)
-        found = find()
-        assert found is not None
-        return found
+        return await slack_card(self.slack, user, f'"value": "{request.id}"', timeout=5.0)
 
     async def post(
         self, body: bytes, headers: dict[str, str] | None = None, *, at: float | None = None
