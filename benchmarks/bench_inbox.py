@@ -39,8 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the test fake
 import aiohttp
 from aiohttp.test_utils import TestServer
 from tests.fakes import FakeLine, FakeSlack
+from tests.fakes.served import LINE_TOKEN
 from tests.fakes.taps import free_port
-from tests.web.harness import LINE_TOKEN, make_config
+from tests.web.harness import make_config
 
 from _util import machine
 from tapgate.bot.app import build_app

@@ -16,19 +16,15 @@ Time is a manual clock; the database is a real SQLite file.
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
-import hmac
 import io
 import json
-import secrets
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 from aiohttp import web
@@ -42,8 +38,8 @@ from sqlalchemy import text as sql
 
 from tapgate.bot.app import build_app
 from tapgate.bot.config import Config, parse_config
-from tapgate.bot.keys import GATE, METRICS
-from tapgate.bot.routes import LINE_WEBHOOK, SLACK_WEBHOOK
+from tapgate.bot.keys import METRICS
+from tapgate.bot.routes import SLACK_WEBHOOK
 from tapgate.core.buttons import (
     SLACK_ACTIONS,
     answer_prefill,
@@ -64,9 +60,12 @@ from tapgate.notifiers.slack import SlackNotifier
 from tapgate.notifiers.slack_blocks import render_slack, render_slack_resolved
 from tapgate.webhooks.slack import SlackWebhook
 from tests.factories import make_request
-from tests.fakes import FakeLine, FakeSlack, SlackMessage, dm_channel_for
+from tests.fakes import FakeLine, FakeSlack, SlackMessage, taps
+from tests.fakes import served as served_world
 from tests.fakes._line_rules import check_messages
+from tests.fakes.served import LINE_TOKEN, SLACK_SECRET, TEAM, ServedApp, channels, slack_card
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
+from tests.fakes.taps import slack_form, slack_headers
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 QID = "Qm9vdHN0cmFwLXF1ZXN0aW9u"
@@ -432,11 +431,7 @@ ALICE_LINE = "U" + "a1" * 16
 BOB_LINE = "U" + "b2" * 16
 CAROL_LINE = "U" + "c3" * 16  # an approver, but not of questions
 STRANGER_LINE = "U" + "d4" * 16
-TEAM = "T0TAPGATE"
 SHARED_CHANNEL = "C0APPROVALS"
-SLACK_SECRET = "test-slack-signing-secret-0123"
-LINE_SECRET = "test-line-channel-secret"
-LINE_TOKEN = "line-test-channel-access-token"
 
 Client = TestClient[web.Request, web.Application]
 
@@ -444,21 +439,6 @@ Client = TestClient[web.Request, web.Application]
 def make_config(
     db_url: str, *, slack_url: str | None = None, line_url: str | None = None
 ) -> Config:
-    channels: dict[str, Any] = {"console": {"enabled": False}}
-    if slack_url is not None:
-        channels["slack"] = {
-            "bot_token": DEFAULT_BOT_TOKEN,
-            "signing_secret": SLACK_SECRET,
-            "api_base_url": slack_url,
-            "timeout": 5,
-        }
-    if line_url is not None:
-        channels["line"] = {
-            "channel_access_token": LINE_TOKEN,
-            "channel_secret": LINE_SECRET,
-            "api_base_url": line_url,
-            "timeout": 5,
-        }
     return parse_config(
         {
             "store": {"url": db_url},
@@ -479,7 +459,7 @@ def make_config(
                 },
                 {"name": "carol", "slack": CAROL_SLACK, "slack_team": TEAM, "line": CAROL_LINE},
             ],
-            "channels": channels,
+            "channels": channels(slack_url=slack_url, line_url=line_url),
             "policy": {
                 "rules": [
                     {"tool": CONTACT_TOOL, "action": "ask", "approvers": ["oncall"], "timeout": 60},
@@ -491,13 +471,7 @@ def make_config(
     )
 
 
-async def until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Let the app, its tasks and the fakes run until ``predicate`` holds (I/O only)."""
-    for _ in range(int(timeout / 0.005)):
-        if predicate():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("condition never became true")
+until = partial(served_world.until, timeout=5.0)  # a hang fails this suite in 5 s
 
 
 @pytest.fixture
@@ -538,50 +512,23 @@ async def refusals(gate: Gate, request: Request) -> list[tuple[str, str]]:
 
 
 @dataclass
-class SlackServed:
-    app: web.Application
-    client: Client
-    slack: FakeSlack
-    clock: ManualClock
+class SlackServed(ServedApp):
+    """The real app, the fake Slack API and the manual clock."""
 
-    @property
-    def gate(self) -> Gate:
-        return self.app[GATE]
+    slack: FakeSlack
 
     @property
     def webhook(self) -> SlackWebhook:
         return self.app[SLACK_WEBHOOK]
 
     async def post(self, payload: Any) -> tuple[int, str]:
-        body = b"payload=" + quote(json.dumps(payload), safe="").encode()
-        timestamp = str(int(self.clock.now().timestamp()))
-        base = f"v0:{timestamp}:".encode() + body
-        headers = {
-            "Content-Type": "application/x-www-form-urlencoded",
-            "X-Slack-Request-Timestamp": timestamp,
-            "X-Slack-Signature": "v0="
-            + hmac.new(SLACK_SECRET.encode(), base, hashlib.sha256).hexdigest(),
-        }
+        body = slack_form(payload)
+        headers = slack_headers(SLACK_SECRET, body, int(self.clock.now().timestamp()))
         async with self.client.post("/webhooks/slack", data=body, headers=headers) as response:
             return response.status, await response.text()
 
     async def posted(self, request: Request, user: str) -> SlackMessage:
-        channel = dm_channel_for(user)
-
-        def find() -> SlackMessage | None:
-            return next(
-                (
-                    m
-                    for m in self.slack.messages.values()
-                    if m.channel == channel and request.id in json.dumps(m.blocks)
-                ),
-                None,
-            )
-
-        await until(lambda: find() is not None)
-        found = find()
-        assert found is not None
-        return found
+        return await slack_card(self.slack, user, request.id, timeout=5.0)
 
     async def settled(self) -> None:
         await until(lambda: not self.webhook._tasks)  # when to look, never what to assert
@@ -849,32 +796,8 @@ async def test_slack_ephemerals_cannot_mention_through_a_subject(slack_app: Slac
 # -- LINE ----------------------------------------------------------------------------------
 
 
-@dataclass
-class LineServed:
-    app: web.Application
-    client: Client
-    line: FakeLine
-    clock: ManualClock
-
-    @property
-    def gate(self) -> Gate:
-        return self.app[GATE]
-
-    async def post(self, *events: dict[str, Any]) -> int:
-        body = json.dumps({"destination": "Ubot", "events": list(events)}).encode()
-        digest = hmac.new(LINE_SECRET.encode(), body, hashlib.sha256).digest()
-        headers = {
-            "Content-Type": "application/json",
-            "X-Line-Signature": base64.b64encode(digest).decode(),
-        }
-        async with self.client.post("/webhooks/line", data=body, headers=headers) as response:
-            status = response.status
-        await self.app[LINE_WEBHOOK].settled()  # replies go out after the 200
-        return status
-
-    def replied_to(self, event: dict[str, Any]) -> list[str]:
-        token = event["replyToken"]
-        return [m["text"] for r in self.line.replies if r.reply_token == token for m in r.messages]
+class LineServed(served_world.LineServed):
+    """The real app, the fake LINE API and the manual clock; the pushes the notifier made."""
 
     async def pushed(self, request: Request, user: str) -> dict[str, Any]:
         """The Flex message of ``request`` the real LineNotifier pushed to ``user``."""
@@ -892,21 +815,8 @@ class LineServed:
 def line_event(
     kind: str, user: str | None = ALICE_LINE, source: str = "user", **content: Any
 ) -> dict[str, Any]:
-    origin: dict[str, Any] = {"type": source}
-    if source != "user":
-        origin["groupId"] = "C" + "e5" * 16
-    if user is not None:
-        origin["userId"] = user
-    return {
-        "type": kind,
-        "mode": "active",
-        "timestamp": 1763700000000,
-        "source": origin,
-        "webhookEventId": secrets.token_hex(13).upper(),
-        "deliveryContext": {"isRedelivery": False},
-        "replyToken": uuid.uuid4().hex,
-        **content,
-    }
+    """One webhook event shaped like LINE's, from alice unless ``user`` says otherwise."""
+    return taps.line_event(kind, user, source=source, **content)
 
 
 def typed(text: str, user: str = ALICE_LINE, **kw: Any) -> dict[str, Any]:

@@ -8,14 +8,9 @@ the manual clock; the agent waits on the real HTTP long-poll.
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
-import hmac
 import json
-import secrets
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,21 +20,18 @@ from aiohttp.test_utils import TestClient
 
 from tapgate.bot.app import HEARTBEAT, build_app
 from tapgate.bot.config import parse_config
-from tapgate.bot.keys import GATE
-from tapgate.bot.routes import LINE_WEBHOOK
 from tapgate.core.buttons import deny_reason_postback_data, postback_data
 from tapgate.core.clock import ManualClock
-from tapgate.core.gate import Gate
 from tapgate.core.models import CONTACT_TOOL, Request, ToolCall
 from tapgate.errors import ConfigError
 from tapgate.notifiers.base import Notifier
 from tapgate.notifiers.line import LineNotifier
 from tapgate.notifiers.slack import SlackNotifier
 from tests.fakes import FakeLine, FakeSlack
+from tests.fakes.served import LINE_SECRET, LINE_TOKEN, LineServed
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
+from tests.fakes.taps import line_event
 
-LINE_SECRET = "test-line-channel-secret"
-LINE_TOKEN = "line-test-channel-access-token"
 AGENT_TOKEN = "ci-agent-token-0123456789abcdef"
 ALICE, BOB, CAROL = "U" + "a1" * 16, "U" + "b0" * 16, "U" + "c4" * 16
 BOB_SLACK = "U0BOB"
@@ -91,32 +83,10 @@ def config(
     )
 
 
-@dataclass
-class Served:
-    app: web.Application
-    client: Client
-    line: FakeLine
-    clock: ManualClock
+class Served(LineServed):
+    """The real app, the fake LINE API and the manual clock, as an approver's taps see them."""
 
-    @property
-    def gate(self) -> Gate:
-        return self.app[GATE]
-
-    async def post(self, *events: dict[str, Any]) -> int:
-        body = json.dumps({"destination": "Ubot", "events": list(events)}).encode()
-        digest = hmac.new(LINE_SECRET.encode(), body, hashlib.sha256).digest()
-        headers = {
-            "Content-Type": "application/json",
-            "X-Line-Signature": base64.b64encode(digest).decode(),
-        }
-        async with self.client.post("/webhooks/line", data=body, headers=headers) as response:
-            status = response.status
-        await self.app[LINE_WEBHOOK].settled()  # decisions and replies happen after the 200
-        return status
-
-    def told(self, event: dict[str, Any]) -> list[str]:
-        token = event["replyToken"]
-        return [m["text"] for r in self.line.replies if r.reply_token == token for m in r.messages]
+    told = LineServed.replied_to  # what LINE was asked to reply to an event
 
     async def ask(self, tool: str = "deploy", **arguments: Any) -> Request:
         call = ToolCall(tool=tool, arguments=arguments or {"env": "prod"}, agent="ci")
@@ -136,31 +106,18 @@ class Served:
         await self.app[HEARTBEAT].beat()
 
 
-def event(kind: str, user: str, **content: Any) -> dict[str, Any]:
-    return {
-        "type": kind,
-        "mode": "active",
-        "timestamp": 1763700000000,
-        "source": {"type": "user", "userId": user},
-        "webhookEventId": secrets.token_hex(13).upper(),
-        "deliveryContext": {"isRedelivery": False},
-        "replyToken": uuid.uuid4().hex,
-        **content,
-    }
-
-
 def deny_tap(request: Request, user: str = ALICE) -> dict[str, Any]:
     """Tapping "Deny…" on ``request``'s card."""
-    return event("postback", user, postback={"data": deny_reason_postback_data(request.id)})
+    return line_event("postback", user, postback={"data": deny_reason_postback_data(request.id)})
 
 
 def button(action: str, request: Request, user: str = ALICE) -> dict[str, Any]:
-    return event("postback", user, postback={"data": postback_data(action, request.id)})  # type: ignore[arg-type]
+    return line_event("postback", user, postback={"data": postback_data(action, request.id)})  # type: ignore[arg-type]
 
 
 def text(words: str, user: str = ALICE) -> dict[str, Any]:
     message = {"id": str(uuid.uuid4().int % 10**18), "type": "text", "quoteToken": "q"}
-    return event("message", user, message={**message, "text": words})
+    return line_event("message", user, message={**message, "text": words})
 
 
 def asked(request: Request, tool: str = "deploy") -> str:

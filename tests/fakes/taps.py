@@ -1,22 +1,40 @@
 """What the platforms send when an approver taps, signed for real, plus a free port.
 
-Shared by the multi-process tests and the benchmarks, so every harness signs
-taps the way LINE does (over the exact bytes sent) and nobody reimplements it.
+Shared by the multi-process tests, the webhook tests and the benchmarks, so
+every harness signs taps the way LINE and Slack do (over the exact bytes
+sent) and nobody reimplements it. The HMACs are computed here with hashlib,
+independently of tapgate's own verification code, so a webhook test checks
+the server against a separate signer.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
+import secrets
 import socket
 import time
 import uuid
+from typing import Any
 from urllib.parse import quote
 
-from tapgate.webhooks._line_signature import line_signature
+__all__ = [
+    "LINE_EVENT_TIME",
+    "free_port",
+    "line_body",
+    "line_event",
+    "line_headers",
+    "signed_line_tap",
+    "signed_line_text",
+    "signed_slack_tap",
+    "slack_form",
+    "slack_headers",
+]
 
-__all__ = ["free_port", "signed_line_tap", "signed_line_text", "signed_slack_tap"]
+LINE_EVENT_TIME = 1763700000000  # a fixed event timestamp (ms): LINE's events carry one
+SLACK_TEAM = "T0TAPGATE"
 
 
 def free_port() -> int:
@@ -27,11 +45,57 @@ def free_port() -> int:
         return port
 
 
+def line_headers(secret: str, body: bytes) -> dict[str, str]:
+    """The headers LINE sends with ``body``: JSON, and ``X-Line-Signature`` over its bytes."""
+    digest = hmac.new(secret.encode(), body, hashlib.sha256).digest()
+    return {
+        "Content-Type": "application/json",
+        "X-Line-Signature": base64.b64encode(digest).decode(),
+    }
+
+
+def line_body(*events: dict[str, Any], destination: str = "Ubot") -> bytes:
+    """A LINE webhook body: ``events`` for the bot ``destination``, as the bytes to sign."""
+    return json.dumps({"destination": destination, "events": list(events)}).encode()
+
+
+def line_event(
+    kind: str,
+    user: str | None,
+    *,
+    source: str = "user",
+    event_id: str | None = None,
+    redelivery: bool = False,
+    timestamp: int = LINE_EVENT_TIME,
+    **content: Any,
+) -> dict[str, Any]:
+    """One webhook event shaped like LINE's (see the platform's reference), from ``user``.
+
+    ``source`` other than ``"user"`` is a group or room (``groupId``/``roomId``);
+    ``user=None`` leaves the ``userId`` out, as LINE does for some group events.
+    """
+    origin: dict[str, Any] = {"type": source}
+    if source != "user":
+        origin[f"{source}Id"] = "C" + "e5" * 16
+    if user is not None:
+        origin["userId"] = user
+    return {
+        "type": kind,
+        "mode": "active",
+        "timestamp": timestamp,
+        "source": origin,
+        "webhookEventId": event_id or secrets.token_hex(13).upper(),
+        "deliveryContext": {"isRedelivery": redelivery},
+        "replyToken": uuid.uuid4().hex,
+        **content,
+    }
+
+
 def signed_line_tap(
     secret: str, user_id: str, request_id: str, action: str = "approve"
 ) -> tuple[bytes, dict[str, str]]:
     """A LINE webhook body with one postback tap, and its ``X-Line-Signature`` headers."""
-    return _signed(secret, user_id, {"postback": {"data": f"v=1&a={action}&r={request_id}"}})
+    return _signed(secret, "postback", user_id, postback={"data": f"v=1&a={action}&r={request_id}"})
 
 
 def signed_line_text(secret: str, user_id: str, text: str) -> tuple[bytes, dict[str, str]]:
@@ -42,26 +106,28 @@ def signed_line_text(secret: str, user_id: str, text: str) -> tuple[bytes, dict[
         "quoteToken": "q",
         "text": text,
     }
-    return _signed(secret, user_id, {"type": "message", "message": message})
+    return _signed(secret, "message", user_id, message=message)
 
 
-def _signed(secret: str, user_id: str, content: dict[str, object]) -> tuple[bytes, dict[str, str]]:
-    event = {
-        "type": "postback",
-        "mode": "active",
-        "timestamp": int(time.time() * 1000),
-        "webhookEventId": uuid.uuid4().hex.upper(),
-        "replyToken": uuid.uuid4().hex,
-        "deliveryContext": {"isRedelivery": False},
-        "source": {"type": "user", "userId": user_id},
-        **content,
+def _signed(secret: str, kind: str, user_id: str, **content: Any) -> tuple[bytes, dict[str, str]]:
+    event = line_event(kind, user_id, timestamp=int(time.time() * 1000), **content)
+    body = line_body(event)
+    return body, line_headers(secret, body)
+
+
+def slack_form(payload: Any) -> bytes:
+    """``payload=<url-quoted JSON>``: how Slack posts an interaction."""
+    return b"payload=" + quote(json.dumps(payload), safe="").encode()
+
+
+def slack_headers(secret: str, body: bytes, timestamp: int | str) -> dict[str, str]:
+    """The headers Slack sends with a form ``body``: its v0 signature at ``timestamp``."""
+    base = f"v0:{timestamp}:".encode() + body
+    return {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-Slack-Request-Timestamp": str(timestamp),
+        "X-Slack-Signature": "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest(),
     }
-    body = json.dumps({"destination": "Ubot", "events": [event]}).encode()
-    headers = {
-        "X-Line-Signature": line_signature(secret.encode(), body),
-        "Content-Type": "application/json",
-    }
-    return body, headers
 
 
 def signed_slack_tap(
@@ -74,8 +140,8 @@ def signed_slack_tap(
     now = time.time()
     payload = {
         "type": "block_actions",
-        "user": {"id": user_id, "team_id": "T0TAPGATE"},
-        "team": {"id": "T0TAPGATE"},
+        "user": {"id": user_id, "team_id": SLACK_TEAM},
+        "team": {"id": SLACK_TEAM},
         "trigger_id": f"{uuid.uuid4().int % 10**12}.{uuid.uuid4().hex}",
         "container": {"type": "message", "channel_id": channel, "message_ts": f"{now:.6f}"},
         "channel": {"id": channel},
@@ -88,12 +154,5 @@ def signed_slack_tap(
             }
         ],
     }
-    body = b"payload=" + quote(json.dumps(payload), safe="").encode()
-    timestamp = str(int(now))
-    base = f"v0:{timestamp}:".encode() + body
-    headers = {
-        "Content-Type": "application/x-www-form-urlencoded",
-        "X-Slack-Request-Timestamp": timestamp,
-        "X-Slack-Signature": "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest(),
-    }
-    return body, headers
+    body = slack_form(payload)
+    return body, slack_headers(secret, body, int(now))

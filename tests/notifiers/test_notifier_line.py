@@ -24,21 +24,12 @@ from tapgate.notifiers.presentation import present
 from tapgate.notifiers.retry import RetryPolicy
 from tests.factories import make_request
 from tests.fakes import FakeLine, Fault
+from tests.fakes.sleeps import Sleeps
 
 TOKEN = "line-test-channel-access-token"
 USER = "U1234567890abcdef1234567890abcdef"
 NOW = datetime(2025, 3, 4, 12, 0, tzinfo=UTC)
 NO_JITTER = RetryPolicy(jitter=0.0)
-
-
-class Sleeps:
-    """An injected sleep that records the delays and returns at once."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, delay: float) -> None:
-        self.delays.append(delay)
 
 
 @pytest.fixture

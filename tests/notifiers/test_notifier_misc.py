@@ -30,19 +30,10 @@ from tapgate.notifiers.retry import (
     parse_retry_after,
 )
 from tests.factories import make_request
+from tests.fakes.sleeps import Sleeps
 
 NOW = datetime(2025, 3, 4, 12, 0, tzinfo=UTC)
 DELIVERY = Delivery(approver="alice", channel="console", address="alice")
-
-
-class Sleeps:
-    """An injected sleep that records the delays and returns at once."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, delay: float) -> None:
-        self.delays.append(delay)
 
 
 class Flaky:

@@ -26,21 +26,12 @@ from tapgate.notifiers.slack import METADATA_EVENT_TYPE, SlackNotifier
 from tapgate.notifiers.slack_blocks import render_slack
 from tests.factories import make_request
 from tests.fakes import FakeSlack, Fault
+from tests.fakes.sleeps import Sleeps
 
 TOKEN = "xoxb-test-bot-token"
 USER = "U0ALICE"
 NOW = datetime(2025, 3, 4, 12, 0, tzinfo=UTC)
 DELIVERY = Delivery(approver="alice", channel="slack", address=USER)
-
-
-class Sleeps:
-    """An injected sleep that records the delays and returns at once."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, delay: float) -> None:
-        self.delays.append(delay)
 
 
 @pytest.fixture

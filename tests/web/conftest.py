@@ -23,8 +23,9 @@ from aiohttp.test_utils import TestServer
 from tapgate.bot.app import build_app
 from tapgate.core.clock import ManualClock
 from tests.fakes import FakeLine, FakeSlack
+from tests.fakes.served import LINE_TOKEN
 from tests.fakes.taps import free_port
-from tests.web.harness import LINE_TOKEN, Served, make_config
+from tests.web.harness import Served, make_config
 
 CHROMIUM = os.environ.get("TAPGATE_CHROMIUM", "/usr/bin/chromium")
 

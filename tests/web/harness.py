@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import hashlib
-import hmac
 import json
 import re
-import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 import aiohttp
 from aiohttp import web
@@ -25,18 +19,27 @@ from tapgate.core.buttons import INBOX_POSTBACK
 from tapgate.core.clock import ManualClock
 from tapgate.core.gate import Gate
 from tests.fakes import FakeLine, FakeSlack
-from tests.fakes.slack import DEFAULT_BOT_TOKEN
-from tests.fakes.taps import signed_line_text
+from tests.fakes.served import (
+    AGENT_TOKEN,
+    ALICE,
+    BOB,
+    CAROL,
+    LINE_SECRET,
+    SLACK_SECRET,
+    TEAM,
+    channels,
+    click,
+    until,
+)
+from tests.fakes.taps import (
+    line_body,
+    line_event,
+    line_headers,
+    signed_line_text,
+    slack_form,
+    slack_headers,
+)
 
-SLACK_SECRET = "test-slack-signing-secret-0123"
-LINE_SECRET = "test-line-channel-secret"
-LINE_TOKEN = "line-test-channel-access-token"
-TEAM = "T0TAPGATE"
-AGENT_TOKEN = "ci-bot-token-0123456789abcdef"
-# (Slack id, LINE id) of each person
-ALICE = ("U0ALICE", "U" + "a1" * 16)
-BOB = ("U0BOB", "U" + "b2" * 16)
-CAROL = ("U0CAROL", "U" + "c3" * 16)  # an approver, but not of deploys
 LINK = re.compile(r"https?://[^\s>|]+/inbox/sign-in\?token=[A-Za-z0-9_\-]+")
 
 
@@ -44,7 +47,7 @@ def make_config(slack_url: str, line_url: str, db_url: str, port: int) -> Config
     people: tuple[tuple[str, tuple[str, str], list[str]], ...] = (
         ("alice", ALICE, ["oncall"]),
         ("bob", BOB, ["oncall"]),
-        ("carol", CAROL, []),
+        ("carol", CAROL, []),  # an approver, but not of deploys
     )
     return parse_config(
         {
@@ -61,21 +64,7 @@ def make_config(slack_url: str, line_url: str, db_url: str, port: int) -> Config
                 {"name": name, "slack": ids[0], "slack_team": TEAM, "line": ids[1], "groups": g}
                 for name, ids, g in people
             ],
-            "channels": {
-                "console": {"enabled": False},
-                "slack": {
-                    "bot_token": DEFAULT_BOT_TOKEN,
-                    "signing_secret": SLACK_SECRET,
-                    "api_base_url": slack_url,
-                    "timeout": 5,
-                },
-                "line": {
-                    "channel_access_token": LINE_TOKEN,
-                    "channel_secret": LINE_SECRET,
-                    "api_base_url": line_url,
-                    "timeout": 5,
-                },
-            },
+            "channels": channels(slack_url=slack_url, line_url=line_url),
             "policy": {
                 "tools": {"read_file": {"risk": "read_only"}},
                 "rules": [
@@ -92,15 +81,6 @@ def make_config(slack_url: str, line_url: str, db_url: str, port: int) -> Config
         },
         env={},
     )
-
-
-async def until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Let the app and the fakes run until ``predicate`` holds (I/O only; no outcome waits)."""
-    for _ in range(int(timeout / 0.01)):
-        if predicate():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition never became true")
 
 
 @dataclass
@@ -184,19 +164,14 @@ class Served:
         return _link_in([await self.slash(user, "inbox")])
 
     async def slack_tap(self, payload: dict[str, Any]) -> None:
-        await self._slack_post(b"payload=" + quote(json.dumps(payload), safe="").encode())
+        await self._slack_post(slack_form(payload))
         await until(lambda: not self.app[SLACK_WEBHOOK]._tasks)
 
     async def _slack_post(self, body: bytes) -> str:
-        timestamp = str(int(self.clock.now().timestamp()))
-        base = f"v0:{timestamp}:".encode() + body
-        signature = "v0=" + hmac.new(SLACK_SECRET.encode(), base, hashlib.sha256).hexdigest()
-        headers = {
-            "Content-Type": "application/x-www-form-urlencoded",
-            "X-Slack-Request-Timestamp": timestamp,
-            "X-Slack-Signature": signature,
-        }
-        return await self._post("/webhooks/slack", body, headers)
+        timestamp = int(self.clock.now().timestamp())
+        return await self._post(
+            "/webhooks/slack", body, slack_headers(SLACK_SECRET, body, timestamp)
+        )
 
     async def _post(self, path: str, body: bytes, headers: dict[str, str]) -> str:
         """POST signed ``body``; the 200's text (Slack shows an ack's text to the sender)."""
@@ -210,47 +185,14 @@ class Served:
 
 
 def _signed_line_postback(user_id: str, data: str) -> tuple[bytes, dict[str, str]]:
-    event = {
-        "type": "postback",
-        "mode": "active",
-        "timestamp": 1763700000000,
-        "source": {"type": "user", "userId": user_id},
-        "webhookEventId": uuid.uuid4().hex.upper(),
-        "deliveryContext": {"isRedelivery": False},
-        "replyToken": uuid.uuid4().hex,
-        "postback": {"data": data},
-    }
-    body = json.dumps({"destination": "Ubot", "events": [event]}).encode()
-    signature = base64.b64encode(hmac.new(LINE_SECRET.encode(), body, hashlib.sha256).digest())
-    return body, {"Content-Type": "application/json", "X-Line-Signature": signature.decode()}
+    body = line_body(line_event("postback", user_id, postback={"data": data}))
+    return body, line_headers(LINE_SECRET, body)
 
 
 def _link_in(texts: list[str]) -> str:
     found = [m.group(0) for t in texts for m in LINK.finditer(t)]
     assert found, texts
     return found[-1]
-
-
-def click(action: str, value: str, user: tuple[str, str], channel: str) -> dict[str, Any]:
-    """A Slack ``block_actions`` payload for one button of a card in ``channel``."""
-    return {
-        "type": "block_actions",
-        "user": {"id": user[0], "username": "x", "name": "x", "team_id": TEAM},
-        "api_app_id": "A0TAPGATE",
-        "container": {"type": "message", "message_ts": "1.000100", "channel_id": channel},
-        "trigger_id": f"{abs(hash(value)) % 10**12}.{value}",
-        "team": {"id": TEAM, "domain": "tapgate"},
-        "channel": {"id": channel, "name": "directmessage"},
-        "actions": [
-            {
-                "action_id": f"tapgate_{action}",
-                "block_id": f"tapgate:{value}",
-                "value": value,
-                "type": "button",
-                "action_ts": "1767225600.123456",
-            }
-        ],
-    }
 
 
 _HIDDEN = re.compile(r'name="(\w+)" value="([^"]*)"')

@@ -18,7 +18,8 @@ import pytest
 import pytest_asyncio
 
 from tests.fakes import dm_channel_for
-from tests.web.harness import ALICE, BOB, Served, click
+from tests.fakes.served import ALICE, BOB, click
+from tests.web.harness import Served
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, Page

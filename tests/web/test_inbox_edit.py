@@ -18,7 +18,8 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
-from tests.web.harness import ALICE, CAROL, Browser, Served
+from tests.fakes.served import ALICE, CAROL
+from tests.web.harness import Browser, Served
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

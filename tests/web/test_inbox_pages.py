@@ -19,17 +19,9 @@ from tapgate.core.buttons import INBOX_ACTION_ID, INBOX_POSTBACK
 from tapgate.core.clock import ManualClock
 from tapgate.core.tap_texts import NO_INBOX, NO_INBOX_FOR_STRANGERS
 from tests.fakes import FakeLine, FakeSlack
+from tests.fakes.served import ALICE, BOB, LINE_SECRET, LINE_TOKEN, until
 from tests.fakes.taps import free_port, signed_line_text
-from tests.web.harness import (
-    ALICE,
-    BOB,
-    LINE_SECRET,
-    LINE_TOKEN,
-    Browser,
-    Served,
-    make_config,
-    until,
-)
+from tests.web.harness import Browser, Served, make_config
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -18,7 +18,8 @@ import pytest_asyncio
 from yarl import URL
 
 from tapgate.core.sign_in import LINK_TTL
-from tests.web.harness import AGENT_TOKEN, ALICE, BOB, CAROL, Browser, Served
+from tests.fakes.served import AGENT_TOKEN, ALICE, BOB, CAROL
+from tests.web.harness import Browser, Served
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

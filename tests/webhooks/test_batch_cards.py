@@ -11,18 +11,12 @@ whole path.
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
-import hmac
 import json
-import secrets
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 from aiohttp import web
@@ -31,26 +25,30 @@ from sqlalchemy import func, select
 
 from tapgate.bot.app import build_app
 from tapgate.bot.config import Config, parse_config
-from tapgate.bot.keys import GATE, STORE
+from tapgate.bot.keys import STORE
 from tapgate.bot.routes import LINE_WEBHOOK, SLACK_WEBHOOK
 from tapgate.core.clock import ManualClock
-from tapgate.core.gate import Gate
 from tapgate.core.models import Request
 from tapgate.core.slack_text import escape
 from tapgate.core.store.schema import outbox
 from tests.fakes import FakeLine, FakeSlack, SlackMessage, dm_channel_for
-from tests.fakes.slack import DEFAULT_BOT_TOKEN
+from tests.fakes.served import (
+    AGENT_TOKEN,
+    ALICE,
+    BOB,
+    CAROL,
+    LINE_SECRET,
+    LINE_TOKEN,
+    SLACK_SECRET,
+    TEAM,
+    ServedApp,
+    channels,
+    click,
+    until,
+)
+from tests.fakes.taps import line_body, line_event, line_headers, slack_form, slack_headers
 
-SLACK_SECRET = "test-slack-signing-secret-0123"
-LINE_SECRET = "test-line-channel-secret"
-LINE_TOKEN = "line-test-channel-access-token"
-TEAM = "T0TAPGATE"
-AGENT_TOKEN = "ci-bot-token-0123456789abcdef"
 BOT = "U0123456789abcdef0123456789abcdef"
-# (Slack id, LINE id) of each person
-ALICE = ("U0ALICE", "U" + "a1" * 16)
-BOB = ("U0BOB", "U" + "b2" * 16)
-CAROL = ("U0CAROL", "U" + "c3" * 16)  # an approver, but not of deploys
 
 Client = TestClient[web.Request, web.Application]
 
@@ -59,7 +57,7 @@ def make_config(slack_url: str, line_url: str, db_url: str) -> Config:
     people: tuple[tuple[str, tuple[str, str], list[str]], ...] = (
         ("alice", ALICE, ["oncall"]),
         ("bob", BOB, ["oncall"]),
-        ("carol", CAROL, []),
+        ("carol", CAROL, []),  # an approver, but not of deploys
     )
     return parse_config(
         {
@@ -70,21 +68,7 @@ def make_config(slack_url: str, line_url: str, db_url: str) -> Config:
                 {"name": name, "slack": ids[0], "slack_team": TEAM, "line": ids[1], "groups": g}
                 for name, ids, g in people
             ],
-            "channels": {
-                "console": {"enabled": False},
-                "slack": {
-                    "bot_token": DEFAULT_BOT_TOKEN,
-                    "signing_secret": SLACK_SECRET,
-                    "api_base_url": slack_url,
-                    "timeout": 5,
-                },
-                "line": {
-                    "channel_access_token": LINE_TOKEN,
-                    "channel_secret": LINE_SECRET,
-                    "api_base_url": line_url,
-                    "timeout": 5,
-                },
-            },
+            "channels": channels(slack_url=slack_url, line_url=line_url),
             "policy": {
                 "tools": {"read_file": {"risk": "read_only"}, "drop_db": {"risk": "destructive"}},
                 "rules": [
@@ -97,28 +81,12 @@ def make_config(slack_url: str, line_url: str, db_url: str) -> Config:
     )
 
 
-async def until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Let the app and the fakes run until ``predicate`` holds (I/O only; no outcome waits)."""
-    for _ in range(int(timeout / 0.005)):
-        if predicate():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("condition never became true")
-
-
 @dataclass
-class Served:
+class Served(ServedApp):
     """The real app, its client, both fake platforms and the manual clock."""
 
-    app: web.Application
-    client: Client
     slack: FakeSlack
     line: FakeLine
-    clock: ManualClock
-
-    @property
-    def gate(self) -> Gate:
-        return self.app[GATE]
 
     async def submit(self, calls: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
         body = {"calls": calls, "session": "s1", **fields}
@@ -152,37 +120,18 @@ class Served:
         return int(await self.app[STORE].run(lambda c: c.execute(query).scalar() or 0))
 
     async def slack_tap(self, payload: dict[str, Any]) -> None:
-        body = b"payload=" + quote(json.dumps(payload), safe="").encode()
-        timestamp = str(int(self.clock.now().timestamp()))
-        base = f"v0:{timestamp}:".encode() + body
-        signature = "v0=" + hmac.new(SLACK_SECRET.encode(), base, hashlib.sha256).hexdigest()
-        headers = {
-            "Content-Type": "application/x-www-form-urlencoded",
-            "X-Slack-Request-Timestamp": timestamp,
-            "X-Slack-Signature": signature,
-        }
+        body = slack_form(payload)
+        timestamp = int(self.clock.now().timestamp())
+        headers = slack_headers(SLACK_SECRET, body, timestamp)
         async with self.client.post("/webhooks/slack", data=body, headers=headers) as response:
             assert response.status == 200, await response.text()
         await until(lambda: not self.app[SLACK_WEBHOOK]._tasks)  # only decides when to look
 
     async def line_tap(self, data: str, user: tuple[str, str] = ALICE) -> str:
         """Post a signed postback; the text of LINE's reply to it."""
-        event = {
-            "type": "postback",
-            "mode": "active",
-            "timestamp": 1763700000000,
-            "source": {"type": "user", "userId": user[1]},
-            "webhookEventId": secrets.token_hex(13).upper(),
-            "deliveryContext": {"isRedelivery": False},
-            "replyToken": uuid.uuid4().hex,
-            "postback": {"data": data},
-        }
-        body = json.dumps({"destination": BOT, "events": [event]}).encode()
-        digest = hmac.new(LINE_SECRET.encode(), body, hashlib.sha256).digest()
-        headers = {
-            "Content-Type": "application/json",
-            "X-Line-Signature": base64.b64encode(digest).decode(),
-        }
+        event = line_event("postback", user[1], postback={"data": data})
+        body = line_body(event, destination=BOT)
+        headers = line_headers(LINE_SECRET, body)
         async with self.client.post("/webhooks/line", data=body, headers=headers) as response:
             assert response.status == 200
         await self.app[LINE_WEBHOOK].settled()
@@ -197,28 +146,6 @@ class Served:
     def ephemerals(self, user: tuple[str, str]) -> list[str]:
         """What ``user`` was told, as sent: Slack mrkdwn, so an id's "_" is a lookalike."""
         return [e.text or "" for e in self.slack.ephemerals if e.user == user[0]]
-
-
-def click(action: str, value: str, user: tuple[str, str], channel: str) -> dict[str, Any]:
-    """A ``block_actions`` payload for one button of a card in ``channel``."""
-    return {
-        "type": "block_actions",
-        "user": {"id": user[0], "username": "x", "name": "x", "team_id": TEAM},
-        "api_app_id": "A0TAPGATE",
-        "container": {"type": "message", "message_ts": "1.000100", "channel_id": channel},
-        "trigger_id": f"{uuid.uuid4().int % 10**12}.{uuid.uuid4().hex}",
-        "team": {"id": TEAM, "domain": "tapgate"},
-        "channel": {"id": channel, "name": "directmessage"},
-        "actions": [
-            {
-                "action_id": f"tapgate_{action}",
-                "block_id": f"tapgate:{value}",
-                "value": value,
-                "type": "button",
-                "action_ts": "1767225600.123456",
-            }
-        ],
-    }
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ import asyncio
 from sqlalchemy import select
 
 from tapgate.core.store.schema import batches
+from tests.fakes.served import ALICE
 from tests.webhooks.test_batch_cards import (  # the fixtures and helpers of the batch cards' tests
-    ALICE,
     Served,
     db_url,  # noqa: F401  # a fixture, used by ``served``
     served,  # noqa: F401  # a fixture

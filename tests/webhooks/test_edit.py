@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
-import hmac
 import io
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import aiohttp
 import pytest
@@ -44,8 +41,10 @@ from tapgate.core.models import GateEvent, Request, args_digest
 from tapgate.notifiers.slack import SlackNotifier
 from tapgate.webhooks import _slack_inbox
 from tapgate.webhooks._slack_payloads import parse_edit_submission
-from tests.fakes import FakeSlack, SlackMessage, dm_channel_for
+from tests.fakes import FakeSlack, SlackMessage
+from tests.fakes.served import slack_card, until
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
+from tests.fakes.taps import slack_form, slack_headers
 
 SECRET = "test-slack-signing-secret-0123"
 TEAM = "T0TAPGATE"
@@ -73,26 +72,10 @@ POLICY: dict[str, Any] = {
 
 
 def sign(body: bytes) -> dict[str, str]:
-    timestamp = str(int(time.time()))
-    base = f"v0:{timestamp}:".encode() + body
-    return {
-        "Content-Type": "application/x-www-form-urlencoded",
-        "X-Slack-Request-Timestamp": timestamp,
-        "X-Slack-Signature": "v0=" + hmac.new(SECRET.encode(), base, hashlib.sha256).hexdigest(),
-    }
+    return slack_headers(SECRET, body, int(time.time()))
 
 
-def form(payload: Any) -> bytes:
-    return b"payload=" + quote(json.dumps(payload), safe="").encode()
-
-
-async def until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Let the app, its tasks and the fake run until ``predicate`` holds (I/O only)."""
-    for _ in range(int(timeout / 0.005)):
-        if predicate():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("condition never became true")
+form = slack_form
 
 
 @dataclass
@@ -133,18 +116,7 @@ class Served:
         raise AssertionError("no pending request appeared")
 
     async def card(self, request: Request, user: str = ALICE) -> SlackMessage:
-        channel = dm_channel_for(user)
-
-        def find() -> SlackMessage | None:
-            for message in self.slack.messages.values():
-                if message.channel == channel and request.id in json.dumps(message.blocks):
-                    return message
-            return None
-
-        await until(lambda: find() is not None)
-        found = find()
-        assert found is not None
-        return found
+        return await slack_card(self.slack, user, request.id)
 
     async def open_edit(self, request: Request, user: str = ALICE) -> dict[str, Any]:
         """Click the card's Edit… button; the modal tapgate opened."""

@@ -21,11 +21,12 @@ from tapgate.bot.app import build_app
 from tapgate.core.clock import ManualClock
 from tapgate.core.tap_texts import NO_GRANTS
 from tests.fakes import FakeLine, FakeSlack, dm_channel_for
+from tests.fakes.served import AGENT_TOKEN, ALICE, LINE_TOKEN, click, until
 from tests.webhooks import test_batch_cards as both
 from tests.webhooks import test_grants_chat as chat
-from tests.webhooks.test_batch_cards import ALICE, Served
+from tests.webhooks.test_batch_cards import Served
 
-AUTH = {"Authorization": f"Bearer {both.AGENT_TOKEN}"}
+AUTH = {"Authorization": f"Bearer {AGENT_TOKEN}"}
 
 
 @pytest.fixture
@@ -39,7 +40,7 @@ async def served(
     clock: ManualClock,
     aiohttp_client: Callable[[web.Application], Awaitable[both.Client]],
 ) -> AsyncIterator[Served]:
-    async with FakeSlack() as slack, FakeLine(access_token=both.LINE_TOKEN) as line:
+    async with FakeSlack() as slack, FakeLine(access_token=LINE_TOKEN) as line:
         app = build_app(chat.make_config(slack.url, line.url, db_url), clock=clock)
         client = await aiohttp_client(app)
         yield Served(app=app, client=client, slack=slack, line=line, clock=clock)
@@ -72,7 +73,7 @@ async def cards(served: Served, ident: str) -> tuple[str, str]:
             json.dumps(p.messages) for p in served.line.pushes if ident in json.dumps(p.messages)
         ]
 
-    await both.until(lambda: bool(slack()) and bool(line()))
+    await until(lambda: bool(slack()) and bool(line()))
     return slack()[0], line()[0]
 
 
@@ -119,7 +120,7 @@ async def test_a_single_use_always_says_once_and_lets_one_of_two_racing_calls_th
     assert "Always: restart with service=web, once" in slack
     assert "Always: restart with service=web, once" in line
     channel = dm_channel_for(ALICE[0])
-    await served.slack_tap(both.click("approve_always", asked["id"], ALICE, channel))
+    await served.slack_tap(click("approve_always", asked["id"], ALICE, channel))
     [grant] = await served.gate.grants()
     assert (grant.created_by, grant.uses_left) == ("alice", 1)
     _, listed = await chat.slash(served, "grants")

@@ -9,12 +9,8 @@ audited; the clock ends grants; a Revoke is stored before its 200.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import hashlib
-import hmac
 import json
-import secrets
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
@@ -34,10 +30,22 @@ from tapgate.core.models import Grant, Request, ToolCall
 from tapgate.core.tap_texts import GRANT_GONE, NO_GRANTS, NOT_GRANT_OWNER, NOT_KNOWN
 from tapgate.webhooks import _slack_inbox
 from tapgate.webhooks._slack_payloads import parse_revoke
-from tests.fakes import FakeLine, FakeSlack, dm_channel_for
+from tests.fakes import FakeLine, FakeSlack, dm_channel_for, taps
+from tests.fakes.served import (
+    AGENT_TOKEN,
+    ALICE,
+    BOB,
+    LINE_SECRET,
+    LINE_TOKEN,
+    SLACK_SECRET,
+    TEAM,
+    click,
+    until,
+)
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
+from tests.fakes.taps import line_body, line_event, line_headers
 from tests.webhooks import test_batch_cards as both
-from tests.webhooks.test_batch_cards import ALICE, BOB, LINE_SECRET, SLACK_SECRET, TEAM, Served
+from tests.webhooks.test_batch_cards import Served
 
 STRANGER = ("U0STRANGER", "U" + "e5" * 16)
 DAY = 86400.0
@@ -59,10 +67,10 @@ def make_config(slack_url: str, line_url: str, db_url: str) -> Config:
     raw = both.make_config(slack_url, line_url, db_url).model_dump(mode="json", exclude_none=True)
     raw["policy"] = POLICY
     raw["store"] = {"url": db_url}
-    raw["agents"] = [{"name": "ci", "token": both.AGENT_TOKEN}]
+    raw["agents"] = [{"name": "ci", "token": AGENT_TOKEN}]
     raw["channels"]["slack"]["bot_token"] = DEFAULT_BOT_TOKEN
     raw["channels"]["slack"]["signing_secret"] = SLACK_SECRET
-    raw["channels"]["line"]["channel_access_token"] = both.LINE_TOKEN
+    raw["channels"]["line"]["channel_access_token"] = LINE_TOKEN
     raw["channels"]["line"]["channel_secret"] = LINE_SECRET
     return parse_config(raw, env={})
 
@@ -73,7 +81,7 @@ async def served(
     clock: ManualClock,
     aiohttp_client: Callable[[web.Application], Awaitable[both.Client]],
 ) -> AsyncIterator[Served]:
-    async with FakeSlack() as slack, FakeLine(access_token=both.LINE_TOKEN) as line:
+    async with FakeSlack() as slack, FakeLine(access_token=LINE_TOKEN) as line:
         app = build_app(make_config(slack.url, line.url, db_url), clock=clock)
         client = await aiohttp_client(app)
         yield Served(app=app, client=client, slack=slack, line=line, clock=clock)
@@ -89,13 +97,7 @@ def db_url(tmp_path: Any) -> str:
 
 
 def slack_headers(served: Served, body: bytes, secret: str = SLACK_SECRET) -> dict[str, str]:
-    timestamp = str(int(served.clock.now().timestamp()))
-    base = f"v0:{timestamp}:".encode() + body
-    return {
-        "Content-Type": "application/x-www-form-urlencoded",
-        "X-Slack-Request-Timestamp": timestamp,
-        "X-Slack-Signature": "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest(),
-    }
+    return taps.slack_headers(secret, body, int(served.clock.now().timestamp()))
 
 
 def command_body(
@@ -138,32 +140,16 @@ async def slash(
 
 def revoke_click(served: Served, grant_id: str, user: tuple[str, str]) -> dict[str, Any]:
     """A Revoke click on an ephemeral listing: its ``response_url`` replaces the listing."""
-    payload = both.click("revoke_grant", grant_id, user, "C0GENERAL")
+    payload = click("revoke_grant", grant_id, user, "C0GENERAL")
     payload["container"]["is_ephemeral"] = True
     payload["response_url"] = served.slack.response_url(f"list-{uuid.uuid4().hex[:8]}")
     return payload
 
 
-def line_event(user: tuple[str, str], **content: Any) -> dict[str, Any]:
-    return {
-        "mode": "active",
-        "timestamp": 1763700000000,
-        "source": {"type": "user", "userId": user[1]},
-        "webhookEventId": secrets.token_hex(13).upper(),
-        "deliveryContext": {"isRedelivery": False},
-        "replyToken": uuid.uuid4().hex,
-        **content,
-    }
-
-
 async def line_post(served: Served, *events: dict[str, Any]) -> list[dict[str, Any]]:
     """Post signed events; the message objects LINE was asked to reply with, in order."""
-    body = json.dumps({"destination": both.BOT, "events": list(events)}).encode()
-    digest = hmac.new(LINE_SECRET.encode(), body, hashlib.sha256).digest()
-    headers = {
-        "Content-Type": "application/json",
-        "X-Line-Signature": base64.b64encode(digest).decode(),
-    }
+    body = line_body(*events, destination=both.BOT)
+    headers = line_headers(LINE_SECRET, body)
     async with served.client.post("/webhooks/line", data=body, headers=headers) as response:
         assert response.status == 200, await response.text()
     await served.app[LINE_WEBHOOK].settled()
@@ -175,13 +161,13 @@ async def line_text(
     served: Served, words: str, user: tuple[str, str] = ALICE
 ) -> list[dict[str, Any]]:
     message = {"id": "468789577898262530", "type": "text", "quoteToken": "q1", "text": words}
-    return await line_post(served, line_event(user, type="message", message=message))
+    return await line_post(served, line_event("message", user[1], message=message))
 
 
 async def line_postback(
     served: Served, data: str, user: tuple[str, str] = ALICE
 ) -> list[dict[str, Any]]:
-    return await line_post(served, line_event(user, type="postback", postback={"data": data}))
+    return await line_post(served, line_event("postback", user[1], postback={"data": data}))
 
 
 async def ask(served: Served, env: str = "staging", ref: str = "a1") -> Request:
@@ -202,7 +188,7 @@ async def always_from_slack(
     served: Served, env: str = "staging", who: tuple[str, str] = ALICE
 ) -> Grant:
     request = await ask(served, env)
-    await served.slack_tap(both.click("approve_always", request.id, who, dm_channel_for(who[0])))
+    await served.slack_tap(click("approve_always", request.id, who, dm_channel_for(who[0])))
     [grant] = [g for g in await served.gate.grants() if g.request_id == request.id]
     return grant
 
@@ -345,7 +331,7 @@ async def test_a_slack_revoke_is_stored_before_its_200_and_replayed_once(served:
 
     later = served.clock.now() + timedelta(seconds=1)
     assert await inbox.replay(received_before=later) == 1
-    await both.until(lambda: len(served.slack.responses) == 1)
+    await until(lambda: len(served.slack.responses) == 1)
     assert await inbox.pending() == 0  # settled by the revoke's own transaction
     assert not await allowed_by_grant(served)
     await inbox.record("slack", [stored])  # and once more: a duplicate, nothing said or done
@@ -394,7 +380,7 @@ async def test_line_revoking_someone_elses_grant_is_refused(served: Served) -> N
 
 async def test_a_redelivered_line_revoke_revokes_once_and_replies_once(served: Served) -> None:
     grant = await always_from_line(served)
-    first = line_event(ALICE, type="postback", postback={"data": revoke_postback_data(grant.id)})
+    first = line_event("postback", ALICE[1], postback={"data": revoke_postback_data(grant.id)})
     again = {**first, "replyToken": uuid.uuid4().hex, "deliveryContext": {"isRedelivery": True}}
     await line_post(served, first)
     assert await line_post(served, again) == []
@@ -440,7 +426,7 @@ async def test_a_session_grant_is_listed_with_its_session_and_revocable(served: 
     ticket = await served.gate.submit(call)
     assert ticket.request is not None
     channel = dm_channel_for(BOB[0])
-    await served.slack_tap(both.click("approve_session", ticket.request.id, BOB, channel))
+    await served.slack_tap(click("approve_session", ticket.request.id, BOB, channel))
     [grant] = await served.gate.grants()
     [listing] = await line_text(served, "grants", BOB)
     assert "deploy_web with env=qa in session s-42 for ci, no expiry" in json.dumps(listing)

@@ -23,21 +23,18 @@ from tapgate.core.buttons import postback_data
 from tapgate.core.clock import ManualClock
 from tapgate.core.models import GateEvent
 from tests.fakes import FakeLine, FakeSlack, dm_channel_for
-from tests.fakes.slack import DEFAULT_BOT_TOKEN
-from tests.webhooks.test_batch_cards import (
+from tests.fakes.served import (
     AGENT_TOKEN,
     ALICE,
     BOB,
     CAROL,
-    LINE_SECRET,
     LINE_TOKEN,
-    SLACK_SECRET,
     TEAM,
-    Client,
-    Served,
+    channels,
     click,
     until,
 )
+from tests.webhooks.test_batch_cards import Client, Served
 
 AUTH = {"Authorization": f"Bearer {AGENT_TOKEN}"}
 
@@ -54,21 +51,7 @@ def make_config(slack_url: str, line_url: str, db_url: str) -> Config:
                 {"name": "bob", "line": BOB[1], "groups": ["oncall"]},
                 {"name": "carol", "slack": CAROL[0], "slack_team": TEAM, "line": CAROL[1]},
             ],
-            "channels": {
-                "console": {"enabled": False},
-                "slack": {
-                    "bot_token": DEFAULT_BOT_TOKEN,
-                    "signing_secret": SLACK_SECRET,
-                    "api_base_url": slack_url,
-                    "timeout": 5,
-                },
-                "line": {
-                    "channel_access_token": LINE_TOKEN,
-                    "channel_secret": LINE_SECRET,
-                    "api_base_url": line_url,
-                    "timeout": 5,
-                },
-            },
+            "channels": channels(slack_url=slack_url, line_url=line_url),
             "policy": {
                 "remind_every": 120,
                 "rules": [

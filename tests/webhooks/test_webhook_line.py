@@ -9,13 +9,8 @@ client sends to the fake LINE API.
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
-import hmac
 import json
 import logging
-import secrets
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,19 +25,20 @@ from sqlalchemy import text
 
 from tapgate.bot.app import build_app
 from tapgate.bot.config import Config, parse_config
-from tapgate.bot.keys import GATE, METRICS
+from tapgate.bot.keys import METRICS
 from tapgate.bot.routes import LINE_WEBHOOK
 from tapgate.core.clock import ManualClock
-from tapgate.core.gate import Gate
 from tapgate.core.models import Request, ToolCall
 from tapgate.notifiers.recording import RecordingNotifier
 from tapgate.webhooks._line_events import EventReader, Malformed
 from tapgate.webhooks._line_signature import line_signature
 from tapgate.webhooks.line import LineWebhook, verify_signature
-from tests.fakes import FakeLine, Fault
+from tests.fakes import FakeLine, Fault, taps
+from tests.fakes.served import LINE_SECRET, LINE_TOKEN, ServedApp, channels
+from tests.fakes.taps import line_body, line_headers
 
-SECRET = "test-line-channel-secret"
-TOKEN = "line-test-channel-access-token"
+SECRET = LINE_SECRET
+TOKEN = LINE_TOKEN
 BOT = "U0123456789abcdef0123456789abcdef"
 ALICE = "U" + "a1" * 16
 BOB = "U" + "b2" * 16
@@ -72,34 +68,12 @@ Client = TestClient[web.Request, web.Application]
 
 
 def sign(body: bytes, secret: str = SECRET) -> str:
-    return base64.b64encode(hmac.new(secret.encode(), body, hashlib.sha256).digest()).decode()
+    return line_headers(secret, body)["X-Line-Signature"]
 
 
-def line_event(
-    kind: str,
-    *,
-    user: str | None = ALICE,
-    source: str = "user",
-    event_id: str | None = None,
-    redelivery: bool = False,
-    **content: Any,
-) -> dict[str, Any]:
-    """One webhook event shaped like LINE's (see the platform's reference)."""
-    origin: dict[str, Any] = {"type": source}
-    if source != "user":
-        origin[f"{source}Id"] = "C" + "e5" * 16
-    if user is not None:
-        origin["userId"] = user
-    return {
-        "type": kind,
-        "mode": "active",
-        "timestamp": 1763700000000,
-        "source": origin,
-        "webhookEventId": event_id or secrets.token_hex(13).upper(),
-        "deliveryContext": {"isRedelivery": redelivery},
-        "replyToken": uuid.uuid4().hex,
-        **content,
-    }
+def line_event(kind: str, *, user: str | None = ALICE, **kw: Any) -> dict[str, Any]:
+    """One webhook event shaped like LINE's, from alice unless ``user`` says otherwise."""
+    return taps.line_event(kind, user, **kw)
 
 
 def postback(data: str, **kw: Any) -> dict[str, Any]:
@@ -116,7 +90,7 @@ def text_message(words: str, **kw: Any) -> dict[str, Any]:
 
 
 def payload(*events: dict[str, Any]) -> bytes:
-    return json.dumps({"destination": BOT, "events": list(events)}).encode()
+    return line_body(*events, destination=BOT)
 
 
 def config(line_url: str, db_url: str, tap_log: str = "info") -> Config:
@@ -128,16 +102,7 @@ def config(line_url: str, db_url: str, tap_log: str = "info") -> Config:
                 {"name": "bob", "line": BOB, "groups": ["oncall"]},
                 {"name": "carol", "line": CAROL},
             ],
-            "channels": {
-                "tap_log": tap_log,
-                "console": {"enabled": False},
-                "line": {
-                    "channel_access_token": TOKEN,
-                    "channel_secret": SECRET,
-                    "api_base_url": line_url,
-                    "timeout": 5,
-                },
-            },
+            "channels": channels(line_url=line_url) | {"tap_log": tap_log},
             "policy": {
                 "rules": [
                     {"tool": "deploy", "action": "ask", "approvers": ["oncall"], "timeout": 60},
@@ -150,17 +115,10 @@ def config(line_url: str, db_url: str, tap_log: str = "info") -> Config:
 
 
 @dataclass
-class Served:
+class Served(ServedApp):
     """The real app, its test client, the fake LINE API and the manual clock."""
 
-    app: web.Application
-    client: Client
     line: FakeLine
-    clock: ManualClock
-
-    @property
-    def gate(self) -> Gate:
-        return self.app[GATE]
 
     async def ask(self, tool: str = "deploy", **arguments: Any) -> Request:
         ticket = await self.gate.submit(
@@ -171,7 +129,7 @@ class Served:
 
     async def post(self, body: bytes, headers: dict[str, str] | None = None) -> tuple[int, Any]:
         if headers is None:
-            headers = {"Content-Type": "application/json", "X-Line-Signature": sign(body)}
+            headers = line_headers(SECRET, body)
         async with self.client.post("/webhooks/line", data=body, headers=headers) as response:
             status, answer = response.status, await response.json(content_type=None)
         await self.app[LINE_WEBHOOK].settled()  # replies go out after the 200

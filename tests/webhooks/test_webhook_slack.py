@@ -11,16 +11,14 @@ the fake recorded. Time is a manual clock, signature windows included.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 import yaml
@@ -31,17 +29,19 @@ from hypothesis import strategies as st
 
 from tapgate.bot.app import build_app
 from tapgate.bot.config import Config, parse_config
-from tapgate.bot.keys import GATE, METRICS
+from tapgate.bot.keys import METRICS
 from tapgate.bot.routes import SLACK_WEBHOOK
 from tapgate.core.clock import ManualClock
-from tapgate.core.gate import Gate
 from tapgate.core.models import GateEvent, Request, ToolCall
 from tapgate.core.slack_text import escape
 from tapgate.errors import ConfigError
 from tapgate.notifiers.slack import SlackNotifier
 from tapgate.webhooks.slack import SlackWebhook, check_signature, slack_signature, verify_signature
-from tests.fakes import FakeSlack, Fault, SlackMessage, dm_channel_for
+from tests.fakes import FakeSlack, Fault, SlackMessage
+from tests.fakes import served as served_world
+from tests.fakes.served import ServedApp, slack_card
 from tests.fakes.slack import DEFAULT_APP_TOKEN, DEFAULT_BOT_TOKEN
+from tests.fakes.taps import slack_form, slack_headers
 
 SECRET = "test-slack-signing-secret-0123"
 TEAM = "T0TAPGATE"
@@ -69,13 +69,11 @@ Client = TestClient[web.Request, web.Application]
 
 
 def sign(body: bytes, timestamp: int | str, secret: str = SECRET) -> str:
-    base = f"v0:{timestamp}:".encode() + body
-    return "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
+    return slack_headers(secret, body, timestamp)["X-Slack-Signature"]
 
 
-def form(payload: Any) -> bytes:
-    """``payload=<url-quoted JSON>``: how Slack posts an interaction."""
-    return b"payload=" + quote(json.dumps(payload), safe="").encode()
+form = slack_form  # ``payload=<url-quoted JSON>``: how Slack posts an interaction
+until = partial(served_world.until, timeout=5.0)  # a hang fails this suite in 5 s
 
 
 def make_config(
@@ -110,17 +108,10 @@ def make_config(
 
 
 @dataclass
-class Served:
+class Served(ServedApp):
     """The real app, its test client, the fake Slack API and the manual clock."""
 
-    app: web.Application
-    client: Client
     slack: FakeSlack
-    clock: ManualClock
-
-    @property
-    def gate(self) -> Gate:
-        return self.app[GATE]
 
     @property
     def webhook(self) -> SlackWebhook:
@@ -134,30 +125,14 @@ class Served:
 
     async def posted(self, request: Request, user: str) -> SlackMessage:
         """The approval message of ``request`` in ``user``'s DM, once the dispatcher sent it."""
-        channel = dm_channel_for(user)
-
-        def find() -> SlackMessage | None:
-            for message in self.slack.messages.values():
-                blocks = json.dumps(message.blocks)
-                if message.channel == channel and f'"value": "{request.id}"' in blocks:
-                    return message
-            return None
-
-        await until(lambda: find() is not None)
-        found = find()
-        assert found is not None
-        return found
+        return await slack_card(self.slack, user, f'"value": "{request.id}"', timeout=5.0)
 
     async def post(
         self, body: bytes, headers: dict[str, str] | None = None, *, at: float | None = None
     ) -> tuple[int, str]:
         if headers is None:
             timestamp = int(self.clock.now().timestamp() if at is None else at)
-            headers = {
-                "Content-Type": "application/x-www-form-urlencoded",
-                "X-Slack-Request-Timestamp": str(timestamp),
-                "X-Slack-Signature": sign(body, timestamp),
-            }
+            headers = slack_headers(SECRET, body, timestamp)
         async with self.client.post("/webhooks/slack", data=body, headers=headers) as response:
             return response.status, await response.text()
 
@@ -179,12 +154,8 @@ class Served:
 
     def headers(self, body: bytes, **overrides: str | None) -> dict[str, str]:
         """Correct headers for ``body`` now, with ``overrides`` (``None`` drops a header)."""
-        timestamp = str(int(self.clock.now().timestamp()))
-        headers: dict[str, str | None] = {
-            "Content-Type": "application/x-www-form-urlencoded",
-            "X-Slack-Request-Timestamp": timestamp,
-            "X-Slack-Signature": sign(body, timestamp),
-        }
+        timestamp = int(self.clock.now().timestamp())
+        headers: dict[str, str | None] = {**slack_headers(SECRET, body, timestamp)}
         headers.update(overrides)
         return {k: v for k, v in headers.items() if v is not None}
 
@@ -261,18 +232,6 @@ def submission(view: dict[str, Any], reason: str | None, *, user: str = BOB) -> 
         "response_urls": [],
         "is_enterprise_install": False,
     }
-
-
-async def until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Let the app, its tasks and the fake run until ``predicate`` holds, for up to ``timeout``.
-
-    Only I/O is waited for here; no outcome depends on how long this takes.
-    """
-    for _ in range(int(timeout / 0.005)):
-        if predicate():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("condition never became true")
 
 
 async def assert_untouched(served: Served, request: Request) -> None:
