@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
+from unittest.mock import ANY
 
 import pytest
 from aiohttp import web
@@ -30,6 +31,7 @@ from hypothesis import strategies as st
 
 from tapgate.client import DEFAULT_HOOK_TIMEOUT
 from tapgate.client import _fast_hook as fast
+from tapgate.client import _hook_answer as answers
 from tapgate.client._hook import HOOK_EVENTS
 from tapgate.core.models import DecisionSource, DecisionStatus, Verdict
 from tests.client.test_hook_claude_code import (
@@ -94,14 +96,29 @@ class Recorder:
 
     submit: tuple[int, dict[str, Any]]
     seen: list[tuple[str, str, dict[str, Any] | None]] = field(default_factory=list)
+    how: str = "plain"
+    """How the submit is answered: ``plain``, ``chunked`` or ``never`` (taken, never answered)."""
 
-    async def handle(self, request: web.Request) -> web.Response:
+    async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.json() if request.can_read_body else None
         self.seen.append((request.method, request.path_qs, body))
         if request.method == "POST" and request.path == "/v1/tool-calls":
             status, answer = self.submit
+            if self.how == "never":
+                await asyncio.sleep(3600)
+            if self.how == "chunked":
+                stream = web.StreamResponse(status=status)
+                stream.content_type = "application/json"
+                stream.enable_chunked_encoding()
+                await stream.prepare(request)
+                await stream.write(json.dumps(answer).encode())
+                await stream.write_eof()
+                return stream
             return web.json_response(answer, status=status)
         return web.json_response(APPROVED)
+
+    def posts(self) -> int:
+        return sum(method == "POST" for method, _, _ in self.seen)
 
 
 @pytest.fixture
@@ -145,14 +162,16 @@ BASH = json.dumps(hook_input("PreToolUse", "Bash", {"command": "git status"}))
 MAIN = (TAPGATE, "hook", "claude-code")
 
 
-async def full_hook(url: str, payload: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+async def full_hook(
+    url: str, payload: str, monkeypatch: pytest.MonkeyPatch, *flags: str
+) -> dict[str, Any]:
     """The full hook alone (``main`` with its fast path turned away), in a worker thread."""
     full_hook_only(monkeypatch)
     monkeypatch.setenv("TAPGATE_AGENT_TOKEN", TOKEN)
     monkeypatch.setattr(sys, "stdin", io.StringIO(payload))
     out = io.StringIO()
     monkeypatch.setattr(sys, "stdout", out)
-    assert await asyncio.to_thread(cli, "hook", "claude-code", "--url", url) == 0
+    assert await asyncio.to_thread(cli, "hook", "claude-code", "--url", url, *flags) == 0
     answer: dict[str, Any] = json.loads(out.getvalue())
     return answer
 
@@ -193,16 +212,39 @@ async def test_the_console_script_answers_before_loading_the_full_hook(
         assert heavy not in imported
 
 
-async def test_a_pending_call_is_handed_over_by_id_never_asked_twice(
-    recorder: tuple[Recorder, str],
+@pytest.mark.parametrize("command", [FAST, MAIN], ids=["fast", "console"])
+async def test_a_pending_call_is_handed_over_with_its_answer_never_sent_twice(
+    recorder: tuple[Recorder, str], command: tuple[str, ...]
 ) -> None:
     server, url = recorder
     server.submit = (201, PENDING)
-    answer = await run(FAST, url, BASH)
+    answer = await run(command, url, BASH)
     assert answer["hookSpecificOutput"]["permissionDecisionReason"] == "tapgate: approved by alice"
     methods = [(method, path.split("?")[0]) for method, path, _ in server.seen]
-    assert methods[0] == ("POST", "/v1/tool-calls")
-    assert methods[1:] == [("GET", "/v1/tool-calls/req-1")]  # the full hook waits, attached
+    assert methods == [("POST", "/v1/tool-calls"), ("GET", "/v1/tool-calls/req-1")]
+
+
+async def test_an_answer_the_fast_path_cannot_read_is_read_by_the_full_hook(
+    recorder: tuple[Recorder, str],
+) -> None:
+    """A chunked 200 (a proxy's): the full hook reads it; the call is not sent again."""
+    server, url = recorder
+    server.how = "chunked"
+    answer = await run(FAST, url, BASH)
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert server.posts() == 1
+
+
+async def test_a_server_that_takes_the_call_and_never_answers_is_not_asked_again(
+    recorder: tuple[Recorder, str],
+) -> None:
+    server, url = recorder
+    server.how = "never"
+    answer = await run(FAST, url, BASH, "--timeout", "1")
+    reason = answer["hookSpecificOutput"]["permissionDecisionReason"]
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert f"server unreachable at {url} (ReadTimeout" in reason and "--on-error deny" in reason
+    assert server.posts() == 1
 
 
 async def test_a_tapgate_in_the_working_directory_is_not_what_the_hand_off_runs(
@@ -224,17 +266,44 @@ async def test_a_tapgate_in_the_working_directory_is_not_what_the_hand_off_runs(
 
 @pytest.mark.parametrize(
     ("status", "body"),
-    [(401, {"error": {"code": "unauthorized", "message": "invalid bearer token"}}), (503, {})],
+    [
+        (401, {"error": {"code": "unauthorized", "message": "invalid bearer token"}}),
+        (500, {"error": {"code": "internal", "message": "the store failed"}}),
+        (503, {}),
+    ],
 )
-async def test_an_error_status_is_handed_to_the_full_hook(
-    recorder: tuple[Recorder, str], status: int, body: dict[str, Any]
+async def test_an_error_status_is_answered_as_the_full_hook_answers_it(
+    recorder: tuple[Recorder, str],
+    monkeypatch: pytest.MonkeyPatch,
+    status: int,
+    body: dict[str, Any],
 ) -> None:
+    """Same answer, and the call sent as often as the full hook alone sends it (503: retried)."""
     server, url = recorder
     server.submit = (status, body)
-    quick = await run(FAST, url, BASH, "--retry-for", "0")
-    full = await run(MAIN, url, BASH, "--retry-for", "0")
-    assert quick == full
-    assert quick["hookSpecificOutput"]["permissionDecision"] == "deny"
+    answers, posts = [], []
+    for command in (FAST, MAIN):
+        server.seen.clear()
+        answers.append(await run(command, url, BASH, "--retry-for", "0"))
+        posts.append(server.posts())
+    server.seen.clear()
+    full = await full_hook(url, BASH, monkeypatch, "--retry-for", "0")
+    assert answers == [full, full]
+    assert posts == [server.posts(), server.posts()]
+    assert (server.posts() == 1) == (status != 503)
+    assert full["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_what_came_back_is_handed_over_intact() -> None:
+    cases = [(b"HTTP/1.1 201 Created\r\n\r\n{}", None), (b"", ("ReadTimeout", "timed out"))]
+    for received, failure in cases:
+        handed = answers.encode_submitted(received, failure)
+        assert answers.decode_submitted(handed) == (received, failure)
+    too_large = answers.encode_submitted(b"x" * (answers._MAX_REPLAY + 1), None)
+    assert answers.decode_submitted(too_large) == (b"", ("RemoteProtocolError", ANY))
+    for garbage in ("", "not base64!", "Zm9v"):
+        with pytest.raises(ValueError, match=r"base64|padding|handed over"):
+            answers.decode_submitted(garbage)
 
 
 async def test_the_printed_command_is_the_fast_path_with_the_flags_given(
@@ -263,9 +332,9 @@ async def test_the_fast_path_imports_only_built_in_modules(
 
 
 def test_the_constants_are_the_domains() -> None:
-    assert set(fast.VERDICTS) == set(get_args(Verdict))
-    assert set(fast.DECISION_STATUSES) == set(get_args(DecisionStatus))
-    assert set(fast.DECISION_SOURCES) == set(get_args(DecisionSource))
+    assert set(answers.VERDICTS) == set(get_args(Verdict))
+    assert set(answers.DECISION_STATUSES) == set(get_args(DecisionStatus))
+    assert set(answers.DECISION_SOURCES) == set(get_args(DecisionSource))
     assert fast.HOOK_EVENTS == HOOK_EVENTS
     assert float(fast._HOOK_TIMEOUT) == DEFAULT_HOOK_TIMEOUT
 
@@ -315,7 +384,7 @@ def test_a_proxy_in_the_environment_is_handed_off(monkeypatch: pytest.MonkeyPatc
     "argv",
     [
         ["--help"],
-        ["--attach", "x"],
+        ["--submitted", "x"],
         ["--on-error", "maybe"],
         ["--timeout", "-5"],
         ["--timeout=nan"],
@@ -337,7 +406,7 @@ def test_flags_are_read_as_argparse_reads_them() -> None:
         "T",
         "ask",
     )
-    assert fast.duration("2m") == 120 and fast.seconds("0.5") == 0.5
+    assert answers.duration("2m") == 120 and answers.seconds("0.5") == 0.5
 
 
 JSON = st.recursive(

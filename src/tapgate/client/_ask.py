@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from tapgate.client._errors import ClientError, Unauthorized
-from tapgate.client._fast_hook import reason_line
+from tapgate.client._hook_answer import reason_line
 from tapgate.client._plans import TransportFailure
 from tapgate.client._wire import without_credentials
 from tapgate.core.models import Decision, Request, Ticket, ToolCall
@@ -40,7 +40,6 @@ def decide(
     *,
     timeout: float | None,
     on_pending: Callable[[Request], None] | None = None,
-    attach: str | None = None,
 ) -> Decision | None:
     """The decision on ``call``, or ``None`` when ``timeout`` seconds passed without one.
 
@@ -50,23 +49,16 @@ def decide(
     the gate (unreachable, 401, ...) propagate: only the caller knows what
     they should turn into; one raised while waiting first withdraws the
     request (best effort), since nobody will wait for it any more.
-
-    ``attach``: the id of a request already submitted for ``call`` (the
-    hook's fast path submits, then hands a pending request over): it is
-    waited for, not submitted again.
     """
     started = time.monotonic()
-    if attach is None:
-        ticket = gate.submit(call)
-        if ticket.decision is not None:
-            return ticket.decision
-        request = ticket.request
-        assert request is not None  # a ticket without a decision carries its request
-        if on_pending is not None:
-            on_pending(request)
-        request_id = request.id
-    else:
-        request_id = attach
+    ticket = gate.submit(call)
+    if ticket.decision is not None:
+        return ticket.decision
+    request = ticket.request
+    assert request is not None  # a ticket without a decision carries its request
+    if on_pending is not None:
+        on_pending(request)
+    request_id = request.id
     remaining = None if timeout is None else max(timeout - (time.monotonic() - started), 0.0)
     try:
         decision = gate.wait(request_id, remaining)

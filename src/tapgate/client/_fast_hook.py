@@ -13,15 +13,17 @@ or deny) with exactly the full hook's output.
 
 Everything else is ``exec``'d as ``python -m tapgate hook claude-code`` with
 the same flags and the hook input on stdin again: a request that waits for a
-human (``--attach`` its id: never asked twice), a server that cannot be
-reached (the full hook rides out a restart), an error status, ``https://``
-or a proxy, an input or flag this file does not accept as it is. The full
-hook stays the one definition of every other answer. Caveat: a server that
-takes the call and never answers is asked again by the full hook (a pending
-request it had recorded would be shown twice).
+human, an error status, a server that fails while answering, a server that
+cannot be reached (the full hook rides out a restart), ``https://`` or a
+proxy, an input or flag this file does not accept as it is. Once this file
+has sent the call, the full hook gets what came back (``--submitted``) and
+reads it as its own submit's answer: it never asks again where it would not
+have asked again itself. The full hook stays the one definition of every
+other answer.
 
-The full hook imports this module for the answer's shape, the flag values
-and the reason line, so it imports only ``sys`` and ``os`` at module level.
+The answer's shape, the reason line and the flags' values are
+:mod:`._hook_answer`'s, shared with the full hook; run as a file, this
+finds it beside itself, and imports nothing else but built-in modules.
 """
 
 from __future__ import annotations
@@ -31,21 +33,22 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
     from typing import Any
 
 SCRIPT = os.path.abspath(__file__)
 """This file: what ``--print-command`` asks ``python -I -S`` to run."""
 
-HOOK_EVENTS = ("PreToolUse", "PermissionRequest")
-VERDICTS = ("allow", "deny")
-DECISION_STATUSES = ("allowed", "denied", "approved", "expired", "cancelled")
-DECISION_SOURCES = ("policy", "grant", "approver", "timeout", "cancel")
-"""The wire's values, as ``core.models`` declares them (a test holds them equal)."""
 
-DEFAULT_URL = "http://127.0.0.1:8080"
-TOKEN_ENV = "TAPGATE_AGENT_TOKEN"  # noqa: S105 - the variable's name, not a token
-CHOICES = {"--on-error": ("deny", "ask", "allow"), "--on-expired": ("deny", "ask")}
+if TYPE_CHECKING or __package__:  # imported as tapgate.client._fast_hook
+    from tapgate.client import _hook_answer as answers
+else:  # run as a file (python -I -S): its own directory serves this one import
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    import _hook_answer as answers
+
+    del sys.path[0]
+HOOK_EVENTS, DEFAULT_URL = answers.HOOK_EVENTS, answers.DEFAULT_URL
+seconds, duration, hook_output = answers.seconds, answers.duration, answers.hook_output
 _FLAGS = ("--url", "--token-env", "--on-error", "--on-expired", "--timeout", "--retry-for")
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
 _TIMEOUT = 10.0
@@ -57,76 +60,8 @@ _SPACE = " \t\n\r"
 """JSON's whitespace, as ``json.loads`` skips it around the document."""
 
 
-def hook_output(
-    event: str, verdict: str, reason: str, updated_input: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """Claude Code's answer for ``verdict``; ``updated_input``: an approver's edit (allow only)."""
-    if event == "PreToolUse":
-        output: dict[str, Any] = {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": verdict,
-            "permissionDecisionReason": reason,
-        }
-        if updated_input is not None and verdict == "allow":
-            output["updatedInput"] = dict(updated_input)
-        return {"hookSpecificOutput": output}
-    if verdict == "ask":
-        # No decision: Claude Code shows its own permission dialog; tell the user why.
-        return {"systemMessage": reason}
-    decision: dict[str, Any] = {"behavior": verdict}
-    if verdict == "deny":
-        decision["message"] = reason
-    elif updated_input is not None:
-        decision["updatedInput"] = dict(updated_input)
-    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}
-
-
-def fallback(event: str, verdict: str, problem: str, flag: str) -> dict[str, Any]:
-    """The answer a flag chose (``--on-error deny``...) for ``problem``, which the reason names."""
-    done = {"deny": "denied", "allow": "allowed", "ask": "asking in Claude Code instead"}[verdict]
-    return hook_output(event, verdict, f"tapgate: {problem}; {done} ({flag} {verdict})")
-
-
-def reason_line(source: str, decided_by: str, reason: str, rule: str | None, allowed: bool) -> str:
-    """One line on who or what decided: approvers' reasons name nobody, policy reasons no rule."""
-    if source == "approver" and decided_by not in reason:
-        verb = "approved" if allowed else "denied"
-        return f"{verb} by {decided_by}: {reason}"
-    if source == "policy" and rule and rule not in reason:
-        return f"{reason} ({rule})"
-    return reason
-
-
-def seconds(text: str) -> float:
-    """``--timeout``: a positive, finite number of seconds; ``ValueError`` says what is wrong."""
-    import math
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"must be a positive number of seconds: {text!r}")
-    return value
-
-
-def duration(text: str) -> float:
-    """``--retry-for``: seconds in ``90``, ``90s``, ``2m`` or ``1h``; 0 is allowed."""
-    import math
-
-    units = {"s": 1.0, "m": 60.0, "h": 3600.0}
-    number, unit = (text[:-1], units[text[-1]]) if text[-1:] in units else (text, 1.0)
-    try:
-        value = float(number) * unit
-    except ValueError:
-        raise ValueError(f"not a duration (90, 90s, 2m, 1h): {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"must be a duration of 0 or more: {text!r}")
-    return value
-
-
 class HandOff(Exception):
-    """Not for this file to answer: the full hook answers, attached to ``args[0]`` if given."""
+    """Not for this file to answer: the full hook answers (``args[0]``: ``--submitted``'s value)."""
 
 
 def fast_answer(argv: Sequence[str], raw: bytes) -> str:
@@ -139,12 +74,14 @@ def fast_answer(argv: Sequence[str], raw: bytes) -> str:
     host, port, prefix = _http_url(flags["--url"])
     where = (host, port, prefix + "/v1/tool-calls")
     limit = min(_TIMEOUT, seconds(flags["--timeout"]))
-    status, body = _exchange(where, token, _dumps(call, compact=True), limit)
-    if status == 201 and body.get("decision") == "pending" and isinstance(body.get("id"), str):
-        raise HandOff(body["id"])
-    if status != 200:
-        raise HandOff
-    return _dumps(_decided(event, body, flags["--on-expired"]), compact=False) + "\n"
+    received, failure = _exchange(where, token, _dumps(call, compact=True), limit)
+    try:  # sent: whatever is not answered here, the full hook reads as its own submit's answer
+        status, body = _response(received) if failure is None else (0, {})
+        if status == 200:
+            return _dumps(_decided(event, body, flags["--on-expired"]), compact=False) + "\n"
+    except Exception:  # noqa: S110 - an answer this file cannot read is the full hook's to read
+        pass
+    raise HandOff(answers.encode_submitted(received, failure))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -169,7 +106,7 @@ def read_flags(argv: Sequence[str]) -> dict[str, str]:
     """The flags as the full hook's parser reads them (values checked the same way)."""
     found = {
         "--url": os.environ.get("TAPGATE_URL") or DEFAULT_URL,
-        "--token-env": TOKEN_ENV,
+        "--token-env": answers.TOKEN_ENV,
         "--on-expired": "deny",
         "--timeout": _HOOK_TIMEOUT,
     }
@@ -177,13 +114,13 @@ def read_flags(argv: Sequence[str]) -> dict[str, str]:
     while index < len(argv):
         flag, equals, value = argv[index].partition("=")
         if flag not in _FLAGS:
-            raise HandOff  # --help, a typo, --attach: the full parser answers
+            raise HandOff  # --help, a typo, --submitted: the full parser answers
         if not equals:
             index += 1
             if index == len(argv) or argv[index].startswith("-"):
                 raise HandOff
             value = argv[index]
-        if flag in CHOICES and value not in CHOICES[flag]:
+        if flag in answers.CHOICES and value not in answers.CHOICES[flag]:
             raise HandOff
         if flag == "--timeout":
             seconds(value)
@@ -233,8 +170,13 @@ def _http_url(url: str) -> tuple[str, int, str]:
 
 def _exchange(
     where: tuple[str, int, str], token: str, body: str, timeout: float
-) -> tuple[int, dict[str, Any]]:
-    """POST ``body`` to ``(host, port, path)``: the status and the JSON object answered."""
+) -> tuple[bytes, tuple[str, str] | None]:
+    """POST ``body`` to ``(host, port, path)``: the bytes answered, and how reading them failed.
+
+    A failure to connect is a plain ``HandOff`` (nothing was sent: the full
+    hook asks itself); once sent, a failure is named as the full hook's
+    transport names it, and never leads to asking again.
+    """
     import _socket
 
     host, port, path = where
@@ -244,19 +186,22 @@ def _exchange(
         f"POST {path} HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {token}\r\n"
         "User-Agent: tapgate-client\r\nAccept: */*\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
-    )
+    ).encode()
     sock = _connect(_socket, host, port, timeout)
+    chunks: list[bytes] = []
+    failure, size, stage = None, 0, "Write"
     try:
-        sock.sendall(head.encode() + payload)
-        chunks, size = [], 0
-        while chunk := sock.recv(65536):
+        sock.sendall(head + payload)
+        stage = "Read"
+        while size <= _MAX_ANSWER and (chunk := sock.recv(65536)):
             chunks.append(chunk)
             size += len(chunk)
-            if size > _MAX_ANSWER:
-                raise HandOff
+    except OSError as exc:  # TimeoutError included
+        kind = "Timeout" if isinstance(exc, TimeoutError) else "Error"
+        failure = (stage + kind, str(exc))
     finally:
         sock.close()
-    return _response(b"".join(chunks))
+    return b"".join(chunks), failure
 
 
 def _connect(module: Any, host: str, port: int, timeout: float) -> Any:
@@ -304,7 +249,9 @@ def _decided(event: str, body: dict[str, Any], on_expired: str) -> dict[str, Any
     verdict, status, source = body.get("decision"), body.get("status"), body.get("source")
     decided_by, reason, rule = body.get("decided_by"), body.get("reason"), body.get("rule")
     edited, arguments = body.get("edited") is True, body.get("arguments")
-    if verdict not in VERDICTS or status not in DECISION_STATUSES or source not in DECISION_SOURCES:
+    if verdict not in answers.VERDICTS or status not in answers.DECISION_STATUSES:
+        raise HandOff
+    if source not in answers.DECISION_SOURCES:
         raise HandOff
     if not isinstance(decided_by, str) or not isinstance(reason, str):
         raise HandOff
@@ -315,8 +262,8 @@ def _decided(event: str, body: dict[str, Any], on_expired: str) -> dict[str, Any
         request_id = body.get("id")
         request_id = request_id if isinstance(request_id, str) else None
         problem = f"request {request_id} expired: {reason}"
-        return fallback(event, on_expired, problem, "--on-expired")
-    line = reason_line(source, decided_by, reason, rule, verdict == "allow")
+        return answers.fallback(event, on_expired, problem, "--on-expired")
+    line = answers.reason_line(source, decided_by, reason, rule, verdict == "allow")
     return hook_output(event, verdict, f"tapgate: {line}", arguments if edited else None)
 
 
@@ -356,12 +303,12 @@ def _dumps(value: Any, *, compact: bool) -> str:
     return "".join(encoder(value, 0))
 
 
-def _hand_off(argv: Sequence[str], raw: bytes, request_id: str | None) -> int:
+def _hand_off(argv: Sequence[str], raw: bytes, submitted: str | None) -> int:
     """``exec`` the full hook with the same flags and the hook input on its stdin again."""
     # -P: without it, -m puts the working directory (the project) first on sys.path.
     command = [sys.executable, "-P", "-m", "tapgate", "hook", "claude-code", *argv]
-    if request_id is not None:
-        command += ["--attach", request_id]
+    if submitted is not None:
+        command += ["--submitted", submitted]
     try:
         _stdin_from(raw)
         os.execv(sys.executable, command)  # noqa: S606 - our own interpreter, our own module

@@ -36,8 +36,8 @@ from typing import Any, Literal, cast
 
 from tapgate.client._ask import decide, describe, failure
 from tapgate.client._errors import ClientError
-from tapgate.client._fast_hook import fallback as _fallback_answer
-from tapgate.client._fast_hook import hook_output
+from tapgate.client._hook_answer import fallback as _fallback_answer
+from tapgate.client._hook_answer import hook_output
 from tapgate.client._lean import connect
 from tapgate.client._retrying import DEFAULT_RETRY_FOR
 from tapgate.core.models import Decision, ToolCall
@@ -118,7 +118,7 @@ def claude_code_hook(
     on_expired: Literal["deny", "ask"] = "deny",
     timeout: float = DEFAULT_HOOK_TIMEOUT,
     retry_for: float = DEFAULT_RETRY_FOR,
-    attach: str | None = None,
+    submitted: tuple[bytes, tuple[str, str] | None] | None = None,
 ) -> dict[str, Any]:
     """Decide the tool call in the hook input ``raw`` with the tapgate server at ``url``.
 
@@ -136,9 +136,9 @@ def claude_code_hook(
     prevents a decision is answered with ``on_error``. Returns the hook's
     JSON output; never raises.
 
-    ``attach``: the id of the request the fast path (:mod:`._fast_hook`)
-    already submitted for this very input; the hook waits for it instead of
-    asking again.
+    ``submitted``: what the fast path (:mod:`._fast_hook`) got back for the
+    submit it already sent for this very input, read here as this hook's own
+    submit's answer, so the call is never sent twice.
     """
     event = _event_of(raw)
     try:
@@ -152,8 +152,9 @@ def claude_code_hook(
         return _fallback(event, on_error, problem, "--on-error")
     call = ToolCall(tool=hook.tool, arguments=hook.arguments, session=hook.session)
     try:
-        with connect(url, token, retry_for=min(retry_for, timeout)) as gate:
-            decision = decide(gate, call, timeout=timeout, attach=attach)
+        window = min(retry_for, timeout)
+        with connect(url, token, retry_for=window, submitted=submitted) as gate:
+            decision = decide(gate, call, timeout=timeout)
     except Exception as exc:  # a hook must answer, whatever went wrong
         return _failed(event, on_error, url, exc)
     if decision is None:

@@ -26,7 +26,7 @@ from typing import BinaryIO
 
 from tapgate.client._plans import TransportFailure
 
-__all__ = ["Response", "exchange"]
+__all__ = ["Response", "exchange", "replayed"]
 
 _MAX_LINE = 65536
 _MAX_HEADERS = 100
@@ -88,6 +88,23 @@ def exchange(
             raise TransportFailure("ReadError", str(exc), never_sent=False) from exc
     finally:
         sock.close()
+
+
+def replayed(received: bytes, failure: tuple[str, str] | None) -> Response:
+    """The answer the hook's fast path got for this very request, read as :func:`exchange` would.
+
+    The fast path sent the submit once; a hand-off must not send it again
+    where :func:`exchange` could not have (its failures after sending have
+    ``never_sent`` false, so the plans do not resend a submit).
+    """
+    import io
+
+    if failure is not None:
+        raise TransportFailure(failure[0], failure[1], never_sent=False)
+    try:
+        return _read_response(io.BytesIO(received))
+    except _Broken as exc:
+        raise TransportFailure("RemoteProtocolError", str(exc), never_sent=False) from exc
 
 
 def _connect(scheme: str, host: str, port: int, timeout: float) -> socket.socket:

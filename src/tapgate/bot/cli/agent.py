@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from tapgate.client._fast_hook import DEFAULT_URL, TOKEN_ENV
+from tapgate.client._hook_answer import DEFAULT_URL, TOKEN_ENV
 
 if TYPE_CHECKING:
     from tapgate.bot.cli.commands import Command
@@ -152,7 +152,8 @@ def add_agent_commands(sub: Any, *, hook: Command, run: Command) -> None:
         help="print the fast command line for Claude Code's settings (these flags, started "
         "in a few ms with python -I -S) and exit",
     )
-    claude.add_argument("--attach", help=argparse.SUPPRESS)  # the fast path's pending request
+    # What the fast path's submit got back (tapgate.client._fast_hook): read, not sent again.
+    claude.add_argument("--submitted", type=_submitted, help=argparse.SUPPRESS)
     claude.set_defaults(func=hook, reject_extra=_hook_extra)
 
     run_parser = sub.add_parser(
@@ -218,7 +219,7 @@ def retry_option(parser: argparse.ArgumentParser) -> None:
 
 def _duration(text: str) -> float:
     """Seconds in ``90``, ``90s``, ``2m`` or ``1h``; 0 is allowed (quick retries only)."""
-    from tapgate.client._fast_hook import duration
+    from tapgate.client._hook_answer import duration
 
     try:
         return duration(text)
@@ -227,10 +228,19 @@ def _duration(text: str) -> float:
 
 
 def _seconds(text: str) -> float:
-    from tapgate.client._fast_hook import seconds
+    from tapgate.client._hook_answer import seconds
 
     try:
         return seconds(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _submitted(text: str) -> tuple[bytes, tuple[str, str] | None]:
+    from tapgate.client._hook_answer import decode_submitted
+
+    try:
+        return decode_submitted(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -274,7 +284,7 @@ def hook_claude_code(args: argparse.Namespace) -> int:
             on_expired=args.on_expired,
             timeout=args.timeout,
             retry_for=args.retry_for,
-            attach=args.attach,
+            submitted=args.submitted,
         )
     except Exception as exc:
         answer = hook_refusal(raw, f"internal error ({type(exc).__name__})")

@@ -6,7 +6,7 @@ plans and records, ``dataclasses``, ``typing``) are ~50 ms more on every tool
 call. So a call the server decides at once is answered here by
 :func:`tapgate.client._fast_hook.fast_answer`, the code the fast command
 runs; anything else goes on to the full hook with the input read here and,
-for a request already made, ``--attach`` its id (asked once, never twice).
+once the call was sent, ``--submitted`` what came back (never sent twice).
 
 The hook input is read once per command; :func:`hook_input` is the one
 reader, so the full hook and its refusals read what this module read.
@@ -35,7 +35,7 @@ def first_try(argv: list[str]) -> list[str] | None:
     try:
         answer = _fast_hook.fast_answer(flags, raw.encode())
     except _fast_hook.HandOff as handed:
-        return [*argv, "--attach", handed.args[0]] if handed.args else argv
+        return [*argv, "--submitted", handed.args[0]] if handed.args else argv
     except Exception:  # any surprise is the full hook's to answer
         return argv
     sys.stdout.write(answer)
