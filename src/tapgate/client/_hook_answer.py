@@ -96,7 +96,7 @@ def duration(text: str) -> float:
 
 
 def encode_submitted(received: bytes, failure: tuple[str, str] | None) -> str:
-    """``--submitted``: what the submit this file sent got back (bytes, or how reading failed)."""
+    """``--submitted``: what the fast path's submit got back (its bytes, or how reading failed)."""
     import binascii
 
     if len(received) > _MAX_REPLAY:  # too large to hand over: a bad answer
