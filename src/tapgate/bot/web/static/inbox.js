@@ -219,10 +219,16 @@
     updateSelection();
   }
 
+  // Requests arriving together start redraws whose answers can come back out of order:
+  // only the last one started is drawn, so an older queue never replaces a newer one
+  // (and the keys pressed on the newer one are not lost with it).
+  let redraws = 0;
   async function redraw() {
+    const mine = ++redraws;
     const response = await fetch("/inbox/queue?from=" + (queue.dataset.from || "0"), { credentials: "same-origin" });
     if (!response.ok) return;
     const html = await response.text();
+    if (mine !== redraws) return;
     const kept = remember();  // after the last await: nothing the approver does is lost
     const keep = current ? current.dataset.id : null;
     const typing = document.activeElement && document.activeElement.matches(".reason");
