@@ -26,9 +26,12 @@ import tapgate
 ROOT = Path(__file__).parents[2]
 
 
-def run(*argv: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
+def run(
+    *argv: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None, stdin: str = ""
+) -> str:
     result = subprocess.run(
         [str(a) for a in argv],
+        input=stdin,
         capture_output=True,
         text=True,
         env=env,
@@ -85,16 +88,8 @@ def test_the_wheel_installs_and_runs_on_the_shipped_examples(tmp_path: Path) -> 
     command = shlex.split(printed)
     fast = str(Path(site) / "tapgate" / "client" / "_fast_hook.py")
     assert command[:4] == [str(python), "-I", "-S", fast]
-    hook_input = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {}}
-    answered = subprocess.run(
-        [*command, "--url", "http://127.0.0.1:9"],
-        input=json.dumps(hook_input),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=elsewhere,
-        timeout=120,
-        check=True,
-    )
-    reason = json.loads(answered.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
-    assert "server unreachable at http://127.0.0.1:9" in reason, answered.stderr[-2000:]
+    hook_input = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash"})
+    unreachable = "http://127.0.0.1:9"
+    answered = run(*command, "--url", unreachable, env=env, cwd=elsewhere, stdin=hook_input)
+    reason = json.loads(answered)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "server unreachable at http://127.0.0.1:9" in reason, reason

@@ -124,18 +124,22 @@ def test_postbacks_read_as_the_sdk_reads_them(events: list[dict[str, Any]]) -> N
         assert ours == sdks, events
 
 
+TAP: dict[str, Any] = {
+    "type": "postback",
+    "mode": "active",
+    "timestamp": 1763700000000,
+    "webhookEventId": "01HEVENT",
+    "deliveryContext": {"isRedelivery": True},
+    "replyToken": "r1",
+    "source": {"type": "user", "userId": "U1"},
+    "postback": {"data": "v=1&a=approve&r=x"},
+}
+"""A postback as LINE sends it for a tap."""
+
+
 def test_a_tap_is_read_without_the_sdk() -> None:
     """The hot path really is taken: a reader whose SDK parser would fail still reads a tap."""
-    tap = {
-        "type": "postback",
-        "mode": "active",
-        "timestamp": 1763700000000,
-        "webhookEventId": "01HEVENT",
-        "deliveryContext": {"isRedelivery": True},
-        "replyToken": "r1",
-        "source": {"type": "user", "userId": "U1"},
-        "postback": {"data": "v=1&a=approve&r=x"},
-    }
+    tap = TAP
     body = json.dumps({"events": [tap]}).encode()
     wrong_signature = "not the signature"  # the SDK parser would refuse it; read() skips it
     (event,) = READER.read(body, wrong_signature)
@@ -154,21 +158,13 @@ def test_a_tap_is_read_without_the_sdk() -> None:
 @pytest.mark.parametrize("kind", ["postback", "message"])
 def test_an_id_with_a_nul_is_malformed_for_both_readers(field: str, value: str, kind: str) -> None:
     """No LINE id carries a NUL, and PostgreSQL cannot store one: refused, not a 503 later."""
-    event: dict[str, Any] = {
-        "type": kind,
-        "mode": "active",
-        "timestamp": 1763700000000,
-        "webhookEventId": "01HEVENT",
-        "deliveryContext": {"isRedelivery": False},
-        "replyToken": "r1",
-        "source": {"type": "user", "userId": "U1"},
-    }
-    if kind == "postback":
-        event["postback"] = {"data": "v=1&a=approve&r=x"}
-    else:
-        event["message"] = {"type": "text", "id": "1", "text": "hi", "quoteToken": "q"}
+    event = {**TAP, "source": {"type": "user", "userId": "U1"}}
+    if kind == "message":
+        del event["postback"]
+        text = {"type": "text", "id": "1", "text": "hi", "quoteToken": "q"}
+        event |= {"type": "message", "message": text}
     if field == "userId":
-        event["source"]["userId"] = value
+        event["source"] = {"type": "user", "userId": value}
     else:
         event[field] = value
     body = json.dumps({"destination": "U1", "events": [event]}).encode()
