@@ -15,10 +15,14 @@ claude-code`` through the console script; ``hook fast``: the command line
 ``--print-command`` prints, which the docs put in Claude Code's settings),
 ``tapgate run -- true``
 (allowed), ``tapgate --version`` (``--help`` for a tapgate without the flag),
-``tapgate explain`` and ``tapgate pending``; and two floors: ``py socket``
+``tapgate explain`` and ``tapgate pending``; and five floors: ``py socket``
 (the least a hook in Python can do: the interpreter, ``json``, ``socket`` and
-the same exchange) and ``config`` (reading and validating the config, which
-``explain`` and ``pending`` must do).
+the same exchange), ``config`` (reading and validating the config, which
+``explain`` and ``pending`` must do), ``yaml+rules`` (importing only PyYAML and
+the policy engine, ``tapgate.core.policy``: what ``explain`` needs with no
+config validation and no CLI at all) and ``sqlalchemy`` (importing only the
+store's ``sqlalchemy.ext.asyncio``, which ``pending`` needs for either database),
+and ``sqlite3+yaml`` beside it (what a second, stdlib-only reader would import).
 It prints the medians and the ratios against the baselines; the last lines
 give each ratio's spread over the rounds. Targets (issue 19): the hook as
 configured (``hook fast``) within 3x curl; ``--version``, ``pending`` and
@@ -74,6 +78,12 @@ SOCKET = (
 """The floor of any hook in Python: the interpreter, ``json`` and ``socket``, one exchange."""
 CONFIG = "from tapgate.bot.config import load_config; import sys; load_config(sys.argv[1])"
 """The floor of ``explain`` and ``pending``: reading and validating the config (YAML, pydantic)."""
+RULES = "import yaml, tapgate.core.policy"
+"""The floor of ``explain`` without pydantic: the YAML reader and the policy engine, imported."""
+STORE = "import sqlalchemy.ext.asyncio"
+"""The floor of ``pending`` on the store's stack: SQLAlchemy's async engine, imported."""
+STDLIB_STORE = "import sqlite3, yaml"
+"""What a second reader for ``pending`` on SQLite alone would import instead (not built)."""
 TARGETS = {"hook fast": ("curl", 3.0), "--version": ("pass", 4.0)}
 TARGETS |= {"explain": ("pass", 4.0), "pending": ("pass", 4.0)}
 
@@ -119,6 +129,9 @@ def commands(tapgate: str, url: str, config: Path) -> dict[str, tuple[list[str],
     port = url.rsplit(":", 1)[1]
     found["py socket"] = ([python, "-c", SOCKET, port, BODY, TOKEN], b"")
     found["config"] = ([python, "-c", CONFIG, str(config)], b"")
+    found["yaml+rules"] = ([python, "-c", RULES], b"")
+    found["sqlalchemy"] = ([python, "-c", STORE], b"")
+    found["sqlite3+yaml"] = ([python, "-c", STDLIB_STORE], b"")
     found["hook"] = (
         [tapgate, "hook", "claude-code", "--url", url],
         json.dumps(HOOK_INPUT).encode(),
@@ -190,12 +203,12 @@ def report(rounds: list[dict[str, float]]) -> bool:
         print(f"\nround {i}: median wall, ms (ratio to {' / '.join(baselines)})")
         for name, ms in medians.items():
             shown = " / ".join(f"{ms / medians[b]:.1f}x" for b in baselines)
-            print(f"  {name:10s} {ms:7.1f}   {shown}")
+            print(f"  {name:12s} {ms:7.1f}   {shown}")
         print(f"  (load average at the end of the round: {' '.join(map(str, os.getloadavg()))})")
     print("\nspread over the rounds (min - max of the round medians):")
     for name in rounds[0]:
         spread = [r[name] for r in rounds]
-        line = f"  {name:10s} {min(spread):6.1f} - {max(spread):6.1f} ms"
+        line = f"  {name:12s} {min(spread):6.1f} - {max(spread):6.1f} ms"
         for baseline in baselines:
             if baseline != name:
                 ratios = [r[name] / r[baseline] for r in rounds]
@@ -212,7 +225,7 @@ def report(rounds: list[dict[str, float]]) -> bool:
         ok = ratio <= limit
         met &= ok
         print(
-            f"  {name:10s} {ratio:.1f}x {base} (target <= {limit:g}x): {'met' if ok else 'MISSED'}"
+            f"  {name:12s} {ratio:.1f}x {base} (target <= {limit:g}x): {'met' if ok else 'MISSED'}"
         )
     return met
 

@@ -1,12 +1,16 @@
 """The webhook server under load: tap-to-resume, signed taps per second, 10,000 long-polls.
 
 Run: ``python benchmarks/bench_server.py [--polls 10000]``, or only the taps
-against their floor: ``--taps-only ROUNDS [--tap-log off]`` (rounds alternate
-which goes first; each prints taps / floor and both servers' CPU per tap).
-``TAPGATE_BENCH_PROFILE=<dir>`` records the tapgate server with py-spy during
-the taps (if ``py-spy`` is installed next to the interpreter). The tapgate server
-runs as its own process (``tapgate serve``) on SQLite; this process plays the
-agents, LINE (signed webhook taps) and the fake LINE API.
+against their floor: ``--taps-only ROUNDS [--tap-log off]`` (rounds rotate
+which server goes first; each prints taps / floor and the servers' CPU per
+tap). That mode also times the servers between the floor and tapgate
+(``tap_floors``: the floor plus one durable INSERT, through tapgate's store
+runner and through ``sqlite3``; the floor plus tapgate's core for a tap), to
+say where the gap between the two goes. ``TAPGATE_BENCH_PROFILE=<dir>``
+records the tapgate server (and, with ``--taps-only``, each one-handler
+server) with py-spy during the taps, if ``py-spy`` is installed next to the
+interpreter. The tapgate server runs as its own process (``tapgate serve``)
+on SQLite; this process plays the agents, LINE (signed webhook taps) and the fake LINE API.
 
 1. tap-to-resume: an agent long-polls ``GET /v1/tool-calls/{id}?wait=30``; we
    POST a signed LINE postback tap and time until the long-poll answers.
@@ -46,6 +50,7 @@ from tests.fakes import FakeLine
 from tests.fakes.taps import free_port, signed_line_tap
 
 from _util import machine
+from tap_floors import BARE, CORE, DURABLE, FLOOR
 
 SECRET = "bench-channel-secret"
 LINE_TOKEN = "bench-line-token"
@@ -72,6 +77,25 @@ def config_text(db: Path, line_url: str, port: int) -> str:
           default_timeout: 1h
           rules: [{{tool: deploy, action: ask}}]
     """)
+
+
+def start_spy(pid: int, name: str) -> subprocess.Popen[bytes] | None:
+    """``TAPGATE_BENCH_PROFILE=<dir>``: record ``pid`` under py-spy into ``<dir>/<name>.txt``."""
+    directory = os.environ.get("TAPGATE_BENCH_PROFILE")
+    spy = Path(sys.executable).with_name("py-spy")
+    if not directory or not spy.exists():
+        return None
+    out = Path(directory) / f"{name}.txt"
+    spy_args = ["record", "--threads", "--idle", "-r", "200", "--format", "raw"]
+    target = ["--pid", str(pid), "-o", str(out)]
+    return subprocess.Popen([str(spy), *spy_args, *target], stdout=subprocess.DEVNULL)
+
+
+async def stop_spy(spy: subprocess.Popen[bytes] | None) -> None:
+    """Let py-spy write its profile (it does on SIGINT)."""
+    if spy is not None:
+        spy.send_signal(signal.SIGINT)
+        await asyncio.to_thread(spy.wait, 60)
 
 
 class Server:
@@ -105,19 +129,12 @@ class Server:
 
     def profile(self) -> None:
         """``TAPGATE_BENCH_PROFILE=<dir>``: record the server under py-spy (if installed)."""
-        directory = os.environ.get("TAPGATE_BENCH_PROFILE")
-        spy = Path(sys.executable).with_name("py-spy")
-        if directory and spy.exists() and self.proc is not None:
-            out = Path(directory) / f"serve-{self.port}.txt"
-            spy_args = ["record", "--threads", "--idle", "-r", "200", "--format", "raw"]
-            target = ["--pid", str(self.proc.pid), "-o", str(out)]
-            self.spy = subprocess.Popen([str(spy), *spy_args, *target], stdout=subprocess.DEVNULL)
+        if self.proc is not None:
+            self.spy = start_spy(self.proc.pid, f"serve-{self.port}")
 
     async def __aexit__(self, *exc: object) -> None:
         assert self.proc is not None
-        if self.spy is not None:  # py-spy writes its profile on SIGINT
-            self.spy.send_signal(signal.SIGINT)
-            await asyncio.to_thread(self.spy.wait, 60)
+        await stop_spy(self.spy)
         self.proc.send_signal(signal.SIGTERM)
         await asyncio.to_thread(self.proc.wait, 30)
 
@@ -279,69 +296,6 @@ async def _deliveries(session: aiohttp.ClientSession, url: str, n: float) -> Non
     raise RuntimeError("the approval messages were never all delivered")
 
 
-BARE = textwrap.dedent("""
-    import base64, hashlib, hmac, sys
-    from aiohttp import web
-    SECRET = sys.argv[2].encode()
-
-    async def handle(request):
-        body = await request.read()
-        sig = base64.b64encode(hmac.new(SECRET, body, hashlib.sha256).digest()).decode()
-        if not hmac.compare_digest(sig, request.headers.get("X-Line-Signature", "")):
-            return web.Response(status=401)
-        return web.json_response({})
-
-    app = web.Application()
-    app.router.add_post("/webhooks/line", handle)
-    web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None)
-""")
-
-
-# The floor: what every tap must cost whatever the design, and nothing else.
-# Verify the HMAC, answer 200, then send the LINE reply the issue asks for
-# (after the answer, on a kept-alive session, as tapgate does); no parsing
-# beyond the reply token, no database, no decision.
-FLOOR = textwrap.dedent("""
-    import asyncio, base64, hashlib, hmac, json, sys
-    import aiohttp
-    from aiohttp import web
-    SECRET = sys.argv[2].encode()
-    REPLY_URL = sys.argv[3] + "/v2/bot/message/reply"
-    replies = set()
-
-    async def reply(session, token):
-        text = "Approved - deploy (request 3fA9xK2b)"
-        body = json.dumps({"replyToken": token, "messages": [{"type": "text", "text": text}]})
-        async with session.post(REPLY_URL, data=body.encode()) as r:
-            await r.read()
-
-    async def handle(request):
-        body = await request.read()
-        sig = base64.b64encode(hmac.new(SECRET, body, hashlib.sha256).digest()).decode()
-        if not hmac.compare_digest(sig, request.headers.get("X-Line-Signature", "")):
-            return web.Response(status=401)
-        token = json.loads(body)["events"][0]["replyToken"]
-        task = asyncio.create_task(reply(request.app["session"], token))
-        replies.add(task)
-        task.add_done_callback(replies.discard)
-        return web.json_response({})
-
-    async def session(app):
-        app["session"] = aiohttp.ClientSession(
-            headers={"Authorization": "Bearer " + sys.argv[4], "Content-Type": "application/json"},
-            cookie_jar=aiohttp.DummyCookieJar(),
-        )
-        yield
-        await asyncio.gather(*replies, return_exceptions=True)  # let the last replies land
-        await app["session"].close()
-
-    app = web.Application()
-    app.cleanup_ctx.append(session)
-    app.router.add_post("/webhooks/line", handle)
-    web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None)
-""")
-
-
 async def handler_taps_per_second(tmp: Path, name: str, script: str, n: int, *args: str) -> float:
     """Signed taps per second against a one-handler aiohttp server in its own process."""
     port = free_port()
@@ -351,14 +305,18 @@ async def handler_taps_per_second(tmp: Path, name: str, script: str, n: int, *ar
     url = f"http://127.0.0.1:{port}"
     try:
         async with aiohttp.ClientSession() as s:
-            for _ in range(200):
+            for _ in range(1200):  # CORE creates its pending requests first
                 try:
                     async with s.post(url + "/webhooks/line", data=b"x"):
                         break
                 except aiohttp.ClientError:
                     await asyncio.sleep(0.05)
         ids = [uuid.uuid4().hex[:22] for _ in range(n)]
-        rate = await taps_per_second(url, ids, pid=proc.pid)
+        spy = start_spy(proc.pid, f"{name}-{port}")
+        try:
+            rate = await taps_per_second(url, ids, pid=proc.pid)
+        finally:
+            await stop_spy(spy)
         CPU_US[name] = CPU_US.pop(url)
         return rate
     finally:
@@ -449,39 +407,68 @@ def pct(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
-async def taps_against_floor(rounds: int, n: int) -> int:
-    """Only the tap figures: ``rounds`` interleaved rounds of tapgate and the floor.
+FLOORS = {
+    "durable_sqlalchemy": "floor + one durable INSERT (tapgate's store runner)",
+    "durable_sqlite3": "floor + one durable INSERT (sqlite3 in the event loop)",
+    "core": "floor + tapgate's core for a tap (inbox record, core.taps.tap)",
+}
+"""The servers between the floor and tapgate (``tap_floors``), by name, as reported."""
 
-    Which of the two goes first alternates round by round, so a machine that
+
+async def taps_against_floor(rounds: int, n: int) -> int:
+    """Only the tap figures: ``rounds`` interleaved rounds of tapgate, the floor and ``FLOORS``.
+
+    Which server goes first rotates round by round, so a machine that
     gets busier or quieter during the run weighs on both alike; each round's
     ratio is taken within the round. ``TAPGATE_BENCH_PROFILE=<dir>`` records
     each tapgate server under py-spy (if installed) into that directory.
     """
     ratios: list[float] = []
     cpu_ratios: list[float] = []
+    others: dict[str, list[float]] = {name: [] for name in FLOORS}
     print(f"# signed taps against the floor ({machine()}, load average {_load()})")
+    servers = ["tapgate", "floor", *others]
     for number in range(1, rounds + 1):
         with tempfile.TemporaryDirectory() as tmpdir:
             tmp = Path(tmpdir)
             async with fake_line_process(tmp) as line_url:
                 figures: dict[str, float] = {}
-                order = ["tapgate", "floor"] if number % 2 else ["floor", "tapgate"]
+                shift = (number - 1) % len(servers)
+                order = servers[shift:] + servers[:shift]
                 for which in order:
                     if which == "tapgate":
                         figures[which] = await tapgate_taps_per_second(tmp / "taps", line_url, n)
-                    else:
+                    elif which == "floor":
                         figures[which] = await handler_taps_per_second(
                             tmp, "floor", FLOOR, n, line_url, LINE_TOKEN
+                        )
+                    elif which == "core":
+                        db, count = str(tmp / "core.db"), str(n + 16)
+                        figures[which] = await handler_taps_per_second(
+                            tmp, which, CORE, n, line_url, LINE_TOKEN, db, count, APPROVER
+                        )
+                    else:
+                        # (named apart: a script called sqlalchemy.py would shadow the package)
+                        kind, db = which.removeprefix("durable_"), str(tmp / f"{which}.db")
+                        figures[which] = await handler_taps_per_second(
+                            tmp, which, DURABLE, n, line_url, LINE_TOKEN, kind, db
                         )
         ratio = figures["tapgate"] / figures["floor"]
         ratios.append(ratio)
         cpu = CPU_US["floor"] / CPU_US["tapgate"]
         cpu_ratios.append(cpu)
+        for kind, found in others.items():
+            found.append(figures[kind] / figures["floor"])
         print(
             f"round {number} ({' then '.join(order)}): tapgate {figures['tapgate']:.0f}/s, "
             f"floor {figures['floor']:.0f}/s, ratio {ratio:.2f}; server CPU per tap "
-            f"{CPU_US['tapgate']:.0f} us against {CPU_US['floor']:.0f} us, ratio {cpu:.2f} "
-            f"(load average {_load()})",
+            f"{CPU_US['tapgate']:.0f} us against {CPU_US['floor']:.0f} us, ratio {cpu:.2f}; "
+            + "; ".join(
+                f"{FLOORS[kind]} {figures[kind]:.0f}/s, "
+                f"{figures[kind] / figures['floor']:.2f} of the floor, {CPU_US[kind]:.0f} us/tap"
+                for kind in others
+            )
+            + f" (load average {_load()})",
             flush=True,
         )
     print(
@@ -490,6 +477,12 @@ async def taps_against_floor(rounds: int, n: int) -> int:
         f"floor CPU / tapgate CPU per tap: median {statistics.median(cpu_ratios):.2f} "
         f"(spread {min(cpu_ratios):.2f} - {max(cpu_ratios):.2f})"
     )
+    for kind, found in others.items():
+        print(
+            f"{FLOORS[kind]} / floor: "
+            f"median {statistics.median(found):.2f} "
+            f"(spread {min(found):.2f} - {max(found):.2f})"
+        )
     return 0 if statistics.median(ratios) >= 0.6 else 1
 
 
