@@ -182,3 +182,20 @@ def test_further_calls_show_their_other_arguments() -> None:
     card = render_slack_batch(present_batch(calls, now=T0))
     shown = json.dumps(card)
     assert all(f"/srv/prod-{n}" in shown for n in range(25))
+
+
+@pytest.mark.parametrize(
+    ("count", "arguments"),
+    [(50, {"x": 1}), (20, {"file_path": "&" * 200, "content": "x"})],
+    ids=["fifty-calls", "with-a-path"],
+)
+def test_escape_heavy_names_leave_room_for_the_arguments(
+    count: int, arguments: dict[str, Any]
+) -> None:
+    """A tool name (up to 200 characters from the API) or path of ``&`` escapes to
+    five times its length: a call's title then outgrew its share of the card
+    (600 characters for 50 calls) and rendering raised instead of cutting."""
+    calls = [member(n, "&" * 120, arguments) for n in range(count)]
+    card = render_slack_batch(present_batch(calls, now=T0))
+    assert_valid_slack(card)
+    assert all(f"*{n + 1}.*" in json.dumps(card) for n in range(count))

@@ -35,6 +35,7 @@ from tapgate.notifiers.slack_blocks import (
     _LOOKALIKE_BACKTICK,
     _RISK_ICONS,
     CONFIRM_TEXT_MAX,
+    FACT_MAX,
     FALLBACK_TEXT_MAX,
     SECTION_TEXT_MAX,
     _actions,
@@ -105,12 +106,20 @@ def _facts(batch: BatchView, *, live: bool) -> dict[str, Any]:
 
 
 def _call_section(number: int, call: BatchCall, budget: int) -> dict[str, Any]:
+    """A call's facts and arguments in ``budget`` characters (escaped).
+
+    The facts are cut on their escaped length to an eighth of the budget each
+    (at most ``FACT_MAX``), so the title always leaves room for the arguments:
+    a tool name or path of ``&`` escapes to five times its length, and a title
+    longer than the budget left no room at all (the card failed to render).
+    """
     view = call.view
     icon = _RISK_ICONS.get(view.risk, "")
-    title = (
-        f"*{number}.* {_inline(view.tool)} {icon} {_inline(view.risk)} · rule {_inline(view.rule)}"
-    )
-    title += f"\n*{view.label}*" + (f" {_inline(view.path)}" if view.path is not None else "")
+    most = min(FACT_MAX, budget // 8)
+    tool, rule = _code_fact(view.tool, most), _code_fact(view.rule, most)
+    title = f"*{number}.* {tool} {icon} {_inline(view.risk)} · rule {rule}"
+    path = f" {_code_fact(view.path, most)}" if view.path is not None else ""
+    title += f"\n*{view.label}*{path}"
     body = view.body if view.extra is None else f"{view.body}\n\nOther arguments:\n{view.extra}"
     text = fit_text(
         body,
@@ -166,13 +175,18 @@ def _compact_line(number: int, call: BatchCall, line_max: int) -> str:
     body = view.body
     if view.extra is not None:
         body += " · Other arguments: " + " ".join(view.extra.split())
-    tool = _escaped_clip(view.tool.replace("`", _LOOKALIKE_BACKTICK), 60, place="code")
-    head = f"*{number}.* `{tool or ' '}` "
+    head = f"*{number}.* {_code_fact(view.tool, 60)} "
     state = f" {_escaped_clip(call.outcome, 80, place='mrkdwn')}" if call.outcome else ""
     room = max(line_max - len(head) - len(state) - 2, 40)
     shown = body.replace("`", _LOOKALIKE_BACKTICK)
     shown = _escaped_clip(shown, min(COMPACT_CALL_MAX, room), place="code")
     return f"{head}`{shown or ' '}`{state}"
+
+
+def _code_fact(value: str, max_len: int) -> str:
+    """``value`` as inline code of at most ``max_len`` characters once escaped."""
+    text = _escaped_clip(value.replace("`", _LOOKALIKE_BACKTICK), max_len - 2, place="code")
+    return f"`{text}`" if text.strip() else "—"
 
 
 def _batch_actions(batch: BatchView) -> dict[str, Any]:
