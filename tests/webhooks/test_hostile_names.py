@@ -1,4 +1,4 @@
-"""A tool's name is agent text: every reply and dialog shows it as the card does.
+"""Agent text outside the card (a tool's name, what a grant covers) shown as the card shows it.
 
 The card masks the name and makes invisible characters visible
 (``presentation.present`` through ``clean_name``); the Slack dialogs opened
@@ -13,13 +13,20 @@ from dataclasses import replace
 
 import pytest
 
+from tapgate.core.always import covers
+from tapgate.core.models import Grant
+from tapgate.core.own_grants import Listed, Listing
+from tapgate.core.own_grants import _covers as own_grants_covers
 from tapgate.core.tap_texts import (
     already_message,
     applied_message,
     ask_reason_message,
     counted_message,
+    grant_line,
     partial_message,
 )
+from tapgate.webhooks._line_grants import listing_flex
+from tapgate.webhooks._slack_grants import listing_answer
 from tapgate.webhooks._slack_modals import deny_modal, edit_modal
 from tests.notifiers.test_render import GITHUB_TOKEN, T0, make_request, rendered, view_of
 
@@ -54,3 +61,32 @@ def test_tap_replies_show_the_tool_as_the_card_does() -> None:
     for reply in replies:
         assert SECRET not in reply
         assert "\u200b" not in reply and "⟨U+200B⟩" in reply
+
+
+def test_grant_listings_show_a_bidi_override_in_a_keyed_value() -> None:
+    """What a grant covers is listed (``/tapgate grants``, LINE ``grants``, the web
+    inbox) for the approver to decide whether to revoke it; a right-to-left
+    override in the keyed value was listed raw, so the line could read reversed."""
+    fingerprint = json.dumps({"env": "prod\u202egnigats"})
+    grant = Grant(
+        id="g1",
+        scope="session",
+        agent="ci",
+        session="s\u200b1",
+        tool="deploy",
+        fingerprint=fingerprint,
+        created_at=T0,
+        created_by="alice",
+    )
+    listing = Listing(
+        approver="alice",
+        message="Your grants",
+        items=(Listed(grant=grant, line=grant_line(grant, own_grants_covers(grant))),),
+        total=1,
+    )
+    shown = json.dumps(
+        [listing_answer(listing).blocks, listing_flex(listing), covers("deploy", fingerprint)],
+        ensure_ascii=False,
+    )
+    assert "\u202e" not in shown and "\u200b" not in shown
+    assert "prod⟨U+202E⟩gnigats" in shown and "s⟨U+200B⟩1" in shown
