@@ -90,3 +90,25 @@ def test_grant_listings_show_a_bidi_override_in_a_keyed_value() -> None:
     )
     assert "\u202e" not in shown and "\u200b" not in shown
     assert "prod⟨U+202E⟩gnigats" in shown and "s⟨U+200B⟩1" in shown
+
+
+def test_the_revoke_dialog_never_cuts_an_entity_in_half() -> None:
+    """Slack's confirm dialog text is at most 300 characters (Block Kit confirmation
+    dialog object); cutting the escaped line there left ``&am…``, shown as typed."""
+    grant = Grant(
+        id="g2",
+        scope="always",
+        agent="ci",
+        session=None,
+        tool="deploy",
+        fingerprint=json.dumps({"env": "&" * 150}),
+        created_at=T0,
+        created_by="alice",
+    )
+    line = grant_line(grant, own_grants_covers(grant))
+    listing = Listing(
+        approver="alice", message="Your grants", items=(Listed(grant=grant, line=line),), total=1
+    )
+    block = listing_answer(listing).blocks[1]
+    text = block["accessory"]["confirm"]["text"]["text"]
+    assert len(text) <= 300 and text.endswith("&amp;…")
