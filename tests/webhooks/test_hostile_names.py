@@ -109,6 +109,8 @@ def test_the_revoke_dialog_never_cuts_an_entity_in_half() -> None:
     listing = Listing(
         approver="alice", message="Your grants", items=(Listed(grant=grant, line=line),), total=1
     )
-    block = listing_answer(listing).blocks[1]
+    blocks = listing_answer(listing).blocks
+    assert blocks is not None
+    block = blocks[1]
     text = block["accessory"]["confirm"]["text"]["text"]
     assert len(text) <= 300 and text.endswith("&amp;…")
