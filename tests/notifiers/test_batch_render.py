@@ -155,3 +155,47 @@ def test_truncation_is_visible_on_a_batch_card() -> None:
 def test_ascii_batches_of_fifty_fit_one_line_message() -> None:
     calls = [member(n, "bash", {"command": f"make deploy-{n} " + "x" * 400}) for n in range(50)]
     assert len(render_line_batch(present_batch(calls, now=T0))) == 1
+
+
+@pytest.mark.parametrize("decided", [False, True])
+def test_a_full_batch_of_escaped_text_stays_within_fifty_blocks(decided: bool) -> None:
+    """Slack refuses a message of more than 50 blocks whole (``invalid_blocks``; Block
+    Kit reference: "up to 50 blocks in each message"), so the approver sees nothing.
+
+    ``&`` escapes to ``&amp;``: 30 further calls of 300 ``&`` each were one line
+    of ~1,500 characters, one 3,000-character section each: 73 blocks.
+    """
+    status: dict[str, Any] = (
+        {"status": "approved", "resolved_by": "alice", "resolved_at": T0} if decided else {}
+    )
+    calls = [member(n, "bash", {"command": "true " + "&" * 400}, **status) for n in range(50)]
+    card = render_slack_batch(present_batch(calls, now=T0), inbox=not decided)
+    assert_valid_slack(card)
+    shown = json.dumps(card)
+    assert all(f"*{n + 1}.*" in shown for n in range(50))
+
+
+def test_further_calls_show_their_other_arguments() -> None:
+    """A call past the first 20 is decided by "Approve all", whose dialog says "each
+    exactly as shown above": its other arguments (a ``cwd``) must be on its line too."""
+    calls = [member(n, "bash", {"command": "ls", "cwd": f"/srv/prod-{n}"}) for n in range(25)]
+    card = render_slack_batch(present_batch(calls, now=T0))
+    shown = json.dumps(card)
+    assert all(f"/srv/prod-{n}" in shown for n in range(25))
+
+
+@pytest.mark.parametrize(
+    ("count", "arguments"),
+    [(50, {"x": 1}), (20, {"file_path": "&" * 200, "content": "x"})],
+    ids=["fifty-calls", "with-a-path"],
+)
+def test_escape_heavy_names_leave_room_for_the_arguments(
+    count: int, arguments: dict[str, Any]
+) -> None:
+    """A tool name (up to 200 characters from the API) or path of ``&`` escapes to
+    five times its length: a call's title then outgrew its share of the card
+    (600 characters for 50 calls) and rendering raised instead of cutting."""
+    calls = [member(n, "&" * 120, arguments) for n in range(count)]
+    card = render_slack_batch(present_batch(calls, now=T0))
+    assert_valid_slack(card)
+    assert all(f"*{n + 1}.*" in json.dumps(card) for n in range(count))

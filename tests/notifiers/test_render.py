@@ -24,6 +24,7 @@ from linebot.v3.messaging import FlexMessage, PostbackAction
 from slack_sdk.models.blocks import Block
 
 from tapgate.core.buttons import SLACK_EDIT_ACTION_ID, parse_deny_reason_postback_data
+from tapgate.core.edits import edit_form
 from tapgate.core.masking import MASK, is_secret_key, mask_arguments, mask_text
 from tapgate.core.models import Request, args_digest
 from tapgate.notifiers._file_diff import unified_diff as _diff
@@ -479,6 +480,35 @@ def test_secrets_in_a_shell_command_never_reach_a_message() -> None:
     assert "hunter2" not in out
     assert "abc.def" not in out
     assert "--password ********" in out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["mysql", "--password", "hunter2", "-e", "select 1"],
+        ["mysql", "-u", "root", "-phunter2"],
+        ["sshpass", "-p", "hunter2", "ssh", "db"],
+        ["vault", "login", "--token", "hunter2"],
+    ],
+)
+@pytest.mark.parametrize("surface", ["card", "edit form"])
+def test_a_password_in_an_argv_list_never_reaches_a_message(argv: list[str], surface: str) -> None:
+    """``--password X`` is masked in a command string; as a list (a tool's
+    ``args``, an MCP exec call) each item was masked alone, so no item saw its
+    flag and the password reached the card, the audit line and the edit form."""
+    request = make_request("run", {"args": argv, "cwd": "/srv"})
+    if surface == "card":
+        out = rendered(present(request, now=T0))
+    else:
+        out = json.dumps([f.text for f in edit_form(request)])
+    assert "hunter2" not in out
+    assert "********" in out
+    assert "/srv" in out
+
+
+def test_an_ordinary_argv_list_is_shown_as_it_is() -> None:
+    argv = ["psql", "-p", "5432", "-h", "db", "docker", "run", "-p", "80:80", "a b", "x,y"]
+    assert mask_arguments({"args": argv}) == {"args": argv}
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tapgate.core.always import Offer
 from tapgate.core.models import CONTACT_TOOL, Delivery, Request, args_digest
 from tapgate.notifiers.line import LineNotifier
 from tapgate.notifiers.presentation import present
@@ -96,6 +97,20 @@ def test_a_hostile_tool_name_is_inert_in_the_fallback_text_of_post_and_update() 
         header = message["blocks"][0]["text"]
         assert header["type"] == "plain_text"  # not formatted, so shown exactly as named
         assert header["text"].endswith("show_&lt;!channel&gt;_*bold*")
+
+
+def test_what_the_remember_buttons_cover_is_escaped_like_all_agent_text() -> None:
+    """The covers line names argument values (``env=<!channel>``), and it is what an
+    "Always allow" grant lets through, so it must read exactly as the value is:
+    Slack decodes ``&gt;`` in text objects, and an unescaped value ``a&gt;b``
+    would read ``a>b`` (Block Kit: escape ``&``, ``<``, ``>`` in text)."""
+    covers = "deploy with env=<!channel> a&gt;b"
+    offer = Offer(session=True, always=True, always_ttl=86_400.0, covers=covers)
+    request = make_request(NOW, tool="deploy", session="s-1", grantable=True)
+    posted = render_slack(present(request, offer=offer))
+    assert_inert(posted["text"], posted["blocks"])
+    shown = json.dumps(posted["blocks"])
+    assert "Always: deploy with env=&lt;!channel&gt; a&amp;gt;b, 1 day" in shown
 
 
 def test_a_hostile_question_subject_is_inert_in_the_fallback_text() -> None:

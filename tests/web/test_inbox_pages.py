@@ -229,3 +229,21 @@ async def test_slack_help_lists_inbox(served: Served) -> None:
     helped = await served.slash(ALICE, "frobnicate")
     assert "is not a tapgate command" in helped and "/tapgate inbox" in helped
     assert served.slack.ephemerals == [] and served.slack.responses == []
+
+
+async def test_history_masks_a_reason_as_every_other_surface_does(
+    served: Served, browsers: tuple[Browser, Browser]
+) -> None:
+    """A deny reason is masked wherever tapgate shows it (docs/notifications.md); the
+    history page showed it as typed, credential and all."""
+    alice, _ = browsers
+    token = "ghp" + "_" + "R2l0SHViVG9rZW5Gb3JUZXN0czAxMjM0NTY3"
+    no = await ask(served, "h3")
+    await alice.post(
+        "/inbox/answer",
+        {"request_id": no, "action": "deny", "reason": f"rotate {token} first"},
+        **{"X-CSRF-Token": alice.csrf},
+    )
+    assert (await served.gate.get_request(no)).status == "denied"
+    history = await _text(alice, "/inbox/history")
+    assert "rotate ghp_" in history and token[6:] not in history

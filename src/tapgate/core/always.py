@@ -27,7 +27,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tapgate.core.masking import mask_text
+from tapgate.core.masking import clean
 from tapgate.core.models import CONTACT_TOOL, Request, Scope, ToolCall
 from tapgate.core.policy import Policy
 from tapgate.core.rules import DEFAULT_ALWAYS_TTL
@@ -121,9 +121,11 @@ async def reach(gate: Gate, request_id: str, scope: Scope) -> Reach:
 
 
 def covers(tool: str, fingerprint: str) -> str:
-    """A grant key in words, masked and clipped: "deploy_web with env=staging".
+    """A grant key in words, masked, made visible and clipped: "deploy_web with env=staging".
 
     Works for a request and for a grant alike (same tool, same fingerprint).
+    The grant listings (Slack, LINE, the web inbox) show it as it is, so a
+    bidi override in a keyed value is made visible here, not by each of them.
     """
     if fingerprint.startswith("shell:"):
         starts = " / ".join(repr(p) for p in fingerprint.removeprefix("shell:").split("\n") if p)
@@ -132,7 +134,7 @@ def covers(tool: str, fingerprint: str) -> str:
         text = f"{tool} with exactly these arguments"
     else:
         text = f"{tool} with {_named(fingerprint)}"
-    text = mask_text(" ".join(text.split()))
+    text = clean(" ".join(text.split()))  # the grant listings show it as it comes from here
     return text if len(text) <= _COVERS_MAX else text[: _COVERS_MAX - 1] + "…"
 
 

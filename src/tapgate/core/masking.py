@@ -123,8 +123,23 @@ def _mask_value(value: Any) -> Any:
             masked[_mask_key(str(key))] = MASK if secret else _mask_value(item)
         return masked
     if isinstance(value, list | tuple | set | frozenset):
-        return [_mask_value(item) for item in value]
+        items = list(value)
+        if len(items) > 1 and all(isinstance(i, str) and "\t" not in i for i in items):
+            return _mask_argv(items)
+        return [_mask_value(item) for item in items]
     return mask_text(str(value))
+
+
+def _mask_argv(items: list[str]) -> list[str]:
+    """A list of strings masked as the command line it may spell.
+
+    ``["mysql", "--password", "hunter2"]`` is an argv: masked one item at a
+    time, ``--password`` never sees its value. Joined with tabs (whitespace to
+    every pattern, in no item) the list is masked as one text and split back.
+    A secret whose value spans items (a quote opened in one, closed in a
+    later one) takes them with it: fewer items, erring towards hiding.
+    """
+    return mask_text("\t".join(items)).split("\t")
 
 
 def mask_text(text: str) -> str:

@@ -31,7 +31,7 @@ from typing import Literal
 
 from tapgate.core.always import covers
 from tapgate.core.gate import Gate
-from tapgate.core.masking import mask_text
+from tapgate.core.masking import clean
 from tapgate.core.models import Grant
 from tapgate.core.tap_texts import (
     GRANT_GONE,
@@ -155,7 +155,7 @@ def _covers(grant: Grant) -> str:
     words = covers(grant.tool, grant.fingerprint)
     if grant.scope != "session" or not grant.session:
         return words
-    session = mask_text(" ".join(grant.session.split()))
+    session = clean(" ".join(grant.session.split()))
     if len(session) > _SESSION_MAX:
         session = session[: _SESSION_MAX - 1] + "…"
     return f"{words} in session {session}"

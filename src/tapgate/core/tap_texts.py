@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from tapgate.core.buttons import SHORT_ID_LENGTH, answer_prefill
-from tapgate.core.masking import mask_text
+from tapgate.core.masking import clean_name, mask_text
 from tapgate.core.models import CONTACT_TOOL, Grant, Request
 
 __all__ = [
@@ -64,6 +64,7 @@ __all__ = [
     "short",
     "title",
     "too_many_questions",
+    "tool_name",
 ]
 
 NOT_APPROVER = "You are not an approver for this request."
@@ -117,11 +118,20 @@ def clock_time(at: datetime | None) -> str:
 def title(request: Request) -> str:
     """What a one-line reply calls ``request``: its tool, or a question's tamed subject."""
     if not is_question(request):
-        return request.tool
+        return tool_name(request)
     subject = request.arguments.get("subject")
     if not isinstance(subject, str):
         return "question"
     return _one_line(subject, _TITLE_MAX) or "question"
+
+
+def tool_name(request: Request) -> str:
+    """The tool as the card shows it: masked, invisible characters made visible.
+
+    The name is the agent's text like its arguments; a reply or a dialog that
+    showed it raw would show what the card hid.
+    """
+    return clean_name(request.tool)
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -143,7 +153,7 @@ def applied_message(request: Request) -> str:
     said = ""
     if request.status == "denied" and request.resolution_reason:  # the approver's own words
         said = f": {_one_line(request.resolution_reason, _REASON_SHOWN)}"
-    return f"{verb}{scope} - {request.tool} ({short(request.id)}){said}"
+    return f"{verb}{scope} - {tool_name(request)} ({short(request.id)}){said}"
 
 
 def answer_hint(request_id: str) -> str:
@@ -174,12 +184,12 @@ def progress(request: Request) -> str:
 
 def partial_message(request: Request) -> str:
     """ "Approval counted, 1 of 2: alice approved - deploy_prod (request 3fA9xxxx)." """
-    return f"Approval counted, {progress(request)} - {request.tool} ({short(request.id)})."
+    return f"Approval counted, {progress(request)} - {tool_name(request)} ({short(request.id)})."
 
 
 def counted_message(request: Request) -> str:
     """A second tap by the same approver: it counts once, and says where the count is."""
-    return f"Your approval was already counted, {progress(request)} - {request.tool}."
+    return f"Your approval was already counted, {progress(request)} - {tool_name(request)}."
 
 
 def already_message(request: Request, status: str) -> str:

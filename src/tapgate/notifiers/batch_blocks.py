@@ -13,7 +13,10 @@ Limits (Slack's documented maximum → what we use, and why):
   blocks per call (its text, its buttons or outcome) for the first
   :data:`FULL_CALLS` calls; any further calls (a batch holds up to 50) are
   listed one line each in compact sections, masked and escaped, and are
-  decided by "Approve all" / "Deny all" (the section says so);
+  decided by "Approve all" / "Deny all" (the section says so). The lines are
+  cut, on their escaped length, so that the sections fit the blocks left:
+  escaping can make a line five times longer (``&`` → ``&amp;``), and a
+  message of 51 blocks is refused whole;
 - a call's text ≤ 3000 (a section's limit) and shrinks with the number of
   calls (``CARD_TEXT_BUDGET`` across the card) but never below
   ``CALL_TEXT_MIN``, so a long card still shows each call's arguments;
@@ -29,8 +32,10 @@ from tapgate.notifiers.batch_view import BatchCall, BatchView
 from tapgate.notifiers.inbox_button import slack_inbox_button
 from tapgate.notifiers.presentation import clip, fit_text
 from tapgate.notifiers.slack_blocks import (
+    _LOOKALIKE_BACKTICK,
     _RISK_ICONS,
     CONFIRM_TEXT_MAX,
+    FACT_MAX,
     FALLBACK_TEXT_MAX,
     SECTION_TEXT_MAX,
     _actions,
@@ -58,6 +63,8 @@ FULL_CALLS = 20
 CARD_TEXT_BUDGET = 24_000
 CALL_TEXT_MIN = 600
 COMPACT_CALL_MAX = 300
+BLOCKS_MAX = 50
+"""Slack's blocks per message: a message with more is refused (``invalid_blocks``)."""
 
 
 def render_slack_batch(batch: BatchView, *, inbox: bool = False) -> dict[str, Any]:
@@ -78,7 +85,8 @@ def render_slack_batch(batch: BatchView, *, inbox: bool = False) -> dict[str, An
     for number, call in enumerate(calls[:FULL_CALLS], start=1):
         blocks.append(_call_section(number, call, budget))
         blocks.append(_actions(call.view) if call.is_open else _outcome(call))
-    blocks += _compact(calls[FULL_CALLS:], first=FULL_CALLS + 1)
+    room = BLOCKS_MAX - len(blocks) - (1 if live else 0)  # the batch's buttons come last
+    blocks += _compact(calls[FULL_CALLS:], first=FULL_CALLS + 1, room=room)
     payload = {"text": _fallback(batch, title), "blocks": blocks}
     if live:
         blocks.append(_batch_actions(batch))
@@ -98,12 +106,20 @@ def _facts(batch: BatchView, *, live: bool) -> dict[str, Any]:
 
 
 def _call_section(number: int, call: BatchCall, budget: int) -> dict[str, Any]:
+    """A call's facts and arguments in ``budget`` characters (escaped).
+
+    The facts are cut on their escaped length to an eighth of the budget each
+    (at most ``FACT_MAX``), so the title always leaves room for the arguments:
+    a tool name or path of ``&`` escapes to five times its length, and a title
+    longer than the budget left no room at all (the card failed to render).
+    """
     view = call.view
     icon = _RISK_ICONS.get(view.risk, "")
-    title = (
-        f"*{number}.* {_inline(view.tool)} {icon} {_inline(view.risk)} · rule {_inline(view.rule)}"
-    )
-    title += f"\n*{view.label}*" + (f" {_inline(view.path)}" if view.path is not None else "")
+    most = min(FACT_MAX, budget // 8)
+    tool, rule = _code_fact(view.tool, most), _code_fact(view.rule, most)
+    title = f"*{number}.* {tool} {icon} {_inline(view.risk)} · rule {rule}"
+    path = f" {_code_fact(view.path, most)}" if view.path is not None else ""
+    title += f"\n*{view.label}*{path}"
     body = view.body if view.extra is None else f"{view.body}\n\nOther arguments:\n{view.extra}"
     text = fit_text(
         body,
@@ -125,15 +141,18 @@ def _outcome(call: BatchCall) -> dict[str, Any]:
     return {"type": "context", "block_id": block_id, "elements": elements}
 
 
-def _compact(calls: tuple[BatchCall, ...], *, first: int) -> list[dict[str, Any]]:
-    """Calls past :data:`FULL_CALLS`: one line each, packed into sections of ≤ 3000 characters."""
+def _compact(calls: tuple[BatchCall, ...], *, first: int, room: int) -> list[dict[str, Any]]:
+    """Calls past :data:`FULL_CALLS`: one line each, in at most ``room`` sections of ≤ 3000.
+
+    Each line is cut to an equal share of those sections, measured escaped, so
+    the packing below can never need one more block than Slack allows.
+    """
     if not calls:
         return []
+    per_section = -(-(len(calls) + 1) // max(room, 1))
+    line_max = SECTION_TEXT_MAX // per_section - 1
     lines = ["*Further calls* (decided by Approve all / Deny all):"]
-    for number, call in enumerate(calls, start=first):
-        shown = clip(call.view.body, COMPACT_CALL_MAX).replace("`", "\u02cb")
-        state = escape(clip(call.outcome, 80)) if call.outcome else ""
-        lines.append(f"*{number}.* {_inline(call.view.tool)} `{escape(shown) or ' '}` {state}")
+    lines += [_compact_line(n, call, line_max) for n, call in enumerate(calls, start=first)]
     sections: list[list[str]] = [[]]
     for line in lines:
         if sum(len(x) + 1 for x in sections[-1]) + len(line) > SECTION_TEXT_MAX:
@@ -143,6 +162,31 @@ def _compact(calls: tuple[BatchCall, ...], *, first: int) -> list[dict[str, Any]
         {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(part)}}
         for part in sections
     ]
+
+
+def _compact_line(number: int, call: BatchCall, line_max: int) -> str:
+    """``*21.* `tool` `arguments…` outcome``, at most ``line_max`` characters once escaped.
+
+    The arguments include "Other arguments" (folded onto the line), as a full
+    call's section does: "Approve all" decides these calls too, so no argument
+    may be left off without a visible cut.
+    """
+    view = call.view
+    body = view.body
+    if view.extra is not None:
+        body += " · Other arguments: " + " ".join(view.extra.split())
+    head = f"*{number}.* {_code_fact(view.tool, 60)} "
+    state = f" {_escaped_clip(call.outcome, 80, place='mrkdwn')}" if call.outcome else ""
+    room = max(line_max - len(head) - len(state) - 2, 40)
+    shown = body.replace("`", _LOOKALIKE_BACKTICK)
+    shown = _escaped_clip(shown, min(COMPACT_CALL_MAX, room), place="code")
+    return f"{head}`{shown or ' '}`{state}"
+
+
+def _code_fact(value: str, max_len: int) -> str:
+    """``value`` as inline code of at most ``max_len`` characters once escaped."""
+    text = _escaped_clip(value.replace("`", _LOOKALIKE_BACKTICK), max_len - 2, place="code")
+    return f"`{text}`" if text.strip() else "—"
 
 
 def _batch_actions(batch: BatchView) -> dict[str, Any]:

@@ -119,7 +119,7 @@ def _covers(view: ApprovalView) -> list[dict[str, Any]]:
     lines = [line for line in (view.session_covers, view.always_covers) if line]
     if not lines:
         return []
-    elements = [{"type": "plain_text", "text": clip(line, FACT_MAX * 2)} for line in lines]
+    elements = [_plain(line, FACT_MAX * 2) for line in lines]  # escaped like all agent text
     return [{"type": "context", "elements": elements}]
 
 

@@ -62,7 +62,7 @@ def listing_answer(listing: Listing, *, lead: str | None = None) -> Answer:
                 "title": {"type": "plain_text", "text": "Revoke this grant?"},
                 "text": {
                     "type": "plain_text",
-                    "text": _clip(escape(item.line, place="plain_text")),
+                    "text": _clip(item.line),
                 },
                 "confirm": {"type": "plain_text", "text": "Revoke"},
                 "deny": {"type": "plain_text", "text": "Keep it"},
@@ -82,7 +82,15 @@ def _section(text: str) -> dict[str, Any]:
 
 
 def _clip(text: str) -> str:
-    return text if len(text) <= _CONFIRM_MAX else text[: _CONFIRM_MAX - 1] + "…"
+    """``text`` escaped in at most 300 characters, cut before escaping.
+
+    Cut after escaping, ``&`` × 60 ended in ``&am…``: a broken entity Slack
+    shows as typed, in the dialog that confirms which grant is revoked.
+    """
+    cut = text
+    while len(escape(cut, place="plain_text")) > _CONFIRM_MAX - (cut != text):
+        cut = cut[:-1]
+    return escape(cut, place="plain_text") + ("…" if cut != text else "")
 
 
 class SlackGrantTaps:

@@ -18,7 +18,7 @@ from tapgate.core.edits import FIELD_MAX, EditField, edit_form
 from tapgate.core.masking import MASK, mask_text, reveal_invisible
 from tapgate.core.models import Request
 from tapgate.core.slack_text import escape
-from tapgate.core.tap_texts import EDIT_KEEP_MASKED, short, title
+from tapgate.core.tap_texts import EDIT_KEEP_MASKED, short, title, tool_name
 from tapgate.core.taps import ANSWER_MAX
 from tapgate.webhooks._slack_payloads import (
     ANSWER_ACTION,
@@ -49,7 +49,7 @@ def deny_modal(request: Request, channel: str | None) -> dict[str, Any]:
         channel,
         callback_id=DENY_CALLBACK_ID,
         titles=("Deny request", "Deny"),
-        intro=f"Deny {request.tool} ({short(request.id)}) from {request.agent}?",
+        intro=f"Deny {tool_name(request)} ({short(request.id)}) from {request.agent}?",
         label="Reason (sent back to the agent)",
         **_REASON,
     )
@@ -160,7 +160,7 @@ def edit_modal(request: Request, channel: str | None) -> dict[str, Any]:
     """
     fields = edit_form(request)
     intro = (
-        f"Edit {request.tool} ({short(request.id)}) from {request.agent}, then approve it. "
+        f"Edit {tool_name(request)} ({short(request.id)}) from {request.agent}, then approve it. "
         "The policy checks the edited call again."
     )
     if any(f.masked for f in fields):

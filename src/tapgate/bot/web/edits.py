@@ -30,6 +30,7 @@ from tapgate.bot.web.layout import e, page
 from tapgate.core.directory import WEB
 from tapgate.core.edits import WHOLE, EditField, approve_edit, edit_form, not_editable, prepare
 from tapgate.core.models import Request
+from tapgate.core.tap_texts import tool_name
 from tapgate.core.taps import Tap, check
 
 __all__ = ["edit_page", "edit_url", "submit_edit"]
@@ -107,7 +108,7 @@ def _form_page(
     alert = f'<p class="error" role="alert" id="edit-error">{e(whole)}</p>' if whole else ""
     rows = "".join(_field(f, texts.get(f.id), errors.get(f.id)) for f in edit_form(found))
     body = (
-        f'<h1>Edit {e(found.tool)} <span class="sid">{e(found.id[:8])}</span></h1>'
+        f'<h1>Edit {e(tool_name(found))} <span class="sid">{e(found.id[:8])}</span></h1>'
         f"<p>From <b>{e(found.agent)}</b>. The edited call is judged by the policy again and "
         "approved once, with the arguments below; masked values are kept unless replaced "
         "whole.</p>"

@@ -21,7 +21,7 @@ from tapgate.bot.keys import GATE
 from tapgate.bot.web.guard import SESSION, WebError
 from tapgate.bot.web.layout import e, page
 from tapgate.core.always import covers
-from tapgate.core.masking import mask_arguments
+from tapgate.core.masking import clean, clean_name, mask_arguments
 from tapgate.core.models import Request, RequestStatus
 from tapgate.core.tap_texts import GRANT_GONE, NOT_GRANT_OWNER
 from tapgate.errors import RequestNotFound
@@ -68,11 +68,11 @@ async def history_page(request: web.Request) -> web.Response:
     rows = "".join(
         f'<tr class="h-{e(r.status)}">'
         f'<td><a href="/inbox/requests/{e(r.id)}">{e(r.id[:8])}</a></td>'
-        f"<td>{e(r.agent)}</td><td>{e(r.tool)}</td><td>{e(r.status)}"
+        f"<td>{e(r.agent)}</td><td>{e(clean_name(r.tool))}</td><td>{e(r.status)}"
         f"{' (' + e(r.scope) + ')' if r.scope and r.scope != 'once' else ''}"
         f"{' · edited' if r.edited_arguments is not None else ''}</td>"
         f"<td>{e(r.resolved_by or '')}</td><td>{e(_when(r.resolved_at))}</td>"
-        f"<td>{e(r.resolution_reason or '')}</td></tr>"
+        f"<td>{e(clean(r.resolution_reason or ''))}</td></tr>"
         for r in mine[:_LIMIT]
     )
     filters = (
@@ -116,7 +116,7 @@ async def audit_page(request: web.Request) -> web.Response:
             f'<pre class="body json" id="edited">{e(_json(found.edited_arguments))}</pre>'
         )
     body = (
-        f"<h1>{e(found.tool)} <span class=sid>{e(found.id)}</span></h1>"
+        f"<h1>{e(clean_name(found.tool))} <span class=sid>{e(found.id)}</span></h1>"
         f"<p>{e(found.agent)} · {e(found.status)}"
         f"{' by ' + e(found.resolved_by) if found.resolved_by else ''}</p>"
         f'<pre class="body json">{e(args)}</pre>{edited}<h2>Audit trail</h2>'
