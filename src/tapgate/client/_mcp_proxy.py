@@ -29,6 +29,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from mcp import types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -43,7 +44,15 @@ from tapgate.client._remote import RemoteGate
 from tapgate.client._retrying import DEFAULT_RETRY_FOR
 from tapgate.core.models import Risk, ToolCall
 
-__all__ = ["McpProxyOptions", "serve_mcp_proxy"]
+__all__ = ["LISTING_TIMEOUT", "McpProxyOptions", "serve_mcp_proxy"]
+
+LISTING_TIMEOUT = 10.0
+"""Seconds a call may spend listing a trusted upstream's tools for its annotations.
+
+Past it the call goes on without them (the policy's default risk), so an
+upstream that never answers ``tools/list`` or never ends its pages costs a
+call this long instead of hanging it.
+"""
 
 Context = ServerRequestContext[Any, Any]
 Paged = types.PaginatedRequestParams | None
@@ -179,21 +188,29 @@ class _Proxy:
         """The risk a trusted upstream declares for ``tool``; ``None`` for an untrusted one."""
         if not self._options.trust_annotations:
             return None
-        if tool not in self._risks:
-            await self._list_all_tools()  # a client may call a tool it never listed
+        if tool not in self._risks:  # a client may call a tool it never listed
+            with anyio.move_on_after(LISTING_TIMEOUT):
+                await self._list_tools_until(tool)
         return self._risks.get(tool)
 
-    async def _list_all_tools(self) -> None:
+    async def _list_tools_until(self, tool: str) -> None:
+        """Page through the upstream's tools until ``tool`` is seen or the listing ends.
+
+        A cursor seen before ends it too: an upstream that hands back the same
+        cursor would otherwise be asked for the same page forever.
+        """
         cursor: str | None = None
-        while True:
+        seen: set[str] = set()
+        while tool not in self._risks:
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
             try:
                 page = await self._tools_page(params)
             except Exception:  # no annotations to be had: the policy's own default decides
                 return
             cursor = page.next_cursor
-            if not cursor:
+            if not cursor or cursor in seen:
                 return
+            seen.add(cursor)
 
     async def _tools_page(self, params: Paged) -> types.ListToolsResult:
         """One page of the upstream's tools, as sent; their annotations are noted on the way."""
