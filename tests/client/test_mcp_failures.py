@@ -9,6 +9,7 @@ gateway that hangs fails the test instead of stalling the suite.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,8 +18,9 @@ import pytest
 from mcp import types
 from mcp.client.session import ClientSession
 
+from tapgate.bot.keys import GATE
 from tests.client.test_hook_claude_code import Served, serve
-from tests.client.test_mcp_proxy import POLICY, proxied, text
+from tests.client.test_mcp_proxy import POLICY, call, proxied, text
 
 HOSTILE = Path(__file__).with_name("mcp_hostile.py")
 
@@ -47,3 +49,62 @@ async def test_a_trusted_listing_that_never_ends_does_not_hang_a_call(
     async with proxied(served.url, "--trust-annotations", upstream=hostile(mode)) as session:
         result = await call_unlisted(session, "read_note", 30)  # the gateway gives up at 10s
     assert not result.is_error and text(result) == "ran"
+
+
+class HeldAnswers:
+    """A TCP relay in front of the tapgate server that holds its answers until ``release``.
+
+    The server acts on each request at once; only the proxy's view of the
+    answer is delayed, as over a slow link or behind a busy server.
+    """
+
+    def __init__(self, target: str) -> None:
+        self._host, port = target.removeprefix("http://").split(":")
+        self._port = int(port)
+        self.released = asyncio.Event()
+        self.url = ""
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> HeldAnswers:
+        self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+
+    async def _relay(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        server_r, server_w = await asyncio.open_connection(self._host, self._port)
+        await asyncio.gather(
+            self._pump(client_r, server_w, hold=False), self._pump(server_r, client_w, hold=True)
+        )
+
+    async def _pump(
+        self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, *, hold: bool
+    ) -> None:
+        with contextlib.suppress(OSError):
+            while chunk := await src.read(65536):
+                if hold:
+                    await self.released.wait()
+                dst.write(chunk)
+                await dst.drain()
+        dst.close()
+
+
+async def test_a_call_cancelled_while_its_request_is_being_made_is_withdrawn(
+    served: Served,
+) -> None:
+    """The client gives up before the proxy learns the request's id: it is withdrawn anyway."""
+    async with HeldAnswers(served.url) as relay, proxied(relay.url) as session:
+        answer = asyncio.create_task(call(session, "write_note", name="chores", text="x"))
+        request = await served.pending()  # made on the server; its answer held in the relay
+        answer.cancel()
+        await asyncio.sleep(1)  # the client's notifications/cancelled reaches the proxy
+        relay.released.set()
+        for _ in range(2500):
+            found = await served.app[GATE].get_request(request.id)
+            if found.status != "pending":
+                break
+            await asyncio.sleep(0.004)
+    assert found.status == "cancelled"
