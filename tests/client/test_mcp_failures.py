@@ -108,3 +108,15 @@ async def test_a_call_cancelled_while_its_request_is_being_made_is_withdrawn(
                 break
             await asyncio.sleep(0.004)
     assert found.status == "cancelled"
+
+
+async def test_after_the_upstream_died_no_approver_is_asked_for_a_call(served: Served) -> None:
+    """A call that cannot run is refused at once, not put to an approver first."""
+    async with proxied(served.url) as session:
+        await call(session, "crash")  # the test upstream exits mid-call
+        result = await call_unlisted(session, "write_note", 20)  # the policy asks for it
+    assert result.is_error
+    assert text(result) == (
+        "tapgate: the MCP server 'notes' is gone (its connection closed); the tool was not called"
+    )
+    assert [request.tool for request in await served.requests()] == []

@@ -90,6 +90,8 @@ class _Proxy:
         self._gate = gate
         self._options = options
         self._risks: dict[str, Risk | None] = {}
+        self._gone = False
+        """The upstream's connection closed: the SDK fails every later request, so none can run."""
 
     def server(self) -> Server[Any]:
         """A low-level server offering what the upstream offered, and nothing more."""
@@ -119,7 +121,13 @@ class _Proxy:
     async def call_tool(
         self, ctx: Context, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        """Ask tapgate; run the call upstream only when allowed; every failure is ``isError``."""
+        """Ask tapgate; run the call upstream only when allowed; every failure is ``isError``.
+
+        Once the upstream is gone a call is refused before tapgate is asked:
+        an approver would otherwise decide a call that cannot run.
+        """
+        if self._gone:
+            return _error(f"tapgate: the MCP server {self._options.name!r} {_GONE}; {_NOT_CALLED}")
         call = ToolCall(
             tool=gated_name(self._options.name, params.name),
             arguments=params.arguments or {},
@@ -138,7 +146,7 @@ class _Proxy:
         except MCPError as exc:
             problem = f"failed the call ({exc.message})"
             if exc.code == types.CONNECTION_CLOSED:
-                problem = "is gone (its connection closed)"
+                problem, self._gone = _GONE, True
         except Exception as exc:  # an unreadable answer is still an answer for the model
             problem = f"answered unreadably ({type(exc).__name__}: {exc})"
         return _error(f"tapgate: approved, but the MCP server {self._options.name!r} {problem}")
@@ -227,6 +235,10 @@ class _Proxy:
                 read_only=hints.read_only_hint if hints else None,
                 destructive=hints.destructive_hint if hints else None,
             )
+
+
+_GONE = "is gone (its connection closed)"
+_NOT_CALLED = "the tool was not called"
 
 
 def _error(text: str) -> types.CallToolResult:
