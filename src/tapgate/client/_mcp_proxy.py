@@ -91,7 +91,11 @@ class _Proxy:
         self._options = options
         self._risks: dict[str, Risk | None] = {}
         self._gone = False
-        """The upstream's connection closed: the SDK fails every later request, so none can run."""
+        """A stdio upstream's connection closed: the process is dead, so no later call can run.
+
+        Not set for a streamable-HTTP upstream, where the same error can end one
+        call's response stream (a proxy cutting it) while the server lives on.
+        """
 
     def server(self) -> Server[Any]:
         """A low-level server offering what the upstream offered, and nothing more."""
@@ -146,7 +150,7 @@ class _Proxy:
         except MCPError as exc:
             problem = f"failed the call ({exc.message})"
             if exc.code == types.CONNECTION_CLOSED:
-                problem, self._gone = _GONE, True
+                problem, self._gone = _GONE, self._options.url is None
         except Exception as exc:  # an unreadable answer is still an answer for the model
             problem = f"answered unreadably ({type(exc).__name__}: {exc})"
         return _error(f"tapgate: approved, but the MCP server {self._options.name!r} {problem}")
