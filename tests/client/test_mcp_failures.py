@@ -35,6 +35,16 @@ def hostile(mode: str) -> list[str]:
     return ["--", sys.executable, str(HOSTILE), mode]
 
 
+async def settled(served: Served, request_id: str) -> str:
+    """The request's status once it is no longer pending (or still pending after 10s)."""
+    for _ in range(2500):
+        found = await served.app[GATE].get_request(request_id)
+        if found.status != "pending":
+            break
+        await asyncio.sleep(0.004)
+    return found.status
+
+
 async def call_unlisted(session: ClientSession, tool: str, bound: float) -> types.CallToolResult:
     """``tools/call`` as sent, without the SDK client's own ``tools/list`` before it."""
     request = types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments={}))
@@ -102,12 +112,8 @@ async def test_a_call_cancelled_while_its_request_is_being_made_is_withdrawn(
         answer.cancel()
         await asyncio.sleep(1)  # the client's notifications/cancelled reaches the proxy
         relay.released.set()
-        for _ in range(2500):
-            found = await served.app[GATE].get_request(request.id)
-            if found.status != "pending":
-                break
-            await asyncio.sleep(0.004)
-    assert found.status == "cancelled"
+        status = await settled(served, request.id)
+    assert status == "cancelled"
 
 
 async def test_after_the_upstream_died_no_approver_is_asked_for_a_call(served: Served) -> None:
@@ -120,3 +126,14 @@ async def test_after_the_upstream_died_no_approver_is_asked_for_a_call(served: S
         "tapgate: the MCP server 'notes' is gone (its connection closed); the tool was not called"
     )
     assert [request.tool for request in await served.requests()] == []
+
+
+async def test_a_client_that_hangs_up_mid_wait_withdraws_its_request(served: Served) -> None:
+    """Closing the proxy's stdin (the MCP client quit) ends the wait as a cancel does."""
+    async with proxied(served.url) as session:
+        answer = asyncio.create_task(call(session, "write_note", name="chores", text="x"))
+        request = await served.pending()
+    answer.cancel()
+    with contextlib.suppress(Exception, asyncio.CancelledError):
+        await answer  # it ended with the session, or now
+    assert await settled(served, request.id) == "cancelled"
