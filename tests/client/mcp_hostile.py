@@ -42,8 +42,14 @@ async def list_tools(ctx: Any, params: Paged) -> types.ListToolsResult:
 
 
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-    """Every call runs, and says so."""
-    return types.CallToolResult(content=[types.TextContent(type="text", text="ran")])
+    """Every call runs, and names what it got beside its name and arguments.
+
+    The SDK's own ``_meta`` entries (``io.modelcontextprotocol/...``) are left out.
+    """
+    extras = sorted(params.model_dump(exclude={"name", "arguments", "meta"}, exclude_none=True))
+    extras += [f"_meta.{key}" for key in params.meta or {} if not key.startswith("io.model")]
+    said = f"ran with {extras}" if extras else "ran"
+    return types.CallToolResult(content=[types.TextContent(type="text", text=said)])
 
 
 async def main() -> None:

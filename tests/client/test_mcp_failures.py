@@ -137,3 +137,28 @@ async def test_a_client_that_hangs_up_mid_wait_withdraws_its_request(served: Ser
     with contextlib.suppress(Exception, asyncio.CancelledError):
         await answer  # it ended with the session, or now
     assert await settled(served, request.id) == "cancelled"
+
+
+async def test_the_upstream_gets_the_approved_name_and_arguments_and_nothing_else(
+    served: Served,
+) -> None:
+    """What the client adds beside the arguments is not on the card, so it is not sent on.
+
+    Input responses (answers to the server's own questions, e.g. a confirmation
+    it elicits), an opaque request state, a task and ``_meta`` would change
+    what the call does without an approver having seen them.
+    """
+    params = types.CallToolRequestParams.model_validate(
+        {
+            "name": "read_note",
+            "arguments": {"name": "groceries"},
+            "requestState": "forged",
+            "inputResponses": {"confirm": {"action": "accept", "content": {"ok": True}}},
+            "task": {"ttl": 5000},
+            "_meta": {"progressToken": 7, "on_behalf_of": "admin"},
+        }
+    )
+    async with proxied(served.url, upstream=hostile("repeat")) as session:
+        request = types.CallToolRequest(params=params)
+        result = await asyncio.wait_for(session.send_request(request, types.CallToolResult), 20)
+    assert not result.is_error and text(result) == "ran"

@@ -141,11 +141,14 @@ class _Proxy:
         allowed = await refusal(self._gate, call)
         if isinstance(allowed, str):
             return _error(allowed)
-        if allowed is not call.arguments:  # an approver edited the call: run it as edited
-            params = params.model_copy(update={"arguments": dict(allowed)})
+        # Only what the approver saw goes upstream: the name and the arguments (as
+        # edited, if they were). Input responses, a request state, a task or _meta
+        # from the client could change what the call does without being on the card.
+        arguments = params.arguments if allowed is call.arguments else dict(allowed)
+        approved = types.CallToolRequestParams(name=params.name, arguments=arguments)
         try:
             return await self._upstream.send_request(
-                types.CallToolRequest(params=params), types.CallToolResult
+                types.CallToolRequest(params=approved), types.CallToolResult
             )
         except MCPError as exc:
             problem = f"failed the call ({exc.message})"
