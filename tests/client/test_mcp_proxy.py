@@ -184,11 +184,10 @@ async def test_the_upstream_dying_mid_call_is_an_error_result_not_a_hang(served:
     async with proxied(served.url) as session:
         crashed = await call(session, "crash")
         after = await call(session, "read_note", name="groceries")
-    for result in (crashed, after):
-        assert result.is_error
-        assert text(result) == "tapgate: approved, but the MCP server 'notes' is gone " + (
-            "(its connection closed)"
-        )
+    assert crashed.is_error and after.is_error
+    gone = "the MCP server 'notes' is gone (its connection closed)"
+    assert text(crashed) == f"tapgate: approved, but {gone}"
+    assert text(after) == f"tapgate: {gone}; the tool was not called"
 
 
 async def test_the_upstream_never_sees_the_agent_token(served: Served) -> None:

@@ -75,7 +75,15 @@ async def refusal(gate: RemoteGate, call: ToolCall) -> str | Mapping[str, Any]:
 
 
 async def _decision(gate: RemoteGate, call: ToolCall) -> Decision:
-    ticket = await gate.submit(call)
+    """Submit, then wait; a wait given up withdraws the request.
+
+    The submit is shielded from the MCP client's cancel: cut short after the
+    server made the request, it would leave a pending request whose id the
+    proxy never learnt, for an approver to decide a call nobody will run.
+    A cancel that came meanwhile is raised by the wait, which withdraws it.
+    """
+    with anyio.CancelScope(shield=True):
+        ticket = await gate.submit(call)
     if ticket.decision is not None:
         return ticket.decision
     request = ticket.request

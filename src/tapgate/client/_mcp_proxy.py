@@ -29,6 +29,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from mcp import types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -43,7 +44,15 @@ from tapgate.client._remote import RemoteGate
 from tapgate.client._retrying import DEFAULT_RETRY_FOR
 from tapgate.core.models import Risk, ToolCall
 
-__all__ = ["McpProxyOptions", "serve_mcp_proxy"]
+__all__ = ["LISTING_TIMEOUT", "McpProxyOptions", "serve_mcp_proxy"]
+
+LISTING_TIMEOUT = 10.0
+"""Seconds a call may spend listing a trusted upstream's tools for its annotations.
+
+Past it the call goes on without them (the policy's default risk), so an
+upstream that never answers ``tools/list`` or never ends its pages costs a
+call this long instead of hanging it.
+"""
 
 Context = ServerRequestContext[Any, Any]
 Paged = types.PaginatedRequestParams | None
@@ -81,6 +90,12 @@ class _Proxy:
         self._gate = gate
         self._options = options
         self._risks: dict[str, Risk | None] = {}
+        self._gone = False
+        """A stdio upstream's connection closed: the process is dead, so no later call can run.
+
+        Not set for a streamable-HTTP upstream, where the same error can end one
+        call's response stream (a proxy cutting it) while the server lives on.
+        """
 
     def server(self) -> Server[Any]:
         """A low-level server offering what the upstream offered, and nothing more."""
@@ -110,7 +125,13 @@ class _Proxy:
     async def call_tool(
         self, ctx: Context, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        """Ask tapgate; run the call upstream only when allowed; every failure is ``isError``."""
+        """Ask tapgate; run the call upstream only when allowed; every failure is ``isError``.
+
+        Once the upstream is gone a call is refused before tapgate is asked:
+        an approver would otherwise decide a call that cannot run.
+        """
+        if self._gone:
+            return _error(f"tapgate: the MCP server {self._options.name!r} {_GONE}; {_NOT_CALLED}")
         call = ToolCall(
             tool=gated_name(self._options.name, params.name),
             arguments=params.arguments or {},
@@ -120,16 +141,19 @@ class _Proxy:
         allowed = await refusal(self._gate, call)
         if isinstance(allowed, str):
             return _error(allowed)
-        if allowed is not call.arguments:  # an approver edited the call: run it as edited
-            params = params.model_copy(update={"arguments": dict(allowed)})
+        # Only what the approver saw goes upstream: the name and the arguments (as
+        # edited, if they were). Input responses, a request state, a task or _meta
+        # from the client could change what the call does without being on the card.
+        arguments = params.arguments if allowed is call.arguments else dict(allowed)
+        approved = types.CallToolRequestParams(name=params.name, arguments=arguments)
         try:
             return await self._upstream.send_request(
-                types.CallToolRequest(params=params), types.CallToolResult
+                types.CallToolRequest(params=approved), types.CallToolResult
             )
         except MCPError as exc:
             problem = f"failed the call ({exc.message})"
             if exc.code == types.CONNECTION_CLOSED:
-                problem = "is gone (its connection closed)"
+                problem, self._gone = _GONE, self._options.url is None
         except Exception as exc:  # an unreadable answer is still an answer for the model
             problem = f"answered unreadably ({type(exc).__name__}: {exc})"
         return _error(f"tapgate: approved, but the MCP server {self._options.name!r} {problem}")
@@ -179,21 +203,29 @@ class _Proxy:
         """The risk a trusted upstream declares for ``tool``; ``None`` for an untrusted one."""
         if not self._options.trust_annotations:
             return None
-        if tool not in self._risks:
-            await self._list_all_tools()  # a client may call a tool it never listed
+        if tool not in self._risks:  # a client may call a tool it never listed
+            with anyio.move_on_after(LISTING_TIMEOUT):
+                await self._list_tools_until(tool)
         return self._risks.get(tool)
 
-    async def _list_all_tools(self) -> None:
+    async def _list_tools_until(self, tool: str) -> None:
+        """Page through the upstream's tools until ``tool`` is seen or the listing ends.
+
+        A cursor seen before ends it too: an upstream that hands back the same
+        cursor would otherwise be asked for the same page forever.
+        """
         cursor: str | None = None
-        while True:
+        seen: set[str] = set()
+        while tool not in self._risks:
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
             try:
                 page = await self._tools_page(params)
             except Exception:  # no annotations to be had: the policy's own default decides
                 return
             cursor = page.next_cursor
-            if not cursor:
+            if not cursor or cursor in seen:
                 return
+            seen.add(cursor)
 
     async def _tools_page(self, params: Paged) -> types.ListToolsResult:
         """One page of the upstream's tools, as sent; their annotations are noted on the way."""
@@ -210,6 +242,10 @@ class _Proxy:
                 read_only=hints.read_only_hint if hints else None,
                 destructive=hints.destructive_hint if hints else None,
             )
+
+
+_GONE = "is gone (its connection closed)"
+_NOT_CALLED = "the tool was not called"
 
 
 def _error(text: str) -> types.CallToolResult:
