@@ -276,6 +276,14 @@ async def test_after_needs_status_decided_and_a_well_formed_cursor(api: Api) -> 
         assert status == 400, (query, body)
 
 
+async def test_a_cursor_past_every_decision_number_reads_nothing(api: Api) -> None:
+    """The cursor's number may be any 18 digits; PostgreSQL's column stops at 2**31 - 1."""
+    await api.gate.resolve(await api.ask(), "approve", by="alice")
+    for seq in (2**31 - 1, 2**31, 10**18 - 1):
+        page = await decided(api, f"{seq}.abc")
+        assert page == {"tool_calls": [], "next": f"{seq}.abc"}
+
+
 # -- events carry the call ------------------------------------------------------------
 
 
