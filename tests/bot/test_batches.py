@@ -121,6 +121,31 @@ async def test_bad_batches_are_400_and_change_nothing(
     assert await api.requests_in_store() == 0
 
 
+@pytest.mark.parametrize(
+    ("raw", "path"),
+    [
+        (b'{"calls": [{"tool": "deploy", "arguments": {"x": NaN}}]}', "calls[0].arguments.x"),
+        (
+            b'{"calls": [{"tool": "read_file"}, '
+            b'{"tool": "deploy", "arguments": {"a": [-Infinity]}}]}',
+            "calls[1].arguments.a[0]",
+        ),
+    ],
+)
+async def test_a_batch_with_a_non_finite_number_is_400_like_a_single_call(
+    api: Api, raw: bytes, path: str
+) -> None:
+    """Python's JSON reads NaN and Infinity; stored, they would be text that is not JSON."""
+    status, body, _ = await api.call("POST", "/v1/tool-call-batches", raw=raw)
+    assert status == 400 and body["error"] == {
+        "code": "invalid_body",
+        "message": "must be a finite number",
+        "path": path,
+    }
+    assert await api.requests_in_store() == 0
+    assert api.decisions("allow", "policy") == 0
+
+
 async def test_an_oversized_batch_is_a_json_413(api: Api) -> None:
     raw = json.dumps({"calls": [{"tool": "deploy", "arguments": {"x": "y" * 2_000_000}}]})
     status, body, _ = await api.call("POST", "/v1/tool-call-batches", raw=raw.encode())
