@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import pytest
@@ -225,3 +226,63 @@ async def test_every_page_carries_a_strict_policy_and_safe_cookies(
     assert "script-src 'self'" in csp and "default-src 'none'" in csp
     assert "unsafe-inline" not in csp
     assert page.headers["X-Frame-Options"] == "DENY"
+
+
+# Bodies a client chooses to send that the server cannot read: JSON no store
+# can encode (lone surrogates) or that nests past any parser's recursion, and
+# forms aiohttp's post() raises on. Each was a 500; each must be a 400.
+DEEP = b"[" * 5000 + b"]" * 5000
+UNREADABLE = [
+    (b'{"request_id": "\\ud800", "action": "approve"}', "application/json"),
+    (b'{"request_id": "ID", "action": "deny", "reason": "no \\udfff"}', "application/json"),
+    (b'{"request_id": "ID", "action": "approve", "x": ' + DEEP + b"}", "application/json"),
+    (b"\xff=\xff&request_id=ID&action=approve", "application/x-www-form-urlencoded"),
+    (b"request_id=ID&action=approve", "application/x-www-form-urlencoded; charset=bogus"),
+    (b"--x\r\nno part ends", "multipart/form-data; boundary=x"),
+    (b"request_id=ID&action=approve", "multipart/form-data"),
+]
+
+
+async def post_raw(
+    browser: Browser, path: str, raw: bytes, content_type: str, **headers: str
+) -> tuple[int, Any]:
+    sent = {"Accept": "application/json", "Content-Type": content_type, **headers}
+    async with browser.http.post(browser.served.url + path, data=raw, headers=sent) as response:
+        return response.status, await response.json()
+
+
+@pytest.mark.parametrize(("raw", "content_type"), UNREADABLE)
+async def test_an_unreadable_answer_is_a_400_that_changes_nothing(
+    served: Served, browsers: tuple[Browser, Browser], raw: bytes, content_type: str
+) -> None:
+    alice, _ = browsers
+    assert await alice.sign_in(await served.line_link(ALICE)) == 200
+    request_id = await a_request(served)
+    raw = raw.replace(b"ID", request_id.encode())
+    for path in ("/inbox/answer", "/inbox/batch", "/inbox/selection"):
+        status, body = await post_raw(
+            alice, path, raw, content_type, **{"X-CSRF-Token": alice.csrf}
+        )
+        assert (status, body["error"]) == (400, "bad_request"), (path, body)
+    assert (await served.gate.get_request(request_id)).status == "pending"
+
+
+async def test_an_unreadable_form_is_a_400_before_and_after_sign_in(
+    served: Served, browsers: tuple[Browser, Browser]
+) -> None:
+    """The guard reads a form's CSRF token, and the sign-in form is public: both read it safely."""
+    alice, stranger = browsers
+    raw, form = b"\xff=\xff&token=x&pre=y", "application/x-www-form-urlencoded"
+    status, body = await post_raw(stranger, "/inbox/sign-in", raw, form)
+    assert (status, body["error"]) == (400, "bad_request")
+    assert await alice.sign_in(await served.line_link(ALICE)) == 200
+    request_id = await a_request(served)
+    for path in ("/inbox/answer", f"/inbox/requests/{request_id}/edit", "/inbox/sign-out"):
+        status, body = await post_raw(alice, path, raw, form)  # the token is in the form
+        assert (status, body["error"]) == (400, "bad_request"), (path, body)
+    status, body = await post_raw(
+        alice, f"/inbox/requests/{request_id}/edit", raw, form, **{"X-CSRF-Token": alice.csrf}
+    )
+    assert (status, body["error"]) == (400, "bad_request")
+    assert (await served.gate.get_request(request_id)).status == "pending"
+    assert await sessions(served, "alice") == 1

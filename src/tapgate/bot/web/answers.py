@@ -19,9 +19,10 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from aiohttp import hdrs, web
+from pydantic_core import from_json
 
 from tapgate.bot.keys import GATE
-from tapgate.bot.web.guard import SESSION, WebError
+from tapgate.bot.web.guard import SESSION, WebError, read_form
 from tapgate.core.buttons import BatchAction, TapAction
 from tapgate.core.directory import WEB
 from tapgate.core.taps import ANSWER_MAX, BatchTap, Tap, TapOutcome, tap, tap_batch
@@ -39,14 +40,17 @@ async def _fields(request: web.Request) -> Mapping[str, Any]:
     """The answer's fields, from a form post or the script's JSON (400 for anything else)."""
     if request.content_type == "application/json":
         try:
-            body = await request.json()
+            # pydantic's parser, not json.loads: that one returns lone surrogates
+            # ("\ud800"), which no store can encode, and recurses until a
+            # RecursionError on deep nesting: 500s both. This one refuses them.
+            body = from_json(await request.read())
         except ValueError:
             body = None
         if not isinstance(body, dict):
             raise WebError(400, "bad_request", "Expected a JSON object.")
         return cast(Mapping[str, Any], body)
     if request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
-        form = await request.post()
+        form = await read_form(request)
         return {k: form.getall(k) if k == "ids" else form.get(k) for k in form}
     raise WebError(415, "unsupported_media_type", "Send a form or JSON.")
 

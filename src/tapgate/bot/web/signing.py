@@ -18,7 +18,7 @@ import secrets
 from aiohttp import web
 
 from tapgate.bot.keys import SIGN_INS
-from tapgate.bot.web.guard import COOKIE, SESSION, WebError, cookie_options
+from tapgate.bot.web.guard import COOKIE, SESSION, WebError, cookie_options, read_form
 from tapgate.bot.web.layout import e, message_page, page
 
 __all__ = ["revoke_session", "sessions_page", "sign_in", "sign_in_page", "sign_out"]
@@ -65,7 +65,7 @@ async def sign_in_page(request: web.Request) -> web.Response:
 
 async def sign_in(request: web.Request) -> web.Response:
     """Exchange the link for a session cookie, once; refused without any change otherwise."""
-    form = await request.post()
+    form = await read_form(request)
     token, pre = form.get("token"), form.get("pre")
     if not isinstance(token, str) or not isinstance(pre, str) or not 0 < len(token) <= 100:
         raise WebError(400, "bad_request", "This sign-in form is incomplete.")
