@@ -16,11 +16,16 @@ from typing import Any
 import aiohttp
 import pytest
 import pytest_asyncio
+from aiohttp.test_utils import TestServer
 from yarl import URL
 
+from tapgate.bot.app import build_app
+from tapgate.core.clock import ManualClock
 from tapgate.core.sign_in import LINK_TTL
-from tests.fakes.served import AGENT_TOKEN, ALICE, BOB, CAROL
-from tests.web.harness import Browser, Served
+from tests.fakes import FakeLine, FakeSlack
+from tests.fakes.served import AGENT_TOKEN, ALICE, BOB, CAROL, LINE_TOKEN
+from tests.fakes.taps import free_port
+from tests.web.harness import Browser, Served, make_config
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -286,3 +291,42 @@ async def test_an_unreadable_form_is_a_400_before_and_after_sign_in(
     assert (status, body["error"]) == (400, "bad_request")
     assert (await served.gate.get_request(request_id)).status == "pending"
     assert await sessions(served, "alice") == 1
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def served_on(db_url: str) -> AsyncIterator[Served]:
+    """The inbox on each store: some input only PostgreSQL refuses (text holding NUL)."""
+    port, clock = free_port(), ManualClock()
+    async with FakeSlack() as slack, FakeLine(access_token=LINE_TOKEN) as line:
+        app = build_app(make_config(slack.url, line.url, db_url, port), clock=clock)
+        server = TestServer(app, host="127.0.0.1", port=port)
+        await server.start_server()
+        try:
+            yield Served(app=app, server=server, slack=slack, line=line, clock=clock)
+        finally:
+            await server.close()
+
+
+async def test_ids_and_filters_holding_nul_change_nothing_on_every_store(
+    served_on: Served,
+) -> None:
+    """Each was a 500 on PostgreSQL, which cannot hold NUL in text: now what any bad id gets."""
+    served = served_on
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+        alice = Browser(served, http)
+        assert await alice.sign_in(await served.line_link(ALICE)) == 200
+        request_id = await a_request(served)
+        assert (await alice.get("/inbox/requests/%00")).status == 404
+        history = await alice.get("/inbox/history?agent=%00&tool=%00")
+        assert history.status == 200
+        csrf = {"X-CSRF-Token": alice.csrf}
+        for path, body, expected in (
+            ("/inbox/answer", {"request_id": "\x00", "action": "approve"}, 400),
+            ("/inbox/selection", {"ids": [request_id + "\x00"], "action": "approve"}, 400),
+            ("/inbox/batch", {"batch_id": "b\x00", "action": "approve_all"}, 400),
+            ("/inbox/sessions/%00/revoke", {}, 404),
+        ):
+            status, _ = await alice.post(path, body, **csrf)
+            assert status == expected, (path, status)
+        assert (await served.gate.get_request(request_id)).status == "pending"
+        assert await sessions(served, "alice") == 1

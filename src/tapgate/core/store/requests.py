@@ -92,6 +92,8 @@ def newest_first(
     ``approver``: only requests that name them among their approvers (the web
     inbox's queue), matched in SQL so a long queue is not read to show a page.
     """
+    if not all(storable_id(text) for text in (agent, tool, id_prefix) if text is not None):
+        return []  # a filter holding NUL (the inbox's ?agent=%00) matches no row
     order = (requests.c.created_at.desc(), requests.c.id)
     query = select(requests).order_by(*order).limit(limit).offset(offset)
     if approver is not None:
