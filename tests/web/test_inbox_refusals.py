@@ -330,3 +330,36 @@ async def test_ids_and_filters_holding_nul_change_nothing_on_every_store(
             assert status == expected, (path, status)
         assert (await served.gate.get_request(request_id)).status == "pending"
         assert await sessions(served, "alice") == 1
+
+
+async def raw_status(served: Served, head: list[bytes], body: bytes = b"") -> int:
+    """One request written byte for byte (aiohttp's client sends no header that is not UTF-8)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", served.server.port)
+    length = b"Content-Length: %d" % len(body)
+    writer.write(b"\r\n".join([*head, b"Host: x", length, b"Connection: close", b"", body]))
+    answer = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    return int(answer.split(b" ", 2)[1])
+
+
+async def test_a_cookie_or_token_that_is_not_utf8_opens_nothing(
+    served: Served, browsers: tuple[Browser, Browser]
+) -> None:
+    """aiohttp hands such bytes over as lone surrogates, which encode() refused: a 500 each."""
+    alice, _ = browsers
+    assert await alice.sign_in(await served.line_link(ALICE)) == 200
+    cookie = b"Cookie: " + "; ".join(f"{c.key}={c.value}" for c in alice.http.cookie_jar).encode()
+    request_id = await a_request(served)
+    answer = b'{"request_id": "%s", "action": "approve"}' % request_id.encode()
+    json_post = [b"POST /inbox/answer HTTP/1.1", b"Content-Type: application/json", cookie]
+    assert await raw_status(served, [*json_post, b"X-CSRF-Token: \xff\xfe"], answer) == 403
+    signed_out = [b"GET /inbox HTTP/1.1", b"Cookie: tapgate_session=\xff\xfe"]
+    assert await raw_status(served, signed_out) == 401
+    sign_in = [
+        b"POST /inbox/sign-in HTTP/1.1",
+        b"Content-Type: application/x-www-form-urlencoded",
+        b"Cookie: tapgate_pre=\xff\xfe",
+    ]
+    assert await raw_status(served, sign_in, b"token=abc&pre=abc") == 403
+    assert (await served.gate.get_request(request_id)).status == "pending"
+    assert await sessions(served, "alice") == 1
