@@ -195,6 +195,29 @@ async def test_a_non_approver_cannot_decide(
     assert any(a.event == "refused" and a.actor == "carol" for a in audit)
 
 
+async def test_a_non_approver_cannot_decide_by_selection_or_batch(
+    served: Served, browsers: tuple[Browser, Browser]
+) -> None:
+    """The multi-request answers go through the same per-request check as one answer."""
+    carol, _ = browsers
+    assert await carol.sign_in(await served.line_link(CAROL)) == 200
+    request_id = await a_request(served)  # deploys go to oncall: alice and bob
+    batch = await served.submit_batch([{"tool": "deploy", "arguments": {"env": "b1"}}])
+    member = batch["calls"][0]["id"]
+    token = {"X-CSRF-Token": carol.csrf}
+    status, body = await carol.post(
+        "/inbox/selection", {"ids": [request_id, member], "action": "approve"}, **token
+    )
+    assert status == 200 and body["applied"] == 0
+    assert {r["outcome"] for r in body["results"]} == {"not_approver"}
+    status, body = await carol.post(
+        "/inbox/batch", {"batch_id": batch["id"], "action": "approve_all"}, **token
+    )
+    assert status == 409 and body["ids"] == []
+    for pending in (request_id, member):
+        assert (await served.gate.get_request(pending)).status == "pending"
+
+
 async def test_agent_tokens_never_open_the_inbox(
     served: Served, browsers: tuple[Browser, Browser]
 ) -> None:
