@@ -371,6 +371,21 @@ async def test_another_agents_request_is_a_404_like_an_unknown_one(api: Api) -> 
     assert (await api.gate.get_request(theirs)).status == "pending"
 
 
+async def test_an_id_with_a_nul_is_a_404_like_an_unknown_one(api: Api) -> None:
+    """PostgreSQL cannot compare text holding NUL: looked up as it came, it was a 500."""
+    mine = await api.ask()
+    for method, path in [
+        ("GET", f"/v1/tool-calls/{mine}%00"),
+        ("GET", "/v1/tool-calls/%00?wait=5"),
+        ("POST", f"/v1/tool-calls/{mine}%00/cancel"),
+        ("GET", "/v1/tool-call-batches/%00"),
+        ("POST", "/v1/tool-call-batches/%00/cancel"),
+    ]:
+        status, body, _ = await api.call(method, path)
+        assert (status, body["error"]["code"]) == (404, "not_found"), (path, body)
+    assert (await api.gate.get_request(mine)).status == "pending"
+
+
 async def test_the_list_holds_only_the_callers_requests_filtered_and_limited(api: Api) -> None:
     mine = [await api.ask(n=str(n)) for n in range(3)]
     await api.ask(token=OTHER)

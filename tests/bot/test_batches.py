@@ -121,6 +121,31 @@ async def test_bad_batches_are_400_and_change_nothing(
     assert await api.requests_in_store() == 0
 
 
+@pytest.mark.parametrize(
+    ("raw", "path"),
+    [
+        (b'{"calls": [{"tool": "deploy", "arguments": {"x": NaN}}]}', "calls[0].arguments.x"),
+        (
+            b'{"calls": [{"tool": "read_file"}, '
+            b'{"tool": "deploy", "arguments": {"a": [-Infinity]}}]}',
+            "calls[1].arguments.a[0]",
+        ),
+    ],
+)
+async def test_a_batch_with_a_non_finite_number_is_400_like_a_single_call(
+    api: Api, raw: bytes, path: str
+) -> None:
+    """Python's JSON reads NaN and Infinity; stored, they would be text that is not JSON."""
+    status, body, _ = await api.call("POST", "/v1/tool-call-batches", raw=raw)
+    assert status == 400 and body["error"] == {
+        "code": "invalid_body",
+        "message": "must be a finite number",
+        "path": path,
+    }
+    assert await api.requests_in_store() == 0
+    assert api.decisions("allow", "policy") == 0
+
+
 async def test_an_oversized_batch_is_a_json_413(api: Api) -> None:
     raw = json.dumps({"calls": [{"tool": "deploy", "arguments": {"x": "y" * 2_000_000}}]})
     status, body, _ = await api.call("POST", "/v1/tool-call-batches", raw=raw.encode())
@@ -274,6 +299,14 @@ async def test_after_needs_status_decided_and_a_well_formed_cursor(api: Api) -> 
     for query in ("after=1.abc", "status=decided&after=x", "status=decided&after=1.a.b"):
         status, body, _ = await api.call("GET", f"/v1/tool-calls?{query}")
         assert status == 400, (query, body)
+
+
+async def test_a_cursor_past_every_decision_number_reads_nothing(api: Api) -> None:
+    """The cursor's number may be any 18 digits; PostgreSQL's column stops at 2**31 - 1."""
+    await api.gate.resolve(await api.ask(), "approve", by="alice")
+    for seq in (2**31 - 1, 2**31, 10**18 - 1):
+        page = await decided(api, f"{seq}.abc")
+        assert page == {"tool_calls": [], "next": f"{seq}.abc"}
 
 
 # -- events carry the call ------------------------------------------------------------

@@ -496,6 +496,17 @@ async def test_another_agents_call_is_not_found(served: Served) -> None:
         await asyncio.to_thread(served.sdk(token=OTHER).get_function_call, "call-1")
 
 
+async def test_a_call_id_with_a_nul_is_not_found(
+    db_url: str, clock: ManualClock, line: FakeLine
+) -> None:
+    """PostgreSQL cannot compare text holding NUL: looked up as it came, it was a 500."""
+    async with serve(db_url, clock, line) as served:
+        assert (await served.call("POST", "/function_calls", function_call()))[0] == 201
+        for path in ("/function_calls/call-1%00", "/contact_requests/%00"):
+            status, body = await served.call("GET", path)
+            assert (status, body["error"]["code"]) == (404, "not_found"), body
+
+
 async def test_answers_survive_a_restart(db_url: str, clock: ManualClock, line: FakeLine) -> None:
     async with serve(db_url, clock, line) as first:
         assert (await first.call("POST", "/function_calls", function_call()))[0] == 201

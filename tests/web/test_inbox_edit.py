@@ -110,6 +110,29 @@ async def test_a_refused_edit_shows_the_form_again_and_decides_nothing(
         assert (await served.gate.get_request(request_id)).is_pending
 
 
+@pytest.mark.parametrize(
+    ("field", "typed"),
+    [
+        ("arg2", "1e999"),  # json.loads reads infinity; the stored text cannot hold it
+        ("arg2", "[" * 100_000 + "]" * 100_000),  # json.loads: a RecursionError
+        ("arg1", '{"a": "\\ud800"}'),  # a lone surrogate: no store can encode it
+        ("arg1", '{"\\udc00": "b"}'),
+    ],
+)
+async def test_json_the_store_cannot_hold_is_refused_in_the_form(
+    served: Served, people: tuple[Browser, Browser], field: str, typed: str
+) -> None:
+    """Each was a 500 (the store refused what the edit let through): the form says why now."""
+    alice, _ = people
+    request_id = await ask(served, {"env": "staging", "obj": {"a": "b"}, "replicas": 2})
+    _, page = await get(alice, f"/inbox/requests/{request_id}/edit")
+    fields = prefill(page)  # sorted keys: env, obj, replicas
+    assert fields["arg1"].startswith("{") and fields["arg2"] == "2"
+    status, shown, _ = await submit(alice, request_id, **{**fields, field: typed})
+    assert status == 422 and "Not valid JSON." in shown
+    assert (await served.gate.get_request(request_id)).is_pending
+
+
 async def test_no_csrf_and_strangers_are_refused(
     served: Served, people: tuple[Browser, Browser]
 ) -> None:

@@ -179,6 +179,12 @@ async def test_a_long_queue_is_paged(served: Served, browsers: tuple[Browser, Br
     async with bob.http.get(served.url + "/inbox/queue?ids=1") as response:
         ids = await response.json()
     assert ids["total"] == 60 and len(ids["ids"]) == 40
+    # Past the end, however far (an OFFSET past 2**63 - 1 was a 500): an empty page.
+    for start in ("60", str(2**63), "9" * 30):
+        past = await _text(bob, f"/inbox?from={start}")
+        assert 'class="card' not in past and "60 pending for you" in past
+        async with bob.http.get(served.url + f"/inbox/queue?ids=1&from={start}") as response:
+            assert (response.status, await response.json()) == (200, {"ids": [], "total": 60})
 
 
 async def test_what_the_chats_answer_strangers(served: Served) -> None:

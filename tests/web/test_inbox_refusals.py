@@ -11,15 +11,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import pytest
 import pytest_asyncio
+from aiohttp.test_utils import TestServer
 from yarl import URL
 
+from tapgate.bot.app import build_app
+from tapgate.core.clock import ManualClock
 from tapgate.core.sign_in import LINK_TTL
-from tests.fakes.served import AGENT_TOKEN, ALICE, BOB, CAROL
-from tests.web.harness import Browser, Served
+from tests.fakes import FakeLine, FakeSlack
+from tests.fakes.served import AGENT_TOKEN, ALICE, BOB, CAROL, LINE_TOKEN
+from tests.fakes.taps import free_port
+from tests.web.harness import Browser, Served, make_config
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -189,6 +195,29 @@ async def test_a_non_approver_cannot_decide(
     assert any(a.event == "refused" and a.actor == "carol" for a in audit)
 
 
+async def test_a_non_approver_cannot_decide_by_selection_or_batch(
+    served: Served, browsers: tuple[Browser, Browser]
+) -> None:
+    """The multi-request answers go through the same per-request check as one answer."""
+    carol, _ = browsers
+    assert await carol.sign_in(await served.line_link(CAROL)) == 200
+    request_id = await a_request(served)  # deploys go to oncall: alice and bob
+    batch = await served.submit_batch([{"tool": "deploy", "arguments": {"env": "b1"}}])
+    member = batch["calls"][0]["id"]
+    token = {"X-CSRF-Token": carol.csrf}
+    status, body = await carol.post(
+        "/inbox/selection", {"ids": [request_id, member], "action": "approve"}, **token
+    )
+    assert status == 200 and body["applied"] == 0
+    assert {r["outcome"] for r in body["results"]} == {"not_approver"}
+    status, body = await carol.post(
+        "/inbox/batch", {"batch_id": batch["id"], "action": "approve_all"}, **token
+    )
+    assert status == 409 and body["ids"] == []
+    for pending in (request_id, member):
+        assert (await served.gate.get_request(pending)).status == "pending"
+
+
 async def test_agent_tokens_never_open_the_inbox(
     served: Served, browsers: tuple[Browser, Browser]
 ) -> None:
@@ -225,3 +254,135 @@ async def test_every_page_carries_a_strict_policy_and_safe_cookies(
     assert "script-src 'self'" in csp and "default-src 'none'" in csp
     assert "unsafe-inline" not in csp
     assert page.headers["X-Frame-Options"] == "DENY"
+
+
+# Bodies a client chooses to send that the server cannot read: JSON no store
+# can encode (lone surrogates) or that nests past any parser's recursion, and
+# forms aiohttp's post() raises on. Each was a 500; each must be a 400.
+DEEP = b"[" * 5000 + b"]" * 5000
+UNREADABLE = [
+    (b'{"request_id": "\\ud800", "action": "approve"}', "application/json"),
+    (b'{"request_id": "ID", "action": "deny", "reason": "no \\udfff"}', "application/json"),
+    (b'{"request_id": "ID", "action": "approve", "x": ' + DEEP + b"}", "application/json"),
+    (b"\xff=\xff&request_id=ID&action=approve", "application/x-www-form-urlencoded"),
+    (b"request_id=ID&action=approve", "application/x-www-form-urlencoded; charset=bogus"),
+    (b"--x\r\nno part ends", "multipart/form-data; boundary=x"),
+    (b"request_id=ID&action=approve", "multipart/form-data"),
+]
+
+
+async def post_raw(
+    browser: Browser, path: str, raw: bytes, content_type: str, **headers: str
+) -> tuple[int, Any]:
+    sent = {"Accept": "application/json", "Content-Type": content_type, **headers}
+    async with browser.http.post(browser.served.url + path, data=raw, headers=sent) as response:
+        return response.status, await response.json()
+
+
+@pytest.mark.parametrize(("raw", "content_type"), UNREADABLE)
+async def test_an_unreadable_answer_is_a_400_that_changes_nothing(
+    served: Served, browsers: tuple[Browser, Browser], raw: bytes, content_type: str
+) -> None:
+    alice, _ = browsers
+    assert await alice.sign_in(await served.line_link(ALICE)) == 200
+    request_id = await a_request(served)
+    raw = raw.replace(b"ID", request_id.encode())
+    for path in ("/inbox/answer", "/inbox/batch", "/inbox/selection"):
+        status, body = await post_raw(
+            alice, path, raw, content_type, **{"X-CSRF-Token": alice.csrf}
+        )
+        assert (status, body["error"]) == (400, "bad_request"), (path, body)
+    assert (await served.gate.get_request(request_id)).status == "pending"
+
+
+async def test_an_unreadable_form_is_a_400_before_and_after_sign_in(
+    served: Served, browsers: tuple[Browser, Browser]
+) -> None:
+    """The guard reads a form's CSRF token, and the sign-in form is public: both read it safely."""
+    alice, stranger = browsers
+    raw, form = b"\xff=\xff&token=x&pre=y", "application/x-www-form-urlencoded"
+    status, body = await post_raw(stranger, "/inbox/sign-in", raw, form)
+    assert (status, body["error"]) == (400, "bad_request")
+    assert await alice.sign_in(await served.line_link(ALICE)) == 200
+    request_id = await a_request(served)
+    for path in ("/inbox/answer", f"/inbox/requests/{request_id}/edit", "/inbox/sign-out"):
+        status, body = await post_raw(alice, path, raw, form)  # the token is in the form
+        assert (status, body["error"]) == (400, "bad_request"), (path, body)
+    status, body = await post_raw(
+        alice, f"/inbox/requests/{request_id}/edit", raw, form, **{"X-CSRF-Token": alice.csrf}
+    )
+    assert (status, body["error"]) == (400, "bad_request")
+    assert (await served.gate.get_request(request_id)).status == "pending"
+    assert await sessions(served, "alice") == 1
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def served_on(db_url: str) -> AsyncIterator[Served]:
+    """The inbox on each store: some input only PostgreSQL refuses (text holding NUL)."""
+    port, clock = free_port(), ManualClock()
+    async with FakeSlack() as slack, FakeLine(access_token=LINE_TOKEN) as line:
+        app = build_app(make_config(slack.url, line.url, db_url, port), clock=clock)
+        server = TestServer(app, host="127.0.0.1", port=port)
+        await server.start_server()
+        try:
+            yield Served(app=app, server=server, slack=slack, line=line, clock=clock)
+        finally:
+            await server.close()
+
+
+async def test_ids_and_filters_holding_nul_change_nothing_on_every_store(
+    served_on: Served,
+) -> None:
+    """Each was a 500 on PostgreSQL, which cannot hold NUL in text: now what any bad id gets."""
+    served = served_on
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+        alice = Browser(served, http)
+        assert await alice.sign_in(await served.line_link(ALICE)) == 200
+        request_id = await a_request(served)
+        assert (await alice.get("/inbox/requests/%00")).status == 404
+        history = await alice.get("/inbox/history?agent=%00&tool=%00")
+        assert history.status == 200
+        csrf = {"X-CSRF-Token": alice.csrf}
+        for path, body, expected in (
+            ("/inbox/answer", {"request_id": "\x00", "action": "approve"}, 400),
+            ("/inbox/selection", {"ids": [request_id + "\x00"], "action": "approve"}, 400),
+            ("/inbox/batch", {"batch_id": "b\x00", "action": "approve_all"}, 400),
+            ("/inbox/sessions/%00/revoke", {}, 404),
+        ):
+            status, _ = await alice.post(path, body, **csrf)
+            assert status == expected, (path, status)
+        assert (await served.gate.get_request(request_id)).status == "pending"
+        assert await sessions(served, "alice") == 1
+
+
+async def raw_status(served: Served, head: list[bytes], body: bytes = b"") -> int:
+    """One request written byte for byte (aiohttp's client sends no header that is not UTF-8)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", served.server.port)
+    length = b"Content-Length: %d" % len(body)
+    writer.write(b"\r\n".join([*head, b"Host: x", length, b"Connection: close", b"", body]))
+    answer = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    return int(answer.split(b" ", 2)[1])
+
+
+async def test_a_cookie_or_token_that_is_not_utf8_opens_nothing(
+    served: Served, browsers: tuple[Browser, Browser]
+) -> None:
+    """aiohttp hands such bytes over as lone surrogates, which encode() refused: a 500 each."""
+    alice, _ = browsers
+    assert await alice.sign_in(await served.line_link(ALICE)) == 200
+    cookie = b"Cookie: " + "; ".join(f"{c.key}={c.value}" for c in alice.http.cookie_jar).encode()
+    request_id = await a_request(served)
+    answer = b'{"request_id": "%s", "action": "approve"}' % request_id.encode()
+    json_post = [b"POST /inbox/answer HTTP/1.1", b"Content-Type: application/json", cookie]
+    assert await raw_status(served, [*json_post, b"X-CSRF-Token: \xff\xfe"], answer) == 403
+    signed_out = [b"GET /inbox HTTP/1.1", b"Cookie: tapgate_session=\xff\xfe"]
+    assert await raw_status(served, signed_out) == 401
+    sign_in = [
+        b"POST /inbox/sign-in HTTP/1.1",
+        b"Content-Type: application/x-www-form-urlencoded",
+        b"Cookie: tapgate_pre=\xff\xfe",
+    ]
+    assert await raw_status(served, sign_in, b"token=abc&pre=abc") == 403
+    assert (await served.gate.get_request(request_id)).status == "pending"
+    assert await sessions(served, "alice") == 1

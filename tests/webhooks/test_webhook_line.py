@@ -532,6 +532,11 @@ async def test_an_empty_event_list_is_ok(served: Served) -> None:
                 {**text_message("id"), "source": {"type": "user", "userId": ""}},
             )
         ),
+        # JSON escapes spelling a lone surrogate, which no store can encode (was a 503).
+        *(
+            json.dumps({"destination": BOT, "events": [text_message(text)]}).encode()
+            for text in ("answer 3fA9xK2b: no \ud800", "deny 3fA9xK2b \udfff", "\ud800")
+        ),
     ],
 )
 async def test_a_signed_but_malformed_body_is_400_and_changes_nothing(

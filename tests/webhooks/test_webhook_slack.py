@@ -655,6 +655,16 @@ async def test_a_signed_but_malformed_body_is_4xx_and_changes_nothing(
     await assert_untouched(served, request)
 
 
+async def test_a_reason_no_store_can_encode_is_400_and_decides_nothing(served: Served) -> None:
+    """A lone surrogate (a JSON escape) in a typed reason failed the tap's INSERT: a 503."""
+    request = await served.ask()
+    assert (await served.post(form(click(served, "deny", request, user=BOB))))[0] == 200
+    await until(lambda: len(served.slack.views) == 1)
+    status, _ = await served.post(form(submission(served.slack.views[0].view, "no \ud800")))
+    assert status == 400
+    await assert_untouched(served, request)
+
+
 async def test_a_tapgate_button_with_an_unreadable_value_is_400(served: Served) -> None:
     request = await served.ask()
     tapped = click(served, "approve", request, user=ALICE)

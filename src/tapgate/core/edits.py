@@ -179,7 +179,11 @@ def _json(typed: str, original: Any) -> tuple[Any, str | None]:
     """``typed`` read as JSON of ``original``'s type, or why it is not."""
     try:
         value = json.loads(typed, parse_constant=_no_constant)
-    except ValueError:
+        # What json.loads reads but the stored text cannot hold: 1e999 (infinity),
+        # a lone surrogate ("\ud800", which UTF-8 cannot encode). RecursionError:
+        # nesting a few thousand deep. Each was a 500 from the approver's form.
+        json.dumps(value, allow_nan=False, ensure_ascii=False).encode()
+    except (ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
         return None, "Not valid JSON."
     if _kind(value) != _kind(original):
         return None, f"Must stay JSON of the same type ({_kind(original)})."

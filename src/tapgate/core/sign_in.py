@@ -28,7 +28,15 @@ from tapgate.core.store.web_sessions import NewSession, WebSession
 if TYPE_CHECKING:
     from tapgate.core.gate import Gate
 
-__all__ = ["LINK_TTL", "SESSION_TTL", "Opened", "SignIns", "WebSession", "csrf_matches"]
+__all__ = [
+    "LINK_TTL",
+    "SESSION_TTL",
+    "Opened",
+    "SignIns",
+    "WebSession",
+    "csrf_matches",
+    "same_secret",
+]
 
 LINK_TTL = timedelta(minutes=10)
 """How long a sign-in link works: long enough to open it, short enough to be worthless later."""
@@ -47,13 +55,28 @@ class Opened:
     secret: str
 
 
+def _bytes(text: str) -> bytes:
+    """``text`` to hash or compare, whatever a client sent.
+
+    aiohttp hands header and cookie bytes that are not UTF-8 over as lone
+    surrogates, which a plain ``encode()`` refuses: a 500 from a cookie
+    anyone can send. Passed through, they make bytes no issued secret has.
+    """
+    return text.encode("utf-8", "surrogatepass")
+
+
 def _digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
+    return hashlib.sha256(_bytes(secret)).hexdigest()
+
+
+def same_secret(expected: str, offered: str) -> bool:
+    """Whether ``offered`` is ``expected`` (constant-time, any text ``offered`` may hold)."""
+    return hmac.compare_digest(_bytes(expected), _bytes(offered))
 
 
 def csrf_matches(session: WebSession, offered: str | None) -> bool:
     """Whether ``offered`` is the session's CSRF token (constant-time)."""
-    return offered is not None and hmac.compare_digest(session.csrf.encode(), offered.encode())
+    return offered is not None and same_secret(session.csrf, offered)
 
 
 class SignIns:

@@ -118,6 +118,9 @@ class EventReader:
         try:
             text = body.decode("utf-8")
             envelope = json.loads(text)
+            # JSON escapes can spell lone surrogates ("\ud800"), which no store
+            # can encode: a typed answer holding one failed in the inbox, a 503.
+            json.dumps(envelope, ensure_ascii=False).encode()
         except (ValueError, RecursionError) as error:  # not UTF-8 or JSON; absurd nesting
             raise Malformed("not JSON") from error
         if not isinstance(envelope, dict) or not isinstance(envelope.get("events"), list):

@@ -111,6 +111,9 @@ def bolt_request(body: bytes, request: web.Request) -> AsyncBoltRequest | None:
             if "payload" not in form:
                 text = json.dumps(form)
         built = AsyncBoltRequest(body=text, query=request.query_string, headers=headers)
+        # JSON escapes can spell lone surrogates ("\ud800"), which no store can
+        # encode: a typed reason holding one failed the tap's INSERT, a 503.
+        json.dumps(built.body, ensure_ascii=False).encode()
     except Exception:  # JSON, UTF-8, nesting, or bolt's context extraction on odd shapes
         return None
     return built if isinstance(built.body, dict) else None

@@ -20,6 +20,7 @@ from tapgate.bot.api.models import (
     WaitQuery,
     parse_body,
     parse_query,
+    require_finite,
     tool_call_from_decision,
     tool_call_from_request,
 )
@@ -43,6 +44,10 @@ async def submit_batch_route(request: web.Request) -> web.Response:
     """``POST /v1/tool-call-batches``: decide what can be decided now, batch the asks."""
     app = request.app
     body = parse_body(BatchIn, await read_body(request), max_wait=app[CONFIG].server.max_wait)
+    for index, each in enumerate(body.calls):
+        # As for a single call: NaN and infinities (which Python's JSON reads)
+        # are a 400, or they would be stored as text that is not JSON.
+        require_finite(each.arguments, ("calls", index, "arguments"))
     agent = request[AGENT]
     calls = [
         ToolCall(tool=c.tool, arguments=c.arguments, agent=agent, session=body.session, risk=c.risk)

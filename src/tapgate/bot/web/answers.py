@@ -19,10 +19,11 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from aiohttp import hdrs, web
+from pydantic_core import from_json
 
 from tapgate.bot.keys import GATE
-from tapgate.bot.web.guard import SESSION, WebError
-from tapgate.core.buttons import BatchAction, TapAction
+from tapgate.bot.web.guard import SESSION, WebError, read_form
+from tapgate.core.buttons import BatchAction, TapAction, valid_request_id
 from tapgate.core.directory import WEB
 from tapgate.core.taps import ANSWER_MAX, BatchTap, Tap, TapOutcome, tap, tap_batch
 
@@ -39,14 +40,17 @@ async def _fields(request: web.Request) -> Mapping[str, Any]:
     """The answer's fields, from a form post or the script's JSON (400 for anything else)."""
     if request.content_type == "application/json":
         try:
-            body = await request.json()
+            # pydantic's parser, not json.loads: that one returns lone surrogates
+            # ("\ud800"), which no store can encode, and recurses until a
+            # RecursionError on deep nesting: 500s both. This one refuses them.
+            body = from_json(await request.read())
         except ValueError:
             body = None
         if not isinstance(body, dict):
             raise WebError(400, "bad_request", "Expected a JSON object.")
         return cast(Mapping[str, Any], body)
     if request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
-        form = await request.post()
+        form = await read_form(request)
         return {k: form.getall(k) if k == "ids" else form.get(k) for k in form}
     raise WebError(415, "unsupported_media_type", "Send a form or JSON.")
 
@@ -57,6 +61,18 @@ def _text(fields: Mapping[str, Any], name: str, *, limit: int = 100) -> str | No
         return None
     if not isinstance(value, str) or len(value) > limit:
         raise WebError(400, "bad_request", f"{name}: expected text up to {limit} characters.")
+    return value
+
+
+def _ident(fields: Mapping[str, Any], name: str) -> str | None:
+    """An id field, of the shape of every id tapgate issues (as the chats' buttons check).
+
+    Anything else names no request; left to the store, text holding NUL is a
+    PostgreSQL error (a 500) rather than "not found".
+    """
+    value = _text(fields, name)
+    if value is not None and not valid_request_id(value):
+        raise WebError(400, "bad_request", f"{name}: not an id tapgate issued.")
     return value
 
 
@@ -77,7 +93,7 @@ def _reply(request: web.Request, outcome: TapOutcome, **extra: object) -> web.Re
 async def answer(request: web.Request) -> web.Response:
     """``POST /inbox/answer``: one request, one action (a checked "session" box widens approve)."""
     fields = await _fields(request)
-    request_id = _text(fields, "request_id")
+    request_id = _ident(fields, "request_id")
     action = _text(fields, "action")
     if request_id is None or action not in _ACTIONS:
         raise WebError(400, "bad_request", "request_id and a known action are required.")
@@ -95,7 +111,7 @@ async def answer(request: web.Request) -> web.Response:
 async def answer_batch(request: web.Request) -> web.Response:
     """``POST /inbox/batch``: "Allow all" / "Deny all" for every open call of one batch."""
     fields = await _fields(request)
-    batch_id = _text(fields, "batch_id")
+    batch_id = _ident(fields, "batch_id")
     action = _text(fields, "action")
     if batch_id is None or action not in _BATCH_ACTIONS:
         raise WebError(400, "bad_request", "batch_id and a known batch action are required.")
@@ -121,7 +137,7 @@ async def answer_selection(request: web.Request) -> web.Response:
     action = _text(fields, "action")
     if not isinstance(ids, list) or not 0 < len(ids) <= _SELECTION_MAX:
         ids = None
-    if ids is None or action not in ("approve", "deny") or not all(isinstance(i, str) for i in ids):
+    if ids is None or action not in ("approve", "deny") or not all(map(valid_request_id, ids)):
         raise WebError(400, "bad_request", f"ids (1 to {_SELECTION_MAX}) and approve / deny.")
     who, gate, reason = request[SESSION].approver, request.app[GATE], _reason(fields)
     results = []

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from aiohttp import web
 
 from tapgate.bot.keys import GATE
-from tapgate.bot.web.guard import SESSION, WebError
+from tapgate.bot.web.guard import SESSION, WebError, read_form
 from tapgate.bot.web.layout import e, page
 from tapgate.core.directory import WEB
 from tapgate.core.edits import WHOLE, EditField, approve_edit, edit_form, not_editable, prepare
@@ -69,7 +69,7 @@ async def edit_page(request: web.Request) -> web.Response:
 async def submit_edit(request: web.Request) -> web.Response:
     """``POST /inbox/requests/{id}/edit``: judged by core; refused, the form again; else decided."""
     found = await _editable(request)
-    form = await request.post()
+    form = await read_form(request)
     fields = edit_form(found)
     texts: dict[str, str | None] = {}
     for f in fields:

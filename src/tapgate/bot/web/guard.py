@@ -24,6 +24,8 @@ from urllib.parse import urlsplit
 
 from aiohttp import hdrs, web
 from aiohttp.typedefs import Middleware
+from aiohttp.web_request import FileField
+from multidict import MultiDictProxy
 
 from tapgate.bot.api.middleware import Handler
 from tapgate.bot.keys import CONFIG, SIGN_INS
@@ -36,6 +38,7 @@ __all__ = [
     "SESSION",
     "WebError",
     "cookie_options",
+    "read_form",
     "web_middleware",
 ]
 
@@ -91,12 +94,26 @@ def _same_origin(request: web.Request) -> bool:
     return urlsplit(origin).netloc in ours
 
 
+async def read_form(request: web.Request) -> MultiDictProxy[str | bytes | bytearray | FileField]:
+    """The posted form, or a 400 that changes nothing.
+
+    aiohttp's ``post()`` raises on what a client chooses to send: bytes that
+    are not UTF-8 (``UnicodeDecodeError``), an unknown ``charset``
+    (``LookupError``), multipart without its boundary (``ValueError``): a 500
+    each, unanswered, the public sign-in form included.
+    """
+    try:
+        return await request.post()
+    except (ValueError, LookupError):
+        raise WebError(400, "bad_request", "This form could not be read.") from None
+
+
 async def _csrf_token(request: web.Request) -> str | None:
     header = request.headers.get("X-CSRF-Token")
     if header is not None:
         return header
     if request.content_type == "application/x-www-form-urlencoded":
-        value = (await request.post()).get("csrf")
+        value = (await read_form(request)).get("csrf")
         return value if isinstance(value, str) else None
     return None
 

@@ -92,10 +92,15 @@ async def _queue(request: web.Request) -> tuple[str, int, int]:
     return "".join(parts), total, start
 
 
+_LAST_START = 2**31 - 1
+"""Past any queue, and an ``OFFSET`` both stores take: SQLite refuses more than 2**63 - 1
+(an ``OverflowError``, a 500), PostgreSQL's ``bigint`` likewise."""
+
+
 def _start(request: web.Request) -> int:
     """The page's first request (``?from=``), 0 for anything that is not a count."""
     try:
-        return max(0, int(request.query.get("from", "0")))
+        return min(max(0, int(request.query.get("from", "0"))), _LAST_START)
     except ValueError:
         return 0
 

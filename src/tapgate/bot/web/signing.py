@@ -18,8 +18,9 @@ import secrets
 from aiohttp import web
 
 from tapgate.bot.keys import SIGN_INS
-from tapgate.bot.web.guard import COOKIE, SESSION, WebError, cookie_options
+from tapgate.bot.web.guard import COOKIE, SESSION, WebError, cookie_options, read_form
 from tapgate.bot.web.layout import e, message_page, page
+from tapgate.core.sign_in import same_secret
 
 __all__ = ["revoke_session", "sessions_page", "sign_in", "sign_in_page", "sign_out"]
 
@@ -65,12 +66,12 @@ async def sign_in_page(request: web.Request) -> web.Response:
 
 async def sign_in(request: web.Request) -> web.Response:
     """Exchange the link for a session cookie, once; refused without any change otherwise."""
-    form = await request.post()
+    form = await read_form(request)
     token, pre = form.get("token"), form.get("pre")
     if not isinstance(token, str) or not isinstance(pre, str) or not 0 < len(token) <= 100:
         raise WebError(400, "bad_request", "This sign-in form is incomplete.")
     expected = request.cookies.get(_PRE, "")
-    if not expected or not secrets.compare_digest(pre.encode(), expected.encode()):
+    if not expected or not same_secret(expected, pre):
         raise WebError(403, "csrf", "Open the sign-in link again in this browser.")
     sign_ins = request.app[SIGN_INS]
     current = await _signed_in_as(request)

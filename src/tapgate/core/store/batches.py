@@ -34,7 +34,7 @@ from tapgate.core.models import Decision, Delivery, Request
 from tapgate.core.store import batch_asks, events, lifecycle, numbering, outbox
 from tapgate.core.store.batch_outbox import members
 from tapgate.core.store.grants import GrantKey
-from tapgate.core.store.requests import check_limits
+from tapgate.core.store.requests import check_limits, storable_id
 from tapgate.core.store.rows import decision_from_json, decision_to_json
 from tapgate.core.store.schema import batches
 
@@ -164,7 +164,9 @@ def decide_all(
 
 
 def get(conn: Connection, batch_id: str) -> Batch | None:
-    """The batch with this id, if there is one."""
+    """The batch with this id, if there is one (an id PostgreSQL cannot hold names none)."""
+    if not storable_id(batch_id):
+        return None
     row = conn.execute(_SELECT, {"b_id": batch_id}).mappings().first()
     return _from_row(row) if row is not None else None
 

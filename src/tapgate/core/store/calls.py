@@ -26,6 +26,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from tapgate.core.models import Decision
 from tapgate.core.store import engine as _engine
+from tapgate.core.store.requests import storable_id
 from tapgate.core.store.rows import decision_from_json, decision_to_json
 from tapgate.core.store.schema import client_calls
 
@@ -85,7 +86,9 @@ class ClientCalls:
         return await self.runner.run(run)
 
     async def get(self, agent: str, call_id: str) -> ClientCall | None:
-        """The call ``agent`` named ``call_id``; ``None`` if it never did."""
+        """The call ``agent`` named ``call_id``; ``None`` if it never did (or could not have)."""
+        if not storable_id(call_id):
+            return None
         return await self.runner.read(lambda c: _get(c, agent, call_id))
 
 

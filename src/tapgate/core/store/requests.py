@@ -18,13 +18,34 @@ from tapgate.core.store.rows import request_from_row
 from tapgate.core.store.schema import requests
 from tapgate.errors import TooManyAsks
 
-__all__ = ["check_limits", "count", "decided_since", "get", "get_many", "newest_first"]
+__all__ = [
+    "check_limits",
+    "count",
+    "decided_since",
+    "get",
+    "get_many",
+    "newest_first",
+    "storable_id",
+]
 
 _SELECT_ONE = select(requests).where(requests.c.id == bindparam("b_id"))
+_SEQ_MAX = 2**31 - 1
+"""The largest ``decided_seq`` both backends hold (``INTEGER``: int32 on PostgreSQL)."""
+
+
+def storable_id(value: str) -> bool:
+    """Whether ``value`` could be a stored id: PostgreSQL cannot hold NUL in text, nor compare it.
+
+    An id from a URL or a body is looked up as it came; one with a NUL names
+    no row, and asking PostgreSQL would be an error (a 500) rather than "none".
+    """
+    return "\x00" not in value
 
 
 def get(conn: Connection, request_id: str) -> Request | None:
     """The request with this id, if there is one."""
+    if not storable_id(request_id):
+        return None
     row = conn.execute(_SELECT_ONE, {"b_id": request_id}).mappings().first()
     return request_from_row(row) if row is not None else None
 
@@ -71,6 +92,8 @@ def newest_first(
     ``approver``: only requests that name them among their approvers (the web
     inbox's queue), matched in SQL so a long queue is not read to show a page.
     """
+    if not all(storable_id(text) for text in (agent, tool, id_prefix) if text is not None):
+        return []  # a filter holding NUL (the inbox's ?agent=%00) matches no row
     order = (requests.c.created_at.desc(), requests.c.id)
     query = select(requests).order_by(*order).limit(limit).offset(offset)
     if approver is not None:
@@ -108,6 +131,10 @@ def decided_since(
     :mod:`~tapgate.core.store.lifecycle`), so a reader that resumes from the
     last (number, id) it saw can neither skip nor repeat a decision.
     """
+    if after is not None and after[0] > _SEQ_MAX:
+        # No decision is numbered past the column's width, and PostgreSQL refuses
+        # such a bound with an error: a 500 for an agent's (made-up) cursor.
+        return []
     seq, ident = requests.c.decided_seq, requests.c.id
     query = select(requests).where(requests.c.agent == agent, seq.is_not(None))
     if after is not None:

@@ -25,6 +25,7 @@ from sqlalchemy import Connection, RowMapping, delete, insert, or_, select, upda
 
 from tapgate.core.store import engine as _engine
 from tapgate.core.store.audit import write as write_audit
+from tapgate.core.store.requests import storable_id
 from tapgate.core.store.schema import web_sessions, web_sign_ins
 
 __all__ = ["NewSession", "WebSession", "WebSessions"]
@@ -174,6 +175,8 @@ class WebSessions:
 
     async def revoke(self, session_id: str, *, approver: str, now: datetime) -> bool:
         """End ``approver``'s session ``session_id``; False if not theirs or already ended."""
+        if not storable_id(session_id):
+            return False  # from the URL: PostgreSQL would refuse the NUL (a 500)
         statement = (
             update(web_sessions)
             .where(
