@@ -447,6 +447,22 @@ async def test_slack_default_client_retries_a_drop_once_so_it_can_double_post(
     assert len(slack.requests_to("chat.postMessage")) == 2
 
 
+async def test_slack_refuses_blocks_past_fifty_or_past_its_text_cap(
+    slack: FakeSlack, slack_client: AsyncWebClient
+) -> None:
+    """As Slack does: ``invalid_blocks`` past 50 blocks, ``msg_blocks_too_long`` past
+    ~11,300 characters of text across them (undocumented; slackapi/bolt-js#2867)."""
+    section = {"type": "section", "text": {"type": "mrkdwn", "text": "x" * 2900}}
+    refused = [([section] * 4, "msg_blocks_too_long"), ([section] * 51, "invalid_blocks")]
+    for blocks, error in refused:
+        with pytest.raises(SlackApiError) as caught:
+            await slack_client.chat_postMessage(channel="C1", text="x", blocks=blocks)
+        assert caught.value.response["error"] == error
+    assert slack.posts == []
+    await slack_client.chat_postMessage(channel="C1", text="x", blocks=[section] * 3)
+    assert len(slack.posts) == 1
+
+
 async def test_slack_accepts_form_encoded_arguments(slack: FakeSlack) -> None:
     blocks = [{"type": "section", "text": {"type": "plain_text", "text": "hi"}}]
     form = {"token": SLACK_TOKEN, "channel": "C1", "text": "hi", "blocks": json.dumps(blocks)}

@@ -19,7 +19,12 @@ from linebot.v3.messaging import FlexMessage
 from tapgate.core.batching import MAX_CALLS
 from tapgate.core.buttons import parse_batch_postback_data, parse_postback_data
 from tapgate.core.models import Request
-from tapgate.notifiers.batch_blocks import FULL_CALLS, render_slack_batch
+from tapgate.notifiers.batch_blocks import (
+    FULL_CALLS,
+    MESSAGE_TEXT_MAX,
+    block_text_length,
+    render_slack_batch,
+)
 from tapgate.notifiers.batch_flex import (
     BUBBLE_BYTES,
     MESSAGE_BYTES,
@@ -175,9 +180,46 @@ def test_a_full_batch_of_escaped_text_stays_within_fifty_blocks(decided: bool) -
     assert all(f"*{n + 1}.*" in shown for n in range(50))
 
 
+@pytest.mark.parametrize(
+    ("count", "argument", "decided"),
+    [
+        (5, "x" * 5000, False),
+        (20, "y " * 2500, False),
+        (MAX_CALLS, "z" * 5000, False),
+        (MAX_CALLS, "&" * 3000, False),
+        (MAX_CALLS, "w" * 5000, True),
+    ],
+    ids=["five-long", "twenty-long", "fifty-long", "fifty-escaped", "fifty-decided"],
+)
+def test_a_batch_of_long_calls_stays_within_slacks_text_cap(
+    count: int, argument: str, decided: bool
+) -> None:
+    """Slack refuses a message whose blocks hold more than ~12,000 characters of text
+    (``msg_blocks_too_long``; undocumented, reported from 11,341 characters in
+    slackapi/bolt-js#2867): five calls of long arguments made a card of 16,000,
+    twenty one of 28,000, and the approvers saw nothing. Every call stays listed."""
+    status: dict[str, Any] = (
+        {
+            "status": "denied",
+            "resolved_by": "alice",
+            "resolved_at": T0,
+            "resolution_reason": "r" * 2000,
+        }
+        if decided
+        else {}
+    )
+    calls = [member(n, "deploy", {"command": argument}, **status) for n in range(count)]
+    card = render_slack_batch(present_batch(calls, now=T0), inbox=not decided)
+    assert_valid_slack(card)  # includes the text cap
+    assert block_text_length(card["blocks"]) <= MESSAGE_TEXT_MAX
+    shown = json.dumps(card)
+    assert all(f"*{n + 1}.*" in shown for n in range(count))
+    assert all(c.id in shown for c in calls[:FULL_CALLS])
+
+
 def test_further_calls_show_their_other_arguments() -> None:
     """A call past the first 20 is decided by "Approve all", whose dialog says "each
-    exactly as shown above": its other arguments (a ``cwd``) must be on its line too."""
+    with all its arguments": its other arguments (a ``cwd``) must be on its line too."""
     calls = [member(n, "bash", {"command": "ls", "cwd": f"/srv/prod-{n}"}) for n in range(25)]
     card = render_slack_batch(present_batch(calls, now=T0))
     shown = json.dumps(card)

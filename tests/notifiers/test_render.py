@@ -28,6 +28,7 @@ from tapgate.core.edits import edit_form
 from tapgate.core.masking import MASK, is_secret_key, mask_arguments, mask_text
 from tapgate.core.models import Request, args_digest
 from tapgate.notifiers._file_diff import unified_diff as _diff
+from tapgate.notifiers.batch_blocks import MESSAGE_TEXT_MAX, block_text_length
 from tapgate.notifiers.line_flex import (
     parse_postback_data,
     postback_data,
@@ -106,6 +107,7 @@ def assert_valid_slack(message: dict[str, Any]) -> None:
         assert parsed is not None
         parsed.validate_json()  # raises SlackObjectFormationError past any limit
         assert parsed.to_dict() == block  # the SDK knows every key we send
+    assert block_text_length(message["blocks"]) <= MESSAGE_TEXT_MAX  # msg_blocks_too_long
     for node in walk(message["blocks"]):
         if node.get("type") == "header":
             assert len(node["text"]["text"]) <= 150

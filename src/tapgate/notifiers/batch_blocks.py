@@ -18,8 +18,16 @@ Limits (Slack's documented maximum → what we use, and why):
   escaping can make a line five times longer (``&`` → ``&amp;``), and a
   message of 51 blocks is refused whole;
 - a call's text ≤ 3000 (a section's limit) and shrinks with the number of
-  calls (``CARD_TEXT_BUDGET`` across the card) but never below
-  ``CALL_TEXT_MIN``, so a long card still shows each call's arguments;
+  calls, so that the whole card stays within ``MESSAGE_TEXT_MAX``;
+- the text of all blocks together: not documented, but Slack refuses a
+  ``chat.postMessage`` whose blocks hold more than about 12,000 characters of
+  text (``msg_blocks_too_long``; reported at 11,341 and at 13,297 characters
+  in slackapi/bolt-js#2867 and #2509, where Slack's staff named "12,000 text
+  characters with a buffer for block containers"). A card of long calls
+  reached 28,000, refused whole, so the approvers saw nothing. The card is
+  rendered with a per-call share of ``MESSAGE_TEXT_MAX``, measured, and
+  rendered again with smaller shares until it fits (never below
+  ``CALL_TEXT_FLOOR``, which still fits: 20 full calls and 30 further ones);
 - confirm dialog text 300;  button value: the id (≤ 64).
 """
 
@@ -51,6 +59,8 @@ __all__ = [
     "ACTION_APPROVE_ALL_SESSION",
     "ACTION_DENY_ALL",
     "FULL_CALLS",
+    "MESSAGE_TEXT_MAX",
+    "block_text_length",
     "render_slack_batch",
 ]
 
@@ -60,8 +70,16 @@ ACTION_APPROVE_ALL_SESSION = SLACK_BATCH_ACTION_IDS["approve_all_session"]
 
 FULL_CALLS = 20
 """Calls shown with their own buttons: 3 + 2 × 20 blocks leaves room for the compact rest."""
-CARD_TEXT_BUDGET = 24_000
-CALL_TEXT_MIN = 600
+MESSAGE_TEXT_MAX = 10_000
+"""Text across all of a card's blocks: below where Slack starts refusing (~11,300 – 13,300)."""
+CALL_TEXT_FLOOR = 180
+"""The least a full call's section is given; a further call's line gets a third of a call's share.
+
+At the floor a card of 50 calls holds ~9,500 characters: 20 sections, their
+buttons (~190 each, the confirm dialog included), 30 lines and the rest.
+"""
+ARGUMENTS_CUT = "_(arguments too long to show on this card)_"
+"""What a call's section says when its share cannot hold even a cut of its escaped arguments."""
 COMPACT_CALL_MAX = 300
 BLOCKS_MAX = 50
 """Slack's blocks per message: a message with more is refused (``invalid_blocks``)."""
@@ -72,8 +90,37 @@ def render_slack_batch(batch: BatchView, *, inbox: bool = False) -> dict[str, An
 
     Open calls have their buttons, decided ones their outcome line; the
     batch's own buttons stay while any call is open, with "Open inbox" after
-    them when ``inbox``.
+    them when ``inbox``. Each call's share of the card shrinks until all its
+    text fits ``MESSAGE_TEXT_MAX`` (a few renders for a long batch).
     """
+    shown = min(len(batch.calls), FULL_CALLS) + max(len(batch.calls) - FULL_CALLS, 0) / 2
+    share = int(min(SECTION_TEXT_MAX, max(CALL_TEXT_FLOOR, MESSAGE_TEXT_MAX // shown)))
+    while True:
+        payload = _render(batch, inbox=inbox, share=share)
+        total = block_text_length(payload["blocks"])
+        if total <= MESSAGE_TEXT_MAX or share == CALL_TEXT_FLOOR:
+            return payload
+        share = max(CALL_TEXT_FLOOR, min(share - 1, share * MESSAGE_TEXT_MAX // total))
+
+
+def block_text_length(node: Any) -> int:
+    """Characters of text in ``node``'s blocks: every ``text`` string, at any depth.
+
+    How Slack's undocumented cap is measured by those who met it; button
+    labels and confirm dialogs count, as they are text too.
+    """
+    if isinstance(node, dict):
+        return sum(
+            len(value) if key == "text" and isinstance(value, str) else block_text_length(value)
+            for key, value in node.items()
+        )
+    if isinstance(node, list):
+        return sum(block_text_length(value) for value in node)
+    return 0
+
+
+def _render(batch: BatchView, *, inbox: bool, share: int) -> dict[str, Any]:
+    """The card with ``share`` characters for each full call (a third of it per further call)."""
     calls = batch.calls
     live = bool(batch.open_calls)
     title = "Approval needed" if live else "Decided"
@@ -81,12 +128,12 @@ def render_slack_batch(batch: BatchView, *, inbox: bool = False) -> dict[str, An
         _header(f"{title}: {len(calls)} calls from {batch.agent}"),
         _facts(batch, live=live),
     ]
-    budget = max(CALL_TEXT_MIN, min(SECTION_TEXT_MAX, CARD_TEXT_BUDGET // len(calls)))
     for number, call in enumerate(calls[:FULL_CALLS], start=1):
-        blocks.append(_call_section(number, call, budget))
-        blocks.append(_actions(call.view) if call.is_open else _outcome(call))
+        blocks.append(_call_section(number, call, share))
+        blocks.append(_actions(call.view) if call.is_open else _outcome(call, share))
     room = BLOCKS_MAX - len(blocks) - (1 if live else 0)  # the batch's buttons come last
-    blocks += _compact(calls[FULL_CALLS:], first=FULL_CALLS + 1, room=room)
+    line_max = min(COMPACT_CALL_MAX, share // 3)
+    blocks += _compact(calls[FULL_CALLS:], first=FULL_CALLS + 1, room=room, line_max=line_max)
     payload = {"text": _fallback(batch, title), "blocks": blocks}
     if live:
         blocks.append(_batch_actions(batch))
@@ -121,36 +168,44 @@ def _call_section(number: int, call: BatchCall, budget: int) -> dict[str, Any]:
     path = f" {_code_fact(view.path, most)}" if view.path is not None else ""
     title += f"\n*{view.label}*{path}"
     body = view.body if view.extra is None else f"{view.body}\n\nOther arguments:\n{view.extra}"
-    text = fit_text(
-        body,
-        max_len=budget,
-        max_lines=max(6, budget // 60),
-        encode=lambda t: f"{title}\n{_code(t)}",
-    )
+    try:
+        text = fit_text(
+            body,
+            max_len=budget,
+            max_lines=max(6, budget // 60),
+            encode=lambda t: f"{title}\n{_code(t)}",
+        )
+    except ValueError:  # a share too small for any of these arguments once escaped
+        text = f"{title}\n{ARGUMENTS_CUT}"
     return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
 
 
-def _outcome(call: BatchCall) -> dict[str, Any]:
+def _outcome(call: BatchCall, share: int) -> dict[str, Any]:
+    """A decided call's outcome and reason, within its ``share`` of the card."""
+    most = min(300, share // 2)
     elements = [
-        {"type": "plain_text", "text": _escaped_clip(call.outcome or "", 300, place="plain_text")}
+        {"type": "plain_text", "text": _escaped_clip(call.outcome or "", most, place="plain_text")}
     ]
     if call.reason:
-        reason = _escaped_clip(f"Reason: {call.reason}", 500, place="plain_text")
+        reason = _escaped_clip(f"Reason: {call.reason}", most, place="plain_text")
         elements.append({"type": "plain_text", "text": reason})
     block_id = f"tapgate_resolved:{call.view.request_id}"
     return {"type": "context", "block_id": block_id, "elements": elements}
 
 
-def _compact(calls: tuple[BatchCall, ...], *, first: int, room: int) -> list[dict[str, Any]]:
+def _compact(
+    calls: tuple[BatchCall, ...], *, first: int, room: int, line_max: int
+) -> list[dict[str, Any]]:
     """Calls past :data:`FULL_CALLS`: one line each, in at most ``room`` sections of ≤ 3000.
 
-    Each line is cut to an equal share of those sections, measured escaped, so
-    the packing below can never need one more block than Slack allows.
+    Each line is cut to ``line_max`` and to an equal share of those sections,
+    measured escaped, so the packing below can never need one more block
+    than Slack allows.
     """
     if not calls:
         return []
     per_section = -(-(len(calls) + 1) // max(room, 1))
-    line_max = SECTION_TEXT_MAX // per_section - 1
+    line_max = min(line_max, SECTION_TEXT_MAX // per_section - 1)
     lines = ["*Further calls* (decided by Approve all / Deny all):"]
     lines += [_compact_line(n, call, line_max) for n, call in enumerate(calls, start=first)]
     sections: list[list[str]] = [[]]
@@ -175,11 +230,12 @@ def _compact_line(number: int, call: BatchCall, line_max: int) -> str:
     body = view.body
     if view.extra is not None:
         body += " · Other arguments: " + " ".join(view.extra.split())
-    head = f"*{number}.* {_code_fact(view.tool, 60)} "
-    state = f" {_escaped_clip(call.outcome, 80, place='mrkdwn')}" if call.outcome else ""
-    room = max(line_max - len(head) - len(state) - 2, 40)
+    head = f"*{number}.* {_code_fact(view.tool, min(60, line_max // 3))} "
+    most = min(80, line_max // 4)
+    state = f" {_escaped_clip(call.outcome, most, place='mrkdwn')}" if call.outcome else ""
+    room = max(line_max - len(head) - len(state) - 2, 20)
     shown = body.replace("`", _LOOKALIKE_BACKTICK)
-    shown = _escaped_clip(shown, min(COMPACT_CALL_MAX, room), place="code")
+    shown = _escaped_clip(shown, room, place="code")
     return f"{head}`{shown or ' '}`{state}"
 
 
@@ -194,7 +250,9 @@ def _batch_actions(batch: BatchView) -> dict[str, Any]:
     approve = _button("Approve all", "approve_all", batch.batch_id, style="primary")
     approve["confirm"] = _confirm(
         f"Approve all {count}?",
-        f"Approve the {count} open calls of this batch, each exactly as shown above.",
+        # All of each call, as the agent sent it: the card may cut a call to fit.
+        f"Approve the {count} open calls of this batch, each with all its arguments, "
+        "also where this card cuts them (…).",
         "Approve all",
     )
     buttons = [approve, _button("Deny all", "deny_all", batch.batch_id, style="danger")]
