@@ -78,6 +78,8 @@ CALL_TEXT_FLOOR = 180
 At the floor a card of 50 calls holds ~9,500 characters: 20 sections, their
 buttons (~190 each, the confirm dialog included), 30 lines and the rest.
 """
+BUTTONS_TEXT = 200
+"""About the text of one call's buttons and their confirm dialog: a first guess at the share."""
 ARGUMENTS_CUT = "_(arguments too long to show on this card)_"
 """What a call's section says when its share cannot hold even a cut of its escaped arguments."""
 COMPACT_CALL_MAX = 300
@@ -93,14 +95,16 @@ def render_slack_batch(batch: BatchView, *, inbox: bool = False) -> dict[str, An
     them when ``inbox``. Each call's share of the card shrinks until all its
     text fits ``MESSAGE_TEXT_MAX`` (a few renders for a long batch).
     """
-    shown = min(len(batch.calls), FULL_CALLS) + max(len(batch.calls) - FULL_CALLS, 0) / 2
-    share = int(min(SECTION_TEXT_MAX, max(CALL_TEXT_FLOOR, MESSAGE_TEXT_MAX // shown)))
+    full = min(len(batch.calls), FULL_CALLS)
+    shares = full + max(len(batch.calls) - FULL_CALLS, 0) / 3  # a further call: a third
+    fixed = 400 + BUTTONS_TEXT * full  # header, facts, the batch's buttons; each call's
+    share = int(min(SECTION_TEXT_MAX, max(CALL_TEXT_FLOOR, (MESSAGE_TEXT_MAX - fixed) / shares)))
     while True:
         payload = _render(batch, inbox=inbox, share=share)
         total = block_text_length(payload["blocks"])
         if total <= MESSAGE_TEXT_MAX or share == CALL_TEXT_FLOOR:
             return payload
-        share = max(CALL_TEXT_FLOOR, min(share - 1, share * MESSAGE_TEXT_MAX // total))
+        share = max(CALL_TEXT_FLOOR, share - int((total - MESSAGE_TEXT_MAX) / shares) - 1)
 
 
 def block_text_length(node: Any) -> int:
