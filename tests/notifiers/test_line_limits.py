@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import json
 
+from tapgate.core.batching import MAX_CALLS
+from tapgate.notifiers.batch_flex import render_line_batch
+from tapgate.notifiers.batch_view import present_batch
 from tapgate.notifiers.line_flex import render_line
-from tests.notifiers.test_render import assert_valid_line, view_of
+from tests.notifiers.test_batch_render import assert_valid_line_batch, member
+from tests.notifiers.test_render import T0, assert_valid_line, view_of, walk
 
 # "rm -rf ~" in Unicode tag characters (U+E0000-U+E007F): category Cf, drawn
 # as nothing by LINE and most fonts, read as ASCII by a language model
@@ -32,3 +36,24 @@ def test_tag_characters_are_shown_on_a_line_card() -> None:
     assert HIDDEN[0] not in shown
     assert "⟨U+E0072⟩⟨U+E006D⟩" in shown  # "rm", as markers the approver can read
     assert view.agent == "bot⟨U+E0072⟩⟨U+E006D⟩"
+
+
+def test_a_full_batch_of_emoji_arguments_still_renders() -> None:
+    """50 calls whose arguments are emoji (two UTF-16 units each) make one LINE push.
+
+    Such a card steps down ``ARGS_LADDER`` to its last rungs (100 and 80
+    units), where a cut that names what it cut ("… 250 more characters")
+    leaves room for fewer than the 40 characters ``truncate_lines`` insists
+    on: rendering raised ``ValueError``, the notifier turned it into a
+    permanent delivery failure, and the approver never saw the batch.
+    """
+    calls = [member(n, "Bash", {"command": "echo " + "🚀" * 300}) for n in range(1, MAX_CALLS + 1)]
+    messages = render_line_batch(present_batch(calls, tool_shell_args={"Bash": "command"}, now=T0))
+    assert_valid_line_batch(messages)
+    shown = [
+        node["text"]
+        for message in messages
+        for node in walk(message)
+        if node.get("type") == "text" and node["text"].startswith("echo 🚀")
+    ]
+    assert len(shown) == MAX_CALLS  # every call still shows the start of its command
