@@ -6,7 +6,11 @@ Messaging API counts text in UTF-16 code units (an emoji such as 🍎 is two),
 except action labels, ``displayText``, ``fillInText`` and template texts,
 which count grapheme clusters. The text message's 5000 and postback
 ``data`` / ``displayText`` / ``fillInText`` 300 are from the Messaging API
-reference as line-bot-sdk's ``TextMessage`` / ``PostbackAction`` docs quote it.
+reference as line-bot-sdk's ``TextMessage`` / ``PostbackAction`` docs quote it;
+a carousel's 12 bubbles from line-bot-sdk's ``FlexCarousel``. Not confirmed
+from LINE's own pages when these tests were written (the renderers keep the
+older, stricter figures): ``altText`` 1500 (400 used), the bubble's 30 KB and
+the carousel's 50 KB, five messages a reply or push, 13 quick-reply items.
 """
 
 from __future__ import annotations
