@@ -6,10 +6,13 @@ fails in production, so the fake enforces the limits that approval messages
 run into (message count, text lengths, template actions, postback data, and
 the actions inside a Flex message: label, data, ``displayText``,
 ``inputOption`` and ``fillInText``, as LINE's Messaging API reference states them).
+A text message's ``text`` and an ``altText`` are measured in UTF-16 code
+units, as LINE counts them ("Character counting in a text": 🍎 is two).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 Detail = dict[str, str]
@@ -61,9 +64,10 @@ def _check_message(message: Any, where: str) -> list[Detail]:
     if kind not in MESSAGE_TYPES:
         return [_detail("Invalid message type", f"{where}.type")]
     if kind == "text":
-        return _check_text(message.get("text"), _TEXT_MAX, f"{where}.text")
+        return _check_text(message.get("text"), _TEXT_MAX, f"{where}.text", units=_utf16)
     if kind in {"template", "flex"}:
-        details = _check_text(message.get("altText"), _ALT_TEXT_MAX, f"{where}.altText")
+        alt = message.get("altText")
+        details = _check_text(alt, _ALT_TEXT_MAX, f"{where}.altText", units=_utf16)
         if kind == "flex":
             contents = message.get("contents")
             if not isinstance(contents, dict):
@@ -152,10 +156,20 @@ def _check_action(action: dict[str, Any], where: str) -> list[Detail]:
     return details
 
 
-def _check_text(value: Any, limit: int, where: str) -> list[Detail]:
+def _utf16(value: str) -> int:
+    """UTF-16 code units: how LINE counts a text message's text and an ``altText``."""
+    return len(value.encode("utf-16-le")) // 2
+
+
+def _check_text(
+    value: Any, limit: int, where: str, *, units: Callable[[str], int] = len
+) -> list[Detail]:
+    """``units`` is LINE's measure of the property: UTF-16 code units for message
+    texts, grapheme clusters for action labels and template texts (``len``,
+    code points, is never fewer, so the fake is at least as strict there)."""
     if not isinstance(value, str) or not value:
         return [_detail("must be specified", where)]
-    if len(value) > limit:
+    if units(value) > limit:
         return [_detail(f"Length must be between 0 and {limit}", where)]
     return []
 

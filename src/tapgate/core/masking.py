@@ -82,10 +82,14 @@ _ASSIGNMENT = re.compile(
 )
 _AUTH_SCHEME = re.compile(r"(?i)(bearer|basic|token|digest)(\s++)")
 # Bidi overrides and invisible characters let a command read differently from
-# what runs ("Trojan Source"); C0/C1 controls can hide text. All become visible.
+# what runs ("Trojan Source"); C0/C1 controls can hide text; Unicode tag
+# characters (U+E0000-U+E007F) draw as nothing yet spell ASCII to a language
+# model ("ASCII smuggling"), so a card would show less than the agent sent.
+# All become visible.
 _INVISIBLE = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f"
-    "\u2028-\u202e\u2060-\u2064\u2066-\u2069\u3164\ufeff\uffa0\ufff9-\ufffb]"
+    "\u2028-\u202e\u2060-\u2064\u2066-\u2069\u3164\ufeff\uffa0\ufff9-\ufffb"
+    "\U000e0000-\U000e007f]"
 )
 
 

@@ -17,7 +17,8 @@ counted as its ``\\uXXXX`` escape:
 - each call's arguments start at ``ARGS_LADDER[0]`` units and lines and step
   down the ladder until the card fits one message; a cut always says what it
   cut, and on the last steps the arguments are folded onto one line so what
-  is left is arguments, not indentation;
+  is left is arguments, not indentation (where emoji, two units each, leave
+  too little room to count the cut, it ends in "…");
 - a card that fits no single message even then (dozens of calls of
   non-ASCII text, where every character costs six bytes) becomes up to
   :data:`PUSH_MESSAGES_MAX` carousels in ONE push (LINE takes five messages
@@ -166,9 +167,13 @@ def _call(number: int, call: BatchCall, *, max_units: int, max_lines: int) -> li
     body = view.body if view.extra is None else f"{view.body}\n\nOther arguments:\n{view.extra}"
     if max_lines < _FOLD_AT:
         body = " ".join(body.split())
-    shown = fit_text(
-        body.removesuffix("\n"), max_len=max_units, max_lines=max_lines, measure=utf16_len
-    )
+    try:
+        shown = fit_text(
+            body.removesuffix("\n"), max_len=max_units, max_lines=max_lines, measure=utf16_len
+        )
+    except ValueError:  # emoji-dense text on the last rungs: "… N more characters" leaves
+        # room for under 40 characters, too few for a counted cut; "…" still says it was cut
+        shown = clip(body, max_units, measure=utf16_len)
     # One muted line for risk, rule and label: rows of their own cost ~300 bytes a
     # call, which is what decides whether 50 calls fit one message.
     facts = f"{view.risk} · rule {fact(view.rule, 60)} · {fact(label, 80)}"

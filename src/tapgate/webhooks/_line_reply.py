@@ -25,10 +25,11 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-__all__ = ["REPLY_PATH", "LineReplier", "ReplyFailed"]
+__all__ = ["REPLY_PATH", "TEXT_LIMIT", "LineReplier", "ReplyFailed", "fit_text"]
 
 REPLY_PATH = "/v2/bot/message/reply"
-TEXT_LIMIT = 5000  # LINE's limit for one text message
+TEXT_LIMIT = 5000
+"""LINE's limit for one text message, in UTF-16 code units (an emoji is two)."""
 
 
 class ReplyFailed(Exception):
@@ -61,7 +62,7 @@ class LineReplier:
 
     async def reply(self, reply_token: str, text: str) -> None:
         """Reply with one text message; raises :class:`ReplyFailed` on an error status."""
-        await self.reply_messages(reply_token, [{"type": "text", "text": text[:TEXT_LIMIT]}])
+        await self.reply_messages(reply_token, [{"type": "text", "text": fit_text(text)}])
 
     async def reply_messages(self, reply_token: str, messages: Sequence[Mapping[str, Any]]) -> None:
         """Reply with up to five message objects (a Flex listing); raises :class:`ReplyFailed`."""
@@ -75,6 +76,18 @@ class LineReplier:
 
     async def close(self) -> None:
         await self._session.close()
+
+
+def fit_text(text: str) -> str:
+    """``text`` cut to :data:`TEXT_LIMIT` UTF-16 code units, the measure LINE refuses by.
+
+    A cut in code points (``text[:5000]``) let a reply of emoji reach 10,000
+    units, refused whole: the approver saw no answer to the tap. A cut that
+    falls inside a surrogate pair drops that half, so the text stays a prefix.
+    """
+    if len(text) * 2 <= TEXT_LIMIT:  # fast path: even all-astral text fits
+        return text
+    return text.encode("utf-16-le")[: 2 * TEXT_LIMIT].decode("utf-16-le", "ignore")
 
 
 def _proxy_for(base_url: str) -> str | None:
