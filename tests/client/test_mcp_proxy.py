@@ -310,9 +310,25 @@ def test_no_agent_token_exits_78(
     assert "no agent token" in capsys.readouterr().err
 
 
-def test_a_name_the_policy_could_not_match_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli("mcp-proxy", "--name", "my notes", "--", "true") == 2
-    assert "letters, digits, _ and - only" in capsys.readouterr().err
+@pytest.mark.parametrize("name", ["my notes", "notes*", "a__b", "a_", "_a", "a___b", "_"])
+def test_a_name_the_policy_could_not_match_is_refused(
+    name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``mcp__NAME__TOOL`` must split one way: ``--name a__b`` with tool ``c`` and
+    ``--name a`` with tool ``b__c`` were both ``mcp__a__b__c``, as were ``a_`` with
+    ``b`` and ``a`` with ``_b``: one policy rule covered two servers' tools."""
+    monkeypatch.delenv("TAPGATE_AGENT_TOKEN", raising=False)  # refused before it is needed
+    assert cli("mcp-proxy", f"--name={name}", "--", "true") == 2
+    assert "letters, digits and -, joined by single _" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["notes", "my_notes", "my-notes", "a_b-c_1", "-"])
+def test_a_name_of_words_joined_by_single_underscores_is_taken(
+    name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TAPGATE_AGENT_TOKEN", raising=False)
+    assert cli("mcp-proxy", f"--name={name}", "--", "true") == 78  # past the name: no token
+    assert "no agent token" in capsys.readouterr().err
 
 
 def test_without_the_mcp_extra_it_says_how_to_install_it() -> None:

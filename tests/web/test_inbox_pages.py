@@ -253,3 +253,25 @@ async def test_history_masks_a_reason_as_every_other_surface_does(
     assert (await served.gate.get_request(no)).status == "denied"
     history = await _text(alice, "/inbox/history")
     assert "rotate ghp_" in history and token[6:] not in history
+
+
+async def test_the_grants_page_shows_a_session_as_the_card_does(
+    served: Served, browsers: tuple[Browser, Browser]
+) -> None:
+    """The API refuses bidi characters in a session name, not zero-width ones; the card
+    shows them as ``⟨U+200B⟩``, the grants page showed the name raw, so two sessions
+    that read alike could not be told apart before revoking one."""
+    alice, _ = browsers
+    hidden = "s\u200b2\u200d\u2060\ufeff"
+    request_id = await ask(served, "zw", session=hidden)
+    card = await _text(alice, "/inbox")
+    shown = "s⟨U+200B⟩2⟨U+200D⟩⟨U+2060⟩⟨U+FEFF⟩"
+    assert shown in card
+    answered = await form(
+        alice, "/inbox/answer", request_id=request_id, action="approve", session="1"
+    )
+    assert answered.status == 303
+    [grant] = [g for g in await served.gate.grants() if g.session == hidden]
+    page = await _text(alice, "/inbox/grants")
+    assert shown in page and "\u200b" not in page
+    assert (await form(alice, f"/inbox/grants/{grant.id}/revoke")).status == 303

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -714,6 +715,34 @@ async def test_socket_mode_receives_taps_without_a_public_route(
     await served.webhook.close()
     await fake.wait_for_socket(connected=False)
     await served.webhook.close()  # idempotent: the app closes it again on shutdown
+
+
+async def test_socket_mode_refuses_a_reason_no_store_can_encode_as_http_does(
+    serve: Serve, fake: FakeSlack, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Socket Mode hands bolt the envelope's JSON without ``bolt_request``: the lone
+    surrogate reached the tap's INSERT, which failed (an error logged, no refusal counted)."""
+    served = await serve(app_token=DEFAULT_APP_TOKEN)
+    await fake.wait_for_socket()
+    request = await served.ask()
+
+    async def send(envelope_id: str, payload: dict[str, Any]) -> None:
+        envelope = {"envelope_id": envelope_id, "type": "interactive", "payload": payload}
+        await fake.socket_send(envelope)
+
+    await send("e-deny", click(served, "deny", request, user=BOB))
+    await fake.wait_for_socket_ack("e-deny")
+    await until(lambda: len(fake.views) == 1)
+    await send("e-reason", submission(fake.views[0].view, "no \ud800"))
+    await until(
+        lambda: (
+            served.metric("tapgate_webhook_rejections_total", platform="slack", reason="payload")
+            == 1
+        )
+    )
+    assert not [a for a in fake.socket_acks if a.get("envelope_id") == "e-reason"]  # not acked
+    await assert_untouched(served, request)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 async def test_socket_mode_with_a_wrong_token_fails_to_start(

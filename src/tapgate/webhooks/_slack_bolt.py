@@ -15,6 +15,8 @@ in its source):
 - ``process_before_response=True``: bolt awaits the listener and only then
   answers Slack, so a listener can store the tap before its ``ack``; the
   listener hands its work to a task its webhook owns.
+- Socket Mode hands bolt the envelope's JSON without ``bolt_request``: what
+  both transports must refuse is a global middleware (``encodes``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-__all__ = ["Listener", "bolt_request", "build_bolt"]
+__all__ = ["Listener", "bolt_request", "build_bolt", "encodes"]
 
 Listener = Callable[[AsyncAck, dict[str, Any]], Awaitable[BoltResponse]]
 
@@ -61,12 +63,14 @@ def build_bolt(
     actions: Mapping[str, Listener],
     views: Mapping[str, Listener],
     commands: Mapping[str | Pattern[str], Listener] | None = None,
+    refuse: Callable[[], BoltResponse],
 ) -> AsyncApp:
     """A bolt app routing ``actions`` (by ``action_id``), ``views`` (by ``callback_id``)
     and slash ``commands`` (by name, or a pattern of names).
 
     ``client`` has no token: ``authorize`` supplies it per request (a token on
-    the client too would only make bolt log that it ignores it).
+    the client too would only make bolt log that it ignores it). A payload no
+    store can encode gets ``refuse()`` before any listener (:func:`encodes`).
     """
 
     # A plain function: bolt fills a bound method's ``self`` with None.
@@ -84,6 +88,15 @@ def build_bolt(
         request_verification_enabled=False,  # done first, on the raw bytes: see above
         process_before_response=True,
     )
+
+    # A global middleware, so the HTTP route and Socket Mode (which hands bolt
+    # the envelope's JSON without ``bolt_request``) refuse in one place.
+    async def encodable_only(body: dict[str, Any], next: Callable[[], Awaitable[None]]) -> Any:
+        if not encodes(body):
+            return refuse()
+        return await next()
+
+    bolt.use(encodable_only)
     for action_id, listener in actions.items():
         bolt.action(action_id)(listener)
     for callback_id, listener in views.items():
@@ -111,9 +124,21 @@ def bolt_request(body: bytes, request: web.Request) -> AsyncBoltRequest | None:
             if "payload" not in form:
                 text = json.dumps(form)
         built = AsyncBoltRequest(body=text, query=request.query_string, headers=headers)
-        # JSON escapes can spell lone surrogates ("\ud800"), which no store can
-        # encode: a typed reason holding one failed the tap's INSERT, a 503.
-        json.dumps(built.body, ensure_ascii=False).encode()
     except Exception:  # JSON, UTF-8, nesting, or bolt's context extraction on odd shapes
         return None
     return built if isinstance(built.body, dict) else None
+
+
+def encodes(body: object) -> bool:
+    """Whether ``body`` is text a store can write as UTF-8.
+
+    JSON escapes can spell lone surrogates (``"\\ud800"``), which ``json.loads``
+    accepts and no store can encode: a deny reason typed with one failed the
+    tap's INSERT, a 503 (over Socket Mode, an unacknowledged envelope and an
+    error logged) where it is a malformed payload like any other.
+    """
+    try:
+        json.dumps(body, ensure_ascii=False).encode()
+    except (UnicodeEncodeError, RecursionError):
+        return False
+    return True

@@ -189,6 +189,7 @@ class SlackWebhook:
                 EDIT_CALLBACK_ID: self._on_edit_submission,
             },
             commands={re.compile(r"^/"): self.commands.listener},  # whatever the app calls it
+            refuse=self._refuse_bolt,
         )
         self._inbox = inbox or Inbox(gate)
         self._inbox.register("slack", self._replay)

@@ -32,7 +32,11 @@ EXIT_UNAVAILABLE = 69
 """The upstream could not be started or reached, or failed the proxy (``EX_UNAVAILABLE``)."""
 
 INSTALL_HINT = "tapgate mcp-proxy needs the MCP SDK: pip install 'tapgate[mcp]'"
-_NAME = re.compile(r"[A-Za-z0-9_-]+")
+_NAME = re.compile(r"[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*")
+"""Words of letters, digits and ``-`` joined by single ``_``: ``mcp__NAME__TOOL``
+then splits one way. ``a__b`` with tool ``c`` and ``a`` with tool ``b__c`` were
+both ``mcp__a__b__c`` (so were ``a_`` with ``b`` and ``a`` with ``_b``), and one
+policy rule covered two servers' tools; no glob character can appear either."""
 
 
 def add_mcp_proxy_command(sub: Any, command: Command) -> None:
@@ -46,7 +50,8 @@ def add_mcp_proxy_command(sub: Any, command: Command) -> None:
         "--name",
         required=True,
         type=_server_name,
-        help="the server's name: its tools reach the policy as mcp__NAME__TOOL",
+        help="the server's name: its tools reach the policy as mcp__NAME__TOOL "
+        "(letters, digits and -, joined by single _)",
     )
     parser.add_argument("--url", help="an upstream streamable-HTTP MCP server (instead of -- CMD)")
     parser.add_argument(
@@ -67,7 +72,10 @@ def add_mcp_proxy_command(sub: Any, command: Command) -> None:
 
 def _server_name(text: str) -> str:
     if not _NAME.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"use letters, digits, _ and - only: {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"use letters, digits and -, joined by single _ (tools are named "
+            f"mcp__NAME__TOOL, which must name one server): {text!r}"
+        )
     return text
 
 

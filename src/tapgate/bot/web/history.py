@@ -133,11 +133,15 @@ def _json(arguments: Mapping[str, Any]) -> str:
 
 
 async def grants_page(request: web.Request) -> web.Response:
-    """``GET /inbox/grants``: the active grants this approver made, each with Revoke."""
+    """``GET /inbox/grants``: the active grants this approver made, each with Revoke.
+
+    A session name is the agent's text: shown as the card showed it (zero-width
+    characters as ``⟨U+200B⟩``), or two sessions that read alike look the same.
+    """
     session = request[SESSION]
     grants = [g for g in await request.app[GATE].grants() if g.created_by == session.approver]
     rows = "".join(
-        f"<tr><td>{e(g.scope)}</td><td>{e(g.agent)}</td><td>{e(g.session or '')}</td>"
+        f"<tr><td>{e(g.scope)}</td><td>{e(g.agent)}</td><td>{e(clean_name(g.session or ''))}</td>"
         f"<td>{e(covers(g.tool, g.fingerprint))}</td><td>{e(_when(g.expires_at) or 'never')}</td>"
         f'<td><form method="post" action="/inbox/grants/{e(g.id)}/revoke">'
         f'<input type="hidden" name="csrf" value="{e(session.csrf)}">'
