@@ -56,8 +56,9 @@ async def test_a_trusted_listing_that_never_ends_does_not_hang_a_call(
     served: Served, mode: str
 ) -> None:
     """Annotations are looked up by listing the tools; a listing that never ends gives up."""
-    async with proxied(served.url, "--trust-annotations", upstream=hostile(mode)) as session:
-        result = await call_unlisted(session, "read_note", 30)  # the gateway gives up at 10s
+    flags = ("--trust-annotations", "--listing-timeout", "1s")  # not 10 s of the suite's time
+    async with proxied(served.url, *flags, upstream=hostile(mode)) as session:
+        result = await call_unlisted(session, "read_note", 30)  # the gateway gives up at 1 s
     assert not result.is_error and text(result) == "ran"
 
 

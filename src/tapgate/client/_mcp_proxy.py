@@ -80,6 +80,8 @@ class McpProxyOptions:
     session: str | None = None
     trust_annotations: bool = False
     retry_for: float = DEFAULT_RETRY_FOR
+    listing_timeout: float = LISTING_TIMEOUT
+    """Seconds a call may spend listing a trusted upstream's tools (``--listing-timeout``)."""
 
 
 class _Proxy:
@@ -204,7 +206,7 @@ class _Proxy:
         if not self._options.trust_annotations:
             return None
         if tool not in self._risks:  # a client may call a tool it never listed
-            with anyio.move_on_after(LISTING_TIMEOUT):
+            with anyio.move_on_after(self._options.listing_timeout):
                 await self._list_tools_until(tool)
         return self._risks.get(tool)
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import re
 import sys
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from tapgate.bot.cli.agent import connection_options, retry_option
+from tapgate.bot.cli.agent import _duration, connection_options, retry_option
 from tapgate.client import EXIT_CONFIG
 
 if TYPE_CHECKING:
@@ -59,6 +60,13 @@ def add_mcp_proxy_command(sub: Any, command: Command) -> None:
         action="store_true",
         help="use the upstream's readOnlyHint / destructiveHint as the call's risk "
         "(only for a server you trust: annotations are the server's own claims)",
+    )
+    parser.add_argument(
+        "--listing-timeout",
+        type=_duration,
+        metavar="DURATION",
+        help="with --trust-annotations, how long a call may page through the upstream's "
+        "tools/list for its hints before the policy's default decides (default: 10s)",
     )
     parser.add_argument(
         "--session",
@@ -109,6 +117,8 @@ def mcp_proxy(args: argparse.Namespace) -> int:
         trust_annotations=args.trust_annotations,
         retry_for=args.retry_for,
     )
+    if args.listing_timeout is not None:  # else the proxy's own LISTING_TIMEOUT
+        options = dataclasses.replace(options, listing_timeout=args.listing_timeout)
     try:
         asyncio.run(serve_mcp_proxy(options))
     except KeyboardInterrupt:
