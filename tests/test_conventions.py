@@ -412,7 +412,8 @@ def test_the_hook_and_run_start_without_httpx_or_asyncio(command: str) -> None:
         "import tapgate.bot.cli; from tapgate.bot.cli.parser import build_parser; "
         f"build_parser({command!r}); import {module}; "
         "from tapgate.client._lean import LeanGate; from tapgate.core.models import ToolCall; "
-        "gate = LeanGate('http://127.0.0.1:9', 'token', retries=0)\n"
+        # retry_for=0: a refused connect is otherwise retried for a minute (a restart)
+        "gate = LeanGate('http://127.0.0.1:9', 'token', retries=0, retry_for=0)\n"
         "try: gate.submit(ToolCall(tool='t', arguments={}, agent='a'))\n"
         "except Exception as e: assert 'Connect' in str(type(e).__name__) + str(e), e"
     )
