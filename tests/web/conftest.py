@@ -18,14 +18,8 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from aiohttp.test_utils import TestServer
 
-from tapgate.bot.app import build_app
-from tapgate.core.clock import ManualClock
-from tests.fakes import FakeLine, FakeSlack
-from tests.fakes.served import LINE_TOKEN
-from tests.fakes.taps import free_port
-from tests.web.harness import Served, make_config
+from tests.web.harness import Served, serving
 
 CHROMIUM = os.environ.get("TAPGATE_CHROMIUM", "/usr/bin/chromium")
 
@@ -54,14 +48,5 @@ async def browser() -> AsyncIterator[object]:
 @pytest_asyncio.fixture(loop_scope="module")
 async def served(tmp_path: Path) -> AsyncIterator[Served]:
     """A fresh database, server and fake chats for each test."""
-    clock = ManualClock()
-    port = free_port()
-    async with FakeSlack() as slack, FakeLine(access_token=LINE_TOKEN) as line:
-        config = make_config(slack.url, line.url, f"sqlite:///{tmp_path / 'tapgate.db'}", port)
-        app = build_app(config, clock=clock)
-        server = TestServer(app, host="127.0.0.1", port=port)
-        await server.start_server()
-        try:
-            yield Served(app=app, server=server, slack=slack, line=line, clock=clock)
-        finally:
-            await server.close()
+    async with serving(f"sqlite:///{tmp_path / 'tapgate.db'}") as found:
+        yield found

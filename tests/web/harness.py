@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -12,6 +14,7 @@ import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from tapgate.bot.app import build_app
 from tapgate.bot.config import Config, parse_config
 from tapgate.bot.keys import GATE
 from tapgate.bot.routes import LINE_WEBHOOK, SLACK_WEBHOOK
@@ -25,6 +28,7 @@ from tests.fakes.served import (
     BOB,
     CAROL,
     LINE_SECRET,
+    LINE_TOKEN,
     SLACK_SECRET,
     TEAM,
     channels,
@@ -32,6 +36,7 @@ from tests.fakes.served import (
     until,
 )
 from tests.fakes.taps import (
+    free_port,
     line_body,
     line_event,
     line_headers,
@@ -230,3 +235,18 @@ class Browser:
         async with self.http.get(self.served.url + path, headers=headers) as response:
             await response.read()
             return response
+
+
+@contextlib.asynccontextmanager
+async def serving(db_url: str) -> AsyncIterator[Served]:
+    """The real app on ``db_url``, with fake chats and a manual clock; closed after."""
+    clock = ManualClock()
+    port = free_port()
+    async with FakeSlack() as slack, FakeLine(access_token=LINE_TOKEN) as line:
+        app = build_app(make_config(slack.url, line.url, db_url, port), clock=clock)
+        server = TestServer(app, host="127.0.0.1", port=port)
+        await server.start_server()
+        try:
+            yield Served(app=app, server=server, slack=slack, line=line, clock=clock)
+        finally:
+            await server.close()

@@ -16,16 +16,11 @@ from typing import Any
 import aiohttp
 import pytest
 import pytest_asyncio
-from aiohttp.test_utils import TestServer
 from yarl import URL
 
-from tapgate.bot.app import build_app
-from tapgate.core.clock import ManualClock
 from tapgate.core.sign_in import LINK_TTL
-from tests.fakes import FakeLine, FakeSlack
-from tests.fakes.served import AGENT_TOKEN, ALICE, BOB, CAROL, LINE_TOKEN
-from tests.fakes.taps import free_port
-from tests.web.harness import Browser, Served, make_config
+from tests.fakes.served import AGENT_TOKEN, ALICE, BOB, CAROL
+from tests.web.harness import Browser, Served, serving
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -319,15 +314,8 @@ async def test_an_unreadable_form_is_a_400_before_and_after_sign_in(
 @pytest_asyncio.fixture(loop_scope="module")
 async def served_on(db_url: str) -> AsyncIterator[Served]:
     """The inbox on each store: some input only PostgreSQL refuses (text holding NUL)."""
-    port, clock = free_port(), ManualClock()
-    async with FakeSlack() as slack, FakeLine(access_token=LINE_TOKEN) as line:
-        app = build_app(make_config(slack.url, line.url, db_url, port), clock=clock)
-        server = TestServer(app, host="127.0.0.1", port=port)
-        await server.start_server()
-        try:
-            yield Served(app=app, server=server, slack=slack, line=line, clock=clock)
-        finally:
-            await server.close()
+    async with serving(db_url) as found:
+        yield found
 
 
 async def test_ids_and_filters_holding_nul_change_nothing_on_every_store(

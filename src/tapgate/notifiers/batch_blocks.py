@@ -92,8 +92,8 @@ def render_slack_batch(batch: BatchView, *, inbox: bool = False) -> dict[str, An
 
     Open calls have their buttons, decided ones their outcome line; the
     batch's own buttons stay while any call is open, with "Open inbox" after
-    them when ``inbox``. Each call's share of the card shrinks until all its
-    text fits ``MESSAGE_TEXT_MAX`` (a few renders for a long batch).
+    them when ``inbox``. Each call's share of the card is sized so that all
+    its text fits ``MESSAGE_TEXT_MAX``, and shrunk (rendered again) if it did not.
     """
     full = min(len(batch.calls), FULL_CALLS)
     shares = full + max(len(batch.calls) - FULL_CALLS, 0) / 3  # a further call: a third
