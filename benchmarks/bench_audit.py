@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Connection
 
-from tapgate.core.store import Store, audit
+from tapgate.store import Store, audit
 
 ROWS = 2000
 

@@ -47,9 +47,9 @@ from tests.fakes.slack import DEFAULT_BOT_TOKEN
 from tests.fakes.taps import free_port
 
 from _util import machine
-from tapgate.bot.app import build_app
-from tapgate.bot.config import parse_config
-from tapgate.webhooks._line_signature import line_signature
+from tapgate.channels.line.signature import line_signature
+from tapgate.config import parse_config
+from tapgate.server.app import build_app
 
 LINE_SECRET = "bench-channel-secret"
 LINE_TOKEN = "bench-line-token"

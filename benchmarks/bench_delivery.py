@@ -36,8 +36,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 from tests.fakes import FakeLine, FakeSlack
 
 from _util import machine
-from tapgate.core import Approver, Directory, Gate, Policy, PolicySpec, Rule, Store, ToolCall
-from tapgate.notifiers import Dispatcher, LineNotifier, SlackNotifier
+from tapgate.channels.line.notifier import LineNotifier
+from tapgate.channels.slack.notifier import SlackNotifier
+from tapgate.delivery import Dispatcher
+from tapgate.gate import Approver, Directory, Gate, ToolCall
+from tapgate.policy import Policy, PolicySpec, Rule
+from tapgate.store import Store
 
 LINE_TOKEN = "line-token"
 SLACK_TOKEN = "xoxb-bench"

@@ -19,12 +19,12 @@ from pathlib import Path
 from sqlalchemy import Column, Connection, Integer, MetaData, String, Table, insert, update
 
 from _util import machine
-from tapgate.core.directory import Approver, Directory
-from tapgate.core.gate import Gate
-from tapgate.core.models import ToolCall
-from tapgate.core.policy import Policy
-from tapgate.core.rules import PolicySpec, Rule, ToolSpec
-from tapgate.core.store import Store
+from tapgate.gate.directory import Approver, Directory
+from tapgate.gate.gate import Gate
+from tapgate.gate.models import ToolCall
+from tapgate.policy.engine import Policy
+from tapgate.policy.rules import PolicySpec, Rule, ToolSpec
+from tapgate.store import Store
 
 SPEC = PolicySpec(
     tools=(ToolSpec(name="read_file", risk="read_only"),),

@@ -19,7 +19,7 @@ claude-code`` through the console script; ``hook fast``: the command line
 (the least a hook in Python can do: the interpreter, ``json``, ``socket`` and
 the same exchange), ``config`` (reading and validating the config, which
 ``explain`` and ``pending`` must do), ``yaml+rules`` (importing only PyYAML and
-the policy engine, ``tapgate.core.policy``: what ``explain`` needs with no
+the policy engine, ``tapgate.policy.engine``: what ``explain`` needs with no
 config validation and no CLI at all) and ``sqlalchemy`` (importing only the
 store's ``sqlalchemy.ext.asyncio``, which ``pending`` needs for either database),
 and ``sqlite3+yaml`` beside it (what a second, stdlib-only reader would import).
@@ -76,9 +76,9 @@ SOCKET = (
     "print(json.loads(data.split(b'\\r\\n\\r\\n', 1)[1])['decision'])"
 )
 """The floor of any hook in Python: the interpreter, ``json`` and ``socket``, one exchange."""
-CONFIG = "from tapgate.bot.config import load_config; import sys; load_config(sys.argv[1])"
+CONFIG = "from tapgate.config import load_config; import sys; load_config(sys.argv[1])"
 """The floor of ``explain`` and ``pending``: reading and validating the config (YAML, pydantic)."""
-RULES = "import yaml, tapgate.core.policy"
+RULES = "import yaml, tapgate.policy.engine"
 """The floor of ``explain`` without pydantic: the YAML reader and the policy engine, imported."""
 STORE = "import sqlalchemy.ext.asyncio"
 """The floor of ``pending`` on the store's stack: SQLAlchemy's async engine, imported."""

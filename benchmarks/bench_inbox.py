@@ -44,9 +44,9 @@ from tests.fakes.taps import free_port
 from tests.web.harness import make_config
 
 from _util import machine
-from tapgate.bot.app import build_app
-from tapgate.bot.keys import GATE, SIGN_INS
-from tapgate.core.models import ToolCall
+from tapgate.gate.models import ToolCall
+from tapgate.server.app import build_app
+from tapgate.server.keys import GATE, SIGN_INS
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, Page

@@ -27,9 +27,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from _util import machine
-from tapgate.core.models import Action, ToolCall, canonical_json
-from tapgate.core.policy import Policy
-from tapgate.core.rules import PolicySpec, Rule, ToolSpec
+from tapgate.gate.models import Action, ToolCall, canonical_json
+from tapgate.policy.engine import Policy
+from tapgate.policy.rules import PolicySpec, Rule, ToolSpec
 
 RANK = {"allow": 0, "ask": 1, "deny": 2}
 PROGRAMS = ["git", "npm", "pnpm", "ls", "cat", "grep", "find", "rm", "mv", "cp", "docker"]

@@ -18,9 +18,9 @@ from typing import Any
 
 from _util import machine
 from bench_policy import load_policy_class, make_rules
-from tapgate.core.models import ToolCall
-from tapgate.core.policy import Policy
-from tapgate.core.rules import PolicySpec
+from tapgate.gate.models import ToolCall
+from tapgate.policy.engine import Policy
+from tapgate.policy.rules import PolicySpec
 
 
 def _run(engine: Any, batch: list[ToolCall]) -> Any:

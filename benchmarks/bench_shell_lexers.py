@@ -24,8 +24,8 @@ import time
 from typing import Any
 
 from _util import machine
-from tapgate.core import shell
-from tapgate.core.shell import _hazards, _model, _words
+from tapgate.policy import shell
+from tapgate.policy.shell import _hazards, _model, _words
 
 try:
     import tree_sitter_bash
@@ -167,7 +167,7 @@ def _value(node: Node, raw: str) -> str:
 
 
 def tree_sitter_parse(parser: Any) -> Any:
-    """A drop-in for :func:`tapgate.core.shell.parse` that lexes with tree-sitter."""
+    """A drop-in for :func:`tapgate.policy.shell.parse` that lexes with tree-sitter."""
 
     def parse(command: str) -> shell.ShellParse:
         found = _model.Findings(budget=4 * len(command) + 65536)

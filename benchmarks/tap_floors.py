@@ -132,7 +132,7 @@ DURABLE = textwrap.dedent("""
             held["con"] = con
             return
         from sqlalchemy import text
-        from tapgate.core.store.engine import connect
+        from tapgate.store.engine import connect
         runner = connect("sqlite:///" + DB)  # tapgate's own: one thread, group commit
         await runner.run(lambda conn: conn.execute(text(CREATE)))
         held["runner"], held["insert"] = runner, text(INSERT)
@@ -151,14 +151,14 @@ DURABLE = textwrap.dedent("""
 
 CORE = textwrap.dedent("""
     import asyncio, os, sys
-    from tapgate.core.directory import Approver, Directory
-    from tapgate.core.gate import Gate
-    from tapgate.core.inbox import Inbox
-    from tapgate.core.models import ToolCall
-    from tapgate.core.policy import Policy
-    from tapgate.core.rules import PolicySpec, Rule
-    from tapgate.core.store import Store
-    from tapgate.core.taps import Tap, tap
+    from tapgate.gate.directory import Approver, Directory
+    from tapgate.gate.gate import Gate
+    from tapgate.decisions.webhook_inbox import Inbox
+    from tapgate.gate.models import ToolCall
+    from tapgate.policy.engine import Policy
+    from tapgate.policy.rules import PolicySpec, Rule
+    from tapgate.store import Store
+    from tapgate.decisions.taps import Tap, tap
     DB, COUNT, APPROVER = sys.argv[5], int(sys.argv[6]), sys.argv[7]
     held = {}
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tapgate.core.clock import ManualClock
-from tapgate.core.store import Store
+from tapgate.gate.clock import ManualClock
+from tapgate.store import Store
 
 
 def _loopback(address: Any) -> bool:

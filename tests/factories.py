@@ -6,7 +6,7 @@ import secrets
 from datetime import datetime, timedelta
 from typing import Any
 
-from tapgate.core.models import Request, args_digest
+from tapgate.gate.models import Request, args_digest
 
 
 def make_request(now: datetime, *, ttl: float = 60.0, **overrides: Any) -> Request:

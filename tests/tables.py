@@ -13,8 +13,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from tapgate.core.store import Store
-from tapgate.core.store.schema import outbox
+from tapgate.store import Store
+from tapgate.store.schema import outbox
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -1,4 +1,4 @@
-"""The public interface and the layering of DESIGN.md, pinned.
+"""The public interface and the layering of docs/architecture.md, pinned.
 
 A change to what a package exports, or an import that points up a layer,
 fails here first, so it is made on purpose and reviewed as such.
@@ -49,11 +49,8 @@ EXPORTS: dict[str, set[str]] = {
         "ToolSpec",
         "__version__",
     },
-    "tapgate.core": {
+    "tapgate.gate": {
         "CONTACT_TOOL",
-        "DEFAULT_RISK_ACTIONS",
-        "HAZARD_RULE",
-        "PATH_HAZARD_RULE",
         "RISKS",
         "Action",
         "Approver",
@@ -72,25 +69,56 @@ EXPORTS: dict[str, set[str]] = {
         "Grant",
         "GrantScope",
         "ManualClock",
-        "Policy",
-        "PolicySpec",
-        "PolicyVerdict",
         "Request",
         "RequestStatus",
         "Risk",
-        "Rule",
         "Scope",
-        "Store",
         "SystemClock",
         "Ticket",
         "ToolCall",
-        "ToolSpec",
         "Verdict",
         "args_digest",
         "canonical_json",
         "new_id",
     },
-    "tapgate.core.store": {
+    "tapgate.policy": {
+        "DEFAULT_RISK_ACTIONS",
+        "HAZARD_RULE",
+        "PATH_HAZARD_RULE",
+        "Policy",
+        "PolicySpec",
+        "PolicyVerdict",
+        "Rule",
+        "ToolSpec",
+    },
+    "tapgate.decisions": set(),
+    "tapgate.terminal": set(),
+    "tapgate.delivery": {
+        "ApprovalView",
+        "BatchNotifier",
+        "Dispatcher",
+        "Notifier",
+        "Receipt",
+        "RecordingNotifier",
+        "RetryPolicy",
+        "outbox_backoff",
+        "present",
+    },
+    "tapgate.channels": {
+        "AddressField",
+        "Channel",
+        "ChannelHost",
+        "CheckResult",
+        "DeliveryHost",
+        "Handler",
+        "Receiver",
+        "Route",
+    },
+    "tapgate.channels.console": {"channel"},
+    "tapgate.channels.line": {"channel"},
+    "tapgate.channels.slack": {"channel"},
+    "tapgate.server": {"build_app"},
+    "tapgate.store": {
         "Created",
         "GrantKey",
         "Outbox",
@@ -99,22 +127,18 @@ EXPORTS: dict[str, set[str]] = {
         "Transition",
         "normalize_url",
     },
-    "tapgate.bot": {"Config", "load_config", "main", "parse_config"},
-    "tapgate.bot.api": {"setup_api", "setup_humanlayer"},
-    "tapgate.bot.cli": {"main"},
-    "tapgate.bot.config": {
+    "tapgate.server.api": {"setup_api", "setup_humanlayer"},
+    "tapgate.cli": {"main"},
+    "tapgate.config": {
         "AgentConfig",
         "AgentPolicyConfig",
         "ApproverConfig",
         "ChannelsConfig",
         "Config",
-        "ConsoleConfig",
-        "LineConfig",
         "PolicyConfig",
         "RuleConfig",
         "SandboxConfig",
         "ServerConfig",
-        "SlackConfig",
         "StoreConfig",
         "ToolConfig",
         "display_url",
@@ -124,25 +148,6 @@ EXPORTS: dict[str, set[str]] = {
         "parse_config",
         "parse_duration",
     },
-    "tapgate.notifiers": {
-        "ApprovalView",
-        "ConsoleNotifier",
-        "Dispatcher",
-        "LineNotifier",
-        "Notifier",
-        "Receipt",
-        "RecordingNotifier",
-        "RetryPolicy",
-        "SlackNotifier",
-        "mask_arguments",
-        "mask_text",
-        "outbox_backoff",
-        "present",
-        "render_line",
-        "render_slack",
-        "render_slack_resolved",
-    },
-    "tapgate.webhooks": set(),
     "tapgate.client": {
         "ArgumentsChanged",
         "AsyncBatchChecker",
@@ -182,32 +187,81 @@ INTEGRATION_EXPORTS: dict[str, set[str]] = {
     "tapgate.integrations.claude_agent_sdk": {"can_use_tool", "pre_tool_use_hook"},
 }
 
-# What each layer may import from tapgate itself, and which outside packages
-# it must not import (core stays free of web frameworks, chat SDKs and YAML).
+# What each layer may import from tapgate itself, and which outside packages it
+# must not import (docs/architecture.md draws these layers). The domain
+# (policy, gate, decisions, store, delivery) imports no channel, no server, no
+# CLI and no config; channels are checked apart below (no channel imports
+# another; a platform's SDK only in its own folder).
+_DOMAIN_SDKS = {"linebot", "slack_sdk", "slack_bolt", "yaml"}
 ALLOWED_INTERNAL = {
-    "client": {"tapgate.client", "tapgate.core.models", "tapgate.errors", "tapgate._lazy"},
-    "core": {"tapgate.core", "tapgate.errors", "tapgate._lazy"},
-    "notifiers": {"tapgate.core", "tapgate.errors", "tapgate.notifiers", "tapgate._lazy"},
-    "webhooks": {"tapgate.core", "tapgate.errors", "tapgate.webhooks", "tapgate._lazy"},
-    "bot": {"tapgate"},
-    "__main__": {"tapgate.bot.cli"},  # python -m tapgate: the console script's entry, no more
+    "client": {"tapgate.client", "tapgate.gate.models", "tapgate.errors", "tapgate._lazy"},
+    "policy": {"tapgate.policy", "tapgate.gate.models", "tapgate.errors", "tapgate._lazy"},
+    "gate": {"tapgate.gate", "tapgate.policy", "tapgate.store", "tapgate.errors", "tapgate._lazy"},
+    "store": {"tapgate.store", "tapgate.gate", "tapgate.policy", "tapgate.errors"},
+    "decisions": {
+        "tapgate.decisions",
+        "tapgate.gate",
+        "tapgate.policy",
+        "tapgate.store",
+        "tapgate.errors",
+    },
+    "delivery": {
+        "tapgate.delivery",
+        "tapgate.decisions",
+        "tapgate.gate",
+        "tapgate.policy",
+        "tapgate.store",
+        "tapgate.errors",
+    },
+    "terminal": {"tapgate.terminal", "tapgate.delivery", "tapgate.gate", "tapgate.policy"},
+    "channels": {
+        "tapgate.channels",
+        "tapgate.config.fields",  # a channel's settings are config sections
+        "tapgate.decisions",
+        "tapgate.delivery",
+        "tapgate.gate",
+        "tapgate.policy",
+        "tapgate.terminal",
+        "tapgate.errors",
+        "tapgate._lazy",
+    },
+    "config": {
+        "tapgate.config",
+        "tapgate.channels.contract",
+        "tapgate.channels.registry",
+        "tapgate.channels",
+        "tapgate.gate",
+        "tapgate.policy",
+        "tapgate.errors",
+    },
+    "server": {"tapgate"},
+    "cli": {"tapgate"},
+    "__main__": {"tapgate.cli"},  # python -m tapgate: the console script's entry, no more
     # The agent side of the frameworks: the client and the records, never the server.
     "integrations": {
         "tapgate.client",
-        "tapgate.core.models",
+        "tapgate.gate.models",
         "tapgate.errors",
         "tapgate.integrations",
     },
 }
 FORBIDDEN_EXTERNAL = {
     "client": {"aiohttp", "yaml", "linebot", "slack_sdk", "slack_bolt"},
-    "core": {"aiohttp", "linebot", "slack_sdk", "slack_bolt", "yaml", "httpx", "tenacity"},
-    "notifiers": {"yaml"},
-    "webhooks": {"yaml"},
-    "bot": set(),
+    "policy": _DOMAIN_SDKS | {"aiohttp", "httpx", "tenacity", "sqlalchemy"},
+    "gate": _DOMAIN_SDKS | {"aiohttp", "httpx", "tenacity", "sqlalchemy"},
+    "store": _DOMAIN_SDKS | {"aiohttp", "httpx"},
+    "decisions": _DOMAIN_SDKS | {"aiohttp", "httpx"},
+    "delivery": _DOMAIN_SDKS,
+    "terminal": _DOMAIN_SDKS | {"aiohttp", "sqlalchemy"},
+    "channels": {"yaml"},
+    "config": {"aiohttp", "sqlalchemy", "alembic", "httpx", "prometheus_client"},
+    "server": set(),
+    "cli": set(),
     "__main__": set(),
     "integrations": {"aiohttp", "yaml", "linebot", "slack_sdk", "slack_bolt", "sqlalchemy"},
 }
+PLATFORM_SDKS = {"linebot": "line", "slack_sdk": "slack", "slack_bolt": "slack"}
+"""Each platform's SDK, and the one channel folder that may import it."""
 
 
 def _modules() -> list[str]:
@@ -295,74 +349,94 @@ def test_the_hook_fast_path_imports_nothing_but_built_in_modules() -> None:
         assert imported <= allowed, module
 
 
-# Inside tapgate.bot: what each sub-package may import of the bot layer, and
-# which outside packages it must not. Config is read by the server, the CLI
-# and tests alike, so it stays free of the web stack; the HTTP APIs never
-# reach into the CLI; the CLI reaches the server only through the assembled
-# app (``tapgate serve``), never an API module directly.
-BOT_ALLOWED_INTERNAL = {
-    "config": {"tapgate.bot.config"},
-    "api": {"tapgate.bot.api", "tapgate.bot.config", "tapgate.bot.keys"},
-    "cli": {"tapgate.bot.cli", "tapgate.bot.config", "tapgate.bot.app", "tapgate.bot.access_log"},
-    # The web inbox: the app's keys, the API's handler type and shutdown event, nothing else.
-    "web": {
-        "tapgate.bot.web",
-        "tapgate.bot.keys",
-        "tapgate.bot.api.middleware",
-        "tapgate.bot.api.stream",
+# Inside the server: what the HTTP APIs and the web inbox may import of it. The
+# APIs never reach into the CLI nor a channel; the web inbox uses the app's keys,
+# the API's handler type and shutdown event, and the domain, nothing else.
+SERVER_ALLOWED_INTERNAL = {
+    "api": {"tapgate.server.api", "tapgate.server.keys"},
+    "web_inbox": {
+        "tapgate.server.web_inbox",
+        "tapgate.server.keys",
+        "tapgate.server.api.middleware",
+        "tapgate.server.api.stream",
     },
 }
-BOT_FORBIDDEN_EXTERNAL = {
-    "config": {"aiohttp", "sqlalchemy", "alembic", "httpx", "prometheus_client"},
-    "api": {"yaml"},
-    "cli": set(),
-    "web": {"yaml"},
-}
 
 
-def _bot_package(module: str) -> str | None:
-    """``api`` for ``tapgate.bot.api.stream`` (and ``tapgate.bot.api``); None beside them."""
+def _server_package(module: str) -> str | None:
+    """``api`` for ``tapgate.server.api.stream`` (and ``tapgate.server.api``); None beside them."""
     parts = module.split(".")
-    return parts[2] if len(parts) >= 3 and parts[:2] == ["tapgate", "bot"] else None
+    return parts[2] if len(parts) >= 3 and parts[:2] == ["tapgate", "server"] else None
 
 
-def test_every_bot_sub_package_has_rules() -> None:
+def test_every_server_sub_package_has_rules() -> None:
     for module in _modules():
-        if _bot_package(module) is not None and module.count(".") >= 3:
-            assert _bot_package(module) in BOT_ALLOWED_INTERNAL, f"{module}: add its rules here"
+        package = _server_package(module)
+        if package is not None and module.count(".") >= 3:
+            assert package in SERVER_ALLOWED_INTERNAL, f"{module}: add its rules here"
 
 
 @pytest.mark.parametrize(
-    "module", [m for m in _modules() if _bot_package(m) in BOT_ALLOWED_INTERNAL]
+    "module", [m for m in _modules() if _server_package(m) in SERVER_ALLOWED_INTERNAL]
 )
-def test_bot_sub_package_layering(module: str) -> None:
-    package = _bot_package(module)
+def test_server_sub_package_layering(module: str) -> None:
+    package = _server_package(module)
     assert package is not None
-    allowed = BOT_ALLOWED_INTERNAL[package]
+    allowed = SERVER_ALLOWED_INTERNAL[package]
     for name in _imports(module):
-        top = name.split(".")[0]
-        if name.startswith("tapgate.bot"):
+        if name.startswith("tapgate.server"):
             assert any(name == a or name.startswith(a + ".") for a in allowed), (
-                f"{module} imports {name}: tapgate.bot.{package} may import only {allowed}"
+                f"{module} imports {name}: tapgate.server.{package} may import only {allowed}"
             )
-        elif top not in sys.stdlib_module_names and top != "tapgate":
-            assert top not in BOT_FORBIDDEN_EXTERNAL[package], f"{module} must not import {name}"
+        assert not name.startswith(("tapgate.cli", "yaml")), f"{module} must not import {name}"
 
 
-def test_bot_modules_beside_the_sub_packages_never_import_the_cli() -> None:
+def test_the_server_never_imports_the_cli() -> None:
     """App assembly, health, metrics, heartbeat: the server never depends on its command line."""
-    beside = [m for m in _modules() if _bot_package(m) not in (None, *BOT_ALLOWED_INTERNAL)]
-    assert "tapgate.bot.app" in beside
-    for module in beside:
-        assert not any(i.startswith("tapgate.bot.cli") for i in _imports(module)), module
+    server = [m for m in _modules() if m.startswith("tapgate.server")]
+    assert "tapgate.server.app" in server
+    for module in server:
+        assert not any(i.startswith("tapgate.cli") for i in _imports(module)), module
 
 
-def test_webhooks_and_notifiers_never_import_each_other() -> None:
-    for module in _modules():
-        if module.startswith("tapgate.webhooks"):
-            assert not any(i.startswith("tapgate.notifiers") for i in _imports(module))
-        if module.startswith("tapgate.notifiers"):
-            assert not any(i.startswith("tapgate.webhooks") for i in _imports(module))
+def _channel_of(module: str) -> str | None:
+    """``slack`` for ``tapgate.channels.slack.blocks``; None for the contract's own modules."""
+    parts = module.split(".")
+    if len(parts) >= 3 and parts[:2] == ["tapgate", "channels"]:
+        spec = importlib.util.find_spec(".".join(parts[:3]))
+        if spec is not None and spec.submodule_search_locations is not None:
+            return parts[2]
+    return None
+
+
+def test_the_built_in_channels_register_through_the_entry_point_group() -> None:
+    """Exactly as a third-party channel would: the registry finds them, nothing imports them."""
+    from tapgate.channels import registry
+
+    built_in = {m.split(".")[2] for m in _modules() if _channel_of(m) is not None}
+    assert built_in == {"console", "line", "slack"}
+    assert built_in <= set(registry.names())
+    for name in built_in:
+        channel = registry.get(name)
+        assert channel is not None and channel.name == name
+
+
+@pytest.mark.parametrize("module", _modules())
+def test_only_a_channel_imports_itself(module: str) -> None:
+    """No channel imports another; nothing outside ``channels/<x>/`` imports channel ``x``."""
+    own = _channel_of(module)
+    for name in _imports(module):
+        target = _channel_of(name)
+        if target is not None:
+            assert target == own, f"{module} imports {name}: go through the channel registry"
+
+
+@pytest.mark.parametrize("module", _modules())
+def test_a_platform_sdk_is_imported_only_by_its_channel(module: str) -> None:
+    for name in _imports(module):
+        channel = PLATFORM_SDKS.get(name.split(".")[0])
+        if channel is not None:
+            assert _channel_of(module) == channel, f"{module} must not import {name}"
 
 
 def _loaded_by(code: str) -> set[str]:
@@ -389,7 +463,7 @@ def test_agent_side_commands_start_without_the_server_stack() -> None:
     (SQLAlchemy, Alembic), the server (aiohttp), the chat SDKs or the config
     models.
     """
-    loaded = _loaded_by("import tapgate.client, tapgate.bot.cli, tapgate.bot.cli.agent")
+    loaded = _loaded_by("import tapgate.client, tapgate.cli, tapgate.cli.agent")
     assert not SERVER_STACK & loaded, SERVER_STACK & loaded
 
 
@@ -409,9 +483,9 @@ def test_the_hook_and_run_start_without_httpx_or_asyncio(command: str) -> None:
     """
     module = {"hook": "tapgate.client._hook", "run": "tapgate.client._run"}[command]
     loaded = _loaded_by(
-        "import tapgate.bot.cli; from tapgate.bot.cli.parser import build_parser; "
+        "import tapgate.cli; from tapgate.cli.parser import build_parser; "
         f"build_parser({command!r}); import {module}; "
-        "from tapgate.client._lean import LeanGate; from tapgate.core.models import ToolCall; "
+        "from tapgate.client._lean import LeanGate; from tapgate.gate.models import ToolCall; "
         # retry_for=0: a refused connect is otherwise retried for a minute (a restart)
         "gate = LeanGate('http://127.0.0.1:9', 'token', retries=0, retry_for=0)\n"
         "try: gate.submit(ToolCall(tool='t', arguments={}, agent='a'))\n"
@@ -427,11 +501,11 @@ def test_the_hook_and_run_start_without_httpx_or_asyncio(command: str) -> None:
 def test_operator_commands_start_without_the_client(command: str) -> None:
     """``tapgate --version`` loads no parser; ``explain`` and ``pending`` no HTTP client."""
     if command == "--version":
-        loaded = _loaded_by("import tapgate.bot.cli")
+        loaded = _loaded_by("import tapgate.cli")
         assert "argparse" not in loaded
     else:
         loaded = _loaded_by(
-            f"from tapgate.bot.cli.parser import build_parser; build_parser({command!r})"
+            f"from tapgate.cli.parser import build_parser; build_parser({command!r})"
         )
     assert not {"httpx", "asyncio", "http", "sqlalchemy", "yaml"} & loaded
 
@@ -439,8 +513,8 @@ def test_operator_commands_start_without_the_client(command: str) -> None:
 def test_the_operator_commands_read_the_store_without_alembic() -> None:
     """``pending``, ``resolve``, ``grants``, ``audit``: Alembic is for migrating only."""
     loaded = _loaded_by(
-        "import tapgate.bot.cli.database, tapgate.bot.cli.ops; "
-        "from tapgate.core.store.engine import head_revision; head_revision()"
+        "import tapgate.cli.database, tapgate.cli.ops; "
+        "from tapgate.store.engine import head_revision; head_revision()"
     )
     assert "sqlalchemy" in loaded
     assert "alembic" not in loaded
@@ -452,28 +526,32 @@ def _source(module: str) -> str:
     return Path(spec.origin).read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("module", [m for m in _modules() if not m.startswith("tapgate.core")])
-def test_nothing_outside_core_reaches_through_the_gate_into_the_store(module: str) -> None:
-    """The gate is the one door to the store: ``gate.store.x`` above core means a missing method."""
+_DOMAIN = ("tapgate.policy", "tapgate.gate", "tapgate.decisions", "tapgate.store", "tapgate.delivery")
+
+
+@pytest.mark.parametrize("module", [m for m in _modules() if not m.startswith(_DOMAIN)])
+def test_nothing_outside_the_domain_reaches_through_the_gate_into_the_store(module: str) -> None:
+    """The gate is the one door to the store: ``gate.store.x`` above the domain means a
+    missing method."""
     for node in ast.walk(ast.parse(_source(module))):
         if isinstance(node, ast.Attribute) and node.attr == "store":
             owner = ast.unparse(node.value)
             assert "gate" not in owner.lower() and owner != "g", f"{module}: {ast.unparse(node)}"
 
 
-@pytest.mark.parametrize("module", [m for m in _modules() if m.startswith("tapgate.webhooks")])
-def test_webhooks_decide_only_through_core_taps(module: str) -> None:
-    """What a tap means is core.taps: a webhook never resolves, nor audits, on its own."""
+@pytest.mark.parametrize("module", [m for m in _modules() if _channel_of(m) is not None])
+def test_channels_decide_only_through_the_decisions_package(module: str) -> None:
+    """What a tap means is ``decisions.taps``: a channel never resolves, nor audits, on its own."""
     for node in ast.walk(ast.parse(_source(module))):
         if isinstance(node, ast.Attribute) and node.attr in ("resolve", "record_refusal"):
-            raise AssertionError(f"{module} calls {ast.unparse(node)}: go through core.taps")
+            raise AssertionError(f"{module} calls {ast.unparse(node)}: go through decisions.taps")
 
 
 def test_the_words_a_tapper_reads_are_written_once() -> None:
-    """Every refusal sentence lives in core.tap_texts; a second copy would drift."""
+    """Every refusal sentence lives in decisions.texts; a second copy would drift."""
     for sentence in ("You are not an approver", "This request does not exist"):
         owners = [m for m in _modules() if sentence in _source(m)]
-        assert owners == ["tapgate.core.tap_texts"], (sentence, owners)
+        assert owners == ["tapgate.decisions.texts"], (sentence, owners)
 
 
 def test_the_integrations_package_loads_no_framework() -> None:

@@ -3,7 +3,7 @@
 The names here are what an agent author needs in-process: build a
 :class:`Policy` from a :class:`PolicySpec`, open a :class:`Store`, and ask a
 :class:`Gate` to ``check`` each :class:`ToolCall`. Deployments use the
-``tapgate`` command (see ``tapgate.bot``).
+``tapgate`` command (see ``tapgate.cli``).
 
 The domain names load on first use (PEP 562): ``tapgate.client`` and the
 agent-side commands (``tapgate hook claude-code`` runs on every Claude Code
@@ -60,39 +60,19 @@ __all__ = [
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from tapgate.core import (
-        Approver,
-        Decision,
-        Directory,
-        Gate,
-        Policy,
-        PolicySpec,
-        Request,
-        Rule,
-        Store,
-        Ticket,
-        ToolCall,
-        ToolSpec,
-    )
+    from tapgate.gate import Approver, Decision, Directory, Gate, Request, Ticket, ToolCall
+    from tapgate.policy import Policy, PolicySpec, Rule, ToolSpec
+    from tapgate.store import Store
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
-    dict.fromkeys(
-        (
-            "Approver",
-            "Decision",
-            "Directory",
-            "Gate",
-            "Policy",
-            "PolicySpec",
-            "Request",
-            "Rule",
-            "Store",
-            "Ticket",
-            "ToolCall",
-            "ToolSpec",
+    {
+        **dict.fromkeys(
+            ("Approver", "Decision", "Directory", "Gate", "Request", "Ticket", "ToolCall"),
+            "tapgate.gate",
         ),
-        "tapgate.core",
-    ),
+        **dict.fromkeys(("Policy", "PolicySpec", "Rule", "ToolSpec"), "tapgate.policy"),
+        "Store": "tapgate.store",
+    },
     __all__,
 )

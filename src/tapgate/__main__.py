@@ -5,6 +5,6 @@ answer itself to ``python -m tapgate hook claude-code``: the interpreter it
 runs under is certain, a ``tapgate`` script on ``PATH`` is not.
 """
 
-from tapgate.bot.cli import main
+from tapgate.cli import main
 
 raise SystemExit(main())

@@ -3,7 +3,7 @@
 The agent side (``tapgate.client``, ``tapgate hook claude-code``, run on every
 Claude Code tool call) needs the domain records but not the store, SQLAlchemy
 or the chat SDKs; a server needs only the SDKs of the channels it enables. So
-``tapgate``, ``tapgate.core``, ``tapgate.bot`` and ``tapgate.notifiers`` import
+``tapgate``, ``tapgate.gate``, ``tapgate.policy`` and ``tapgate.server`` import
 those names when first asked for, and keep their public ``__all__`` and, for
 type checkers, their ``TYPE_CHECKING`` imports.
 """

@@ -103,7 +103,7 @@ class AlreadyResolved(ResolveError):
         self.request = request
         """The request as the refusing transaction saw it, so nobody reads it again.
 
-        A ``tapgate.core.models.Request``; typed ``object`` because this module
+        A ``tapgate.gate.models.Request``; typed ``object`` because this module
         sits beside the layers and imports none of them."""
         by = f" by {resolved_by}" if resolved_by else ""
         super().__init__(request_id, f"request {request_id} is already {status}{by}")
@@ -116,7 +116,7 @@ class RequestExpired(ResolveError):
         self.request = request
         """The request as the refusing transaction saw it, so nobody reads it again.
 
-        A ``tapgate.core.models.Request``; typed ``object`` because this module
+        A ``tapgate.gate.models.Request``; typed ``object`` because this module
         sits beside the layers and imports none of them."""
         super().__init__(request_id, f"request {request_id} expired")
 

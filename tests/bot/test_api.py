@@ -26,9 +26,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from tapgate.bot.api.batch_models import BatchCallIn, BatchIn, BatchOut
-from tapgate.bot.api.events import EventOut
-from tapgate.bot.api.models import (
+from tapgate.config import Config, parse_config
+from tapgate.delivery.recording import RecordingNotifier
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.gate import Gate
+from tapgate.gate.models import GateEvent, Request, ToolCall
+from tapgate.server.api.batch_models import BatchCallIn, BatchIn, BatchOut
+from tapgate.server.api.events import EventOut
+from tapgate.server.api.models import (
     CancelIn,
     ErrorOut,
     SandboxOut,
@@ -36,15 +41,10 @@ from tapgate.bot.api.models import (
     ToolCallList,
     ToolCallOut,
 )
-from tapgate.bot.api.openapi import EXAMPLES, openapi_document
-from tapgate.bot.api.stream import HEARTBEAT_INTERVAL, STREAM_QUEUE_SIZE
-from tapgate.bot.app import build_app
-from tapgate.bot.config import Config, parse_config
-from tapgate.bot.keys import GATE, METRICS, STORE
-from tapgate.core.clock import ManualClock
-from tapgate.core.gate import Gate
-from tapgate.core.models import GateEvent, Request, ToolCall
-from tapgate.notifiers.recording import RecordingNotifier
+from tapgate.server.api.openapi import EXAMPLES, openapi_document
+from tapgate.server.api.stream import HEARTBEAT_INTERVAL, STREAM_QUEUE_SIZE
+from tapgate.server.app import build_app
+from tapgate.server.keys import GATE, METRICS, STORE
 
 CI = "ci-bot-token-0123456789abcdef"
 OTHER = "other-agent-token-0123456789"
@@ -892,7 +892,7 @@ def test_only_an_unreachable_database_is_a_503() -> None:
 
     import sqlalchemy.exc
 
-    from tapgate.bot.api.middleware import _database_unavailable
+    from tapgate.server.api.middleware import _database_unavailable
 
     def wrapped(error: Exception, **kw: Any) -> sqlalchemy.exc.DBAPIError:
         return sqlalchemy.exc.OperationalError("SELECT 1", {}, error, **kw)

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from tapgate.bot.api.events import EventOut
-from tapgate.core.batching import MAX_CALLS
-from tapgate.core.models import ToolCall
+from tapgate.gate.batching import MAX_CALLS
+from tapgate.gate.models import ToolCall
+from tapgate.server.api.events import EventOut
 from tests.bot.test_api import OTHER, Api, api, config, open_stream, within
 
 __all__ = ["api", "config"]  # the fixtures this module shares with test_api

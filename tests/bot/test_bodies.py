@@ -25,10 +25,10 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from tapgate.bot.api.models import ErrorOut
-from tapgate.bot.app import build_app
-from tapgate.bot.config import Config, parse_config
-from tapgate.notifiers.recording import RecordingNotifier
+from tapgate.config import Config, parse_config
+from tapgate.delivery.recording import RecordingNotifier
+from tapgate.server.api.models import ErrorOut
+from tapgate.server.app import build_app
 
 CI = "ci-bot-token-0123456789abcdef"
 BODY_TIMEOUT = 0.2

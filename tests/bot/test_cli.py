@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 import tapgate
-from tapgate.bot.cli import main
-from tapgate.bot.cli.commands import COMMANDS
-from tapgate.bot.cli.parser import build_parser
-from tapgate.bot.config import load_config
-from tapgate.core.store import Store
-from tapgate.core.store.engine import head_revision
+from tapgate.cli import main
+from tapgate.cli.commands import COMMANDS
+from tapgate.cli.parser import build_parser
+from tapgate.config import load_config
+from tapgate.store import Store
+from tapgate.store.engine import head_revision
 
 ROOT = Path(__file__).parents[2]
 LOCAL = str(ROOT / "examples" / "local.yaml")
@@ -34,7 +34,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def test_console_script_is_installed() -> None:
     [script] = [e for e in entry_points(group="console_scripts") if e.name == "tapgate"]
-    assert script.value == "tapgate.bot.cli:main"
+    assert script.value == "tapgate.cli:main"
 
 
 def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:

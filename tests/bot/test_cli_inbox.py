@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from tapgate.bot.config import load_config
-from tapgate.core import Gate, Policy, Store, ToolCall
-from tapgate.core.models import Request
-from tapgate.core.tap_texts import NOT_APPROVER
+from tapgate.config import load_config
+from tapgate.decisions.texts import NOT_APPROVER
+from tapgate.gate import Gate, ToolCall
+from tapgate.gate.models import Request
+from tapgate.policy import Policy
+from tapgate.store import Store
 from tests.bot.test_cli_ops import submit, write_config
 from tests.ptys import ROOT, Terminal, Terminals
 
@@ -33,7 +35,7 @@ def inboxes() -> Iterator[Terminals]:
         yield started
 
 
-MAIN = "from tapgate.bot.cli import main; raise SystemExit(main())"
+MAIN = "from tapgate.cli import main; raise SystemExit(main())"
 
 
 def inbox(inboxes: Terminals, config: Path, approver: str) -> Terminal:

@@ -16,10 +16,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from tapgate.bot.cli import main
-from tapgate.bot.config import load_config
-from tapgate.core import Gate, Policy, Store, ToolCall
-from tapgate.core.store.engine import head_revision
+from tapgate.cli import main
+from tapgate.config import load_config
+from tapgate.gate import Gate, ToolCall
+from tapgate.policy import Policy
+from tapgate.store import Store
+from tapgate.store.engine import head_revision
 
 # Every command that opens the store, with the arguments it needs.
 OPERATOR_COMMANDS = {

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tapgate.bot.cli.parser import build_parser
+from tapgate.cli.parser import build_parser
 from tests.fakes.taps import free_port
 
 TAPGATE = str(Path(sys.executable).with_name("tapgate"))

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from tapgate.bot.cli.text import colour_enabled, format_time, paint, readable_duration
+from tapgate.cli.text import colour_enabled, format_time, paint, readable_duration
 
 
 @pytest.mark.parametrize(

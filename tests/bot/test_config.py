@@ -1,4 +1,4 @@
-"""tapgate.bot.config: YAML → validated Config → core PolicySpec / Directory.
+"""tapgate.config: YAML → validated Config → core PolicySpec / Directory.
 
 Every failure must be one ConfigError naming the YAML path, and no secret may
 leak through repr, str or a traceback.
@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tapgate.bot.config import (
+from tapgate.channels.line.settings import LineConfig
+from tapgate.channels.slack.settings import SlackConfig
+from tapgate.config import (
     Config,
     ServerConfig,
     StoreConfig,
@@ -23,9 +25,9 @@ from tapgate.bot.config import (
     parse_config,
     parse_duration,
 )
-from tapgate.core.directory import Approver
-from tapgate.core.rules import DEFAULT_RISK_ACTIONS, Rule, ToolSpec
 from tapgate.errors import ConfigError
+from tapgate.gate.directory import Approver
+from tapgate.policy.rules import DEFAULT_RISK_ACTIONS, Rule, ToolSpec
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -171,10 +173,10 @@ def test_full_config_sections(full: Config) -> None:
     assert full.server.host == "0.0.0.0"
     assert full.server.port == 9000
     assert full.store_url == "postgresql://tapgate:pg-password-secret@db/tapgate"
-    line = full.channels.line
-    slack = full.channels.slack
-    assert line is not None
-    assert slack is not None
+    line = full.channels.section("line")
+    slack = full.channels.section("slack")
+    assert isinstance(line, LineConfig)
+    assert isinstance(slack, SlackConfig)
     assert line.channel_secret.get_secret_value() == "line-channel-secret"
     assert line.timeout == 5.0
     assert line.api_base_url == "https://api.line.me"
@@ -182,7 +184,8 @@ def test_full_config_sections(full: Config) -> None:
     assert slack.app_token.get_secret_value() == "xapp-slack-app-secret"
     assert slack.api_base_url == "https://slack.com/api/"
     assert slack.team_id == "T0001"
-    assert full.approvers[0].slack_team == "T0001"
+    assert full.approvers[0].value("slack_team") == "T0001"
+    assert full.approvers[0].team("slack") == "T0001"
 
 
 def test_empty_document_is_all_defaults() -> None:
@@ -837,8 +840,8 @@ def test_an_unknown_access_log_setting_names_its_path(value: object) -> None:
 
 
 def test_the_max_wait_floor_is_the_clients_slice() -> None:
-    from tapgate.bot.config.server import _CLIENT_SLICE
     from tapgate.client import LONG_POLL
+    from tapgate.config.server import _CLIENT_SLICE
 
     assert _CLIENT_SLICE == LONG_POLL
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from tapgate.bot.config import parse_config
-from tapgate.core.models import ToolCall
-from tapgate.core.policy import Policy
+from tapgate.config import parse_config
 from tapgate.errors import ConfigError
+from tapgate.gate.models import ToolCall
+from tapgate.policy.engine import Policy
 
 PEOPLE = [{"name": "alice"}]
 

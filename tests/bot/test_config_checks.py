@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tapgate.bot.config import load_config, load_store_config, parse_config
+from tapgate.config import load_config, load_store_config, parse_config
 from tapgate.errors import ConfigError
 
 ROOT = Path(__file__).parents[2]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tapgate.bot.config import parse_config
+from tapgate.config import parse_config
 from tapgate.errors import ConfigError
 
 PEOPLE = [

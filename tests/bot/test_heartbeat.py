@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from tapgate.bot.heartbeat import Heartbeat
-from tapgate.core import Approver, Directory, Gate, Policy, PolicySpec, Rule, Store, ToolCall
-from tapgate.core.clock import ManualClock
-from tapgate.notifiers import Dispatcher, RecordingNotifier
+from tapgate.delivery import Dispatcher, RecordingNotifier
+from tapgate.gate import Approver, Directory, Gate, ToolCall
+from tapgate.gate.clock import ManualClock
+from tapgate.policy import Policy, PolicySpec, Rule
+from tapgate.server.heartbeat import Heartbeat
+from tapgate.store import Store
 
 POLICY = Policy(
     PolicySpec(

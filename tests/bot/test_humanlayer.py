@@ -30,22 +30,22 @@ from humanlayer.core.models import FunctionCall, HumanContact
 from humanlayer.core.protocol import HumanLayerException
 from sqlalchemy.exc import IntegrityError
 
-from tapgate.bot.api.humanlayer import PREFIX
-from tapgate.bot.api.models import ErrorOut
-from tapgate.bot.app import build_app
-from tapgate.bot.config import Config, parse_config
-from tapgate.bot.keys import GATE, STORE
-from tapgate.bot.routes import LINE_WEBHOOK
-from tapgate.core.buttons import answer_prefill
-from tapgate.core.clock import ManualClock
-from tapgate.core.edits import approve_edit
-from tapgate.core.gate import Gate
-from tapgate.core.models import CONTACT_TOOL, Decision, Request
-from tapgate.core.store import Store
-from tapgate.core.store.calls import ClientCall
-from tapgate.core.taps import Tap
-from tapgate.notifiers.recording import RecordingNotifier
+from tapgate.config import Config, parse_config
+from tapgate.decisions.buttons import answer_prefill
+from tapgate.decisions.edits import approve_edit
+from tapgate.decisions.taps import Tap
+from tapgate.delivery.recording import RecordingNotifier
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.gate import Gate
+from tapgate.gate.models import CONTACT_TOOL, Decision, Request
+from tapgate.server.api.humanlayer import PREFIX
+from tapgate.server.api.models import ErrorOut
+from tapgate.server.app import build_app
+from tapgate.server.keys import GATE, STORE
+from tapgate.store import Store
+from tapgate.store.calls import ClientCall
 from tests.fakes import FakeLine
+from tests.fakes.receivers import line_webhook
 from tests.fakes.taps import signed_line_tap, signed_line_text
 
 CI = "ci-agent-token-0123456789abcdef"
@@ -151,7 +151,7 @@ class Served:
         body, headers = signed_line_tap(SECRET, user, request.id, action)
         async with self.session.post(self.url + "/webhooks/line", data=body, headers=headers) as r:
             assert r.status == 200
-        await self.app[LINE_WEBHOOK].settled()
+        await line_webhook(self.app).settled()
 
     async def call(
         self, method: str, path: str, body: Any = None, *, token: str | None = CI, raw: bytes = b""
@@ -383,7 +383,7 @@ async def test_human_as_tool_answered_by_typing_on_line(served: Served) -> None:
     ) as response:
         assert response.status == 200
     assert await asyncio.wait_for(task, 10) == "eu-west-1, as usual"
-    await served.app[LINE_WEBHOOK].settled()
+    await line_webhook(served.app).settled()
     assert served.line.replies[-1].messages[0]["text"].startswith("Answer sent")
     # Bob is not an approver of this question: his typed answer changes nothing.
     second = asyncio.create_task(asyncio.to_thread(ask, message="And the size?"))
@@ -393,7 +393,7 @@ async def test_human_as_tool_answered_by_typing_on_line(served: Served) -> None:
         served.url + "/webhooks/line", data=body, headers=headers
     ) as response:
         assert response.status == 200
-    await served.app[LINE_WEBHOOK].settled()
+    await line_webhook(served.app).settled()
     assert (await served.gate.get_request(request.id)).status == "pending"
     await served.gate.resolve(request.id, "approve", by="alice", reason="m")
     assert await asyncio.wait_for(second, 10) == "m"

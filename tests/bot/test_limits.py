@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tapgate.bot.app import build_app
-from tapgate.bot.config import Config, parse_config
-from tapgate.bot.keys import METRICS
-from tapgate.core.clock import ManualClock
-from tapgate.core.limits import AgentLimits
-from tapgate.notifiers.recording import RecordingNotifier
+from tapgate.config import Config, parse_config
+from tapgate.delivery.recording import RecordingNotifier
+from tapgate.gate.clock import ManualClock
+from tapgate.policy.limits import AgentLimits
+from tapgate.server.app import build_app
+from tapgate.server.keys import METRICS
 from tests.bot.test_api import CI, Api, make_config
 
 Client = Any

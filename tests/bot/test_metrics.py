@@ -18,12 +18,14 @@ import asyncpg
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from tapgate.bot.app import build_app
-from tapgate.bot.keys import GATE, METRICS
-from tapgate.core import Gate, Policy, Store, ToolCall
-from tapgate.core.clock import ManualClock
+from tapgate.delivery.recording import RecordingNotifier
 from tapgate.errors import DeliveryError, PermanentDeliveryError
-from tapgate.notifiers.recording import RecordingNotifier
+from tapgate.gate import Gate, ToolCall
+from tapgate.gate.clock import ManualClock
+from tapgate.policy import Policy
+from tapgate.server.app import build_app
+from tapgate.server.keys import GATE, METRICS
+from tapgate.store import Store
 from tests.bot.test_api import make_config
 
 Client = TestClient[web.Request, web.Application]

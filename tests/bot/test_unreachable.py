@@ -11,19 +11,19 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tapgate.bot.metrics import Metrics
-from tapgate.bot.unreachable import Unreachable
-from tapgate.core.clock import ManualClock
-from tapgate.core.directory import Approver, Directory
-from tapgate.core.gate import Gate
-from tapgate.core.models import ToolCall
-from tapgate.core.policy import Policy
-from tapgate.core.rules import PolicySpec, Rule
-from tapgate.core.store import Store
+from tapgate.channels.console.notifier import ConsoleNotifier
+from tapgate.delivery.dispatcher import Dispatcher
+from tapgate.delivery.recording import RecordingNotifier
 from tapgate.errors import PermanentDeliveryError
-from tapgate.notifiers.console import ConsoleNotifier
-from tapgate.notifiers.dispatcher import Dispatcher
-from tapgate.notifiers.recording import RecordingNotifier
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.directory import Approver, Directory
+from tapgate.gate.gate import Gate
+from tapgate.gate.models import ToolCall
+from tapgate.policy.engine import Policy
+from tapgate.policy.rules import PolicySpec, Rule
+from tapgate.server.metrics import Metrics
+from tapgate.server.unreachable import Unreachable
+from tapgate.store import Store
 
 POLICY = Policy(
     PolicySpec(

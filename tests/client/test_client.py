@@ -26,10 +26,6 @@ import respx
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from tapgate.bot.app import build_app
-from tapgate.bot.config import parse_config
-from tapgate.bot.keys import GATE
-from tapgate.bot.routes import LINE_WEBHOOK
 from tapgate.client import (
     ArgumentsChanged,
     ClientError,
@@ -42,11 +38,15 @@ from tapgate.client import (
     guard,
 )
 from tapgate.client._plans import Pause, Planner, Send, resume, retry_after
-from tapgate.core.models import Decision, ToolCall
+from tapgate.config import parse_config
+from tapgate.delivery.recording import RecordingNotifier
 from tapgate.errors import AlreadyResolved, RequestNotFound
-from tapgate.notifiers.recording import RecordingNotifier
+from tapgate.gate.models import Decision, ToolCall
+from tapgate.server.app import build_app
+from tapgate.server.keys import GATE
 from tests.bot.test_api import CI, make_config
 from tests.fakes import FakeLine
+from tests.fakes.receivers import line_webhook
 from tests.fakes.taps import signed_line_tap
 
 BASE = "http://tapgate.test"
@@ -711,7 +711,7 @@ class Tapped:
             self.url.rstrip("/") + "/webhooks/line", data=body, headers=headers
         ) as response:
             assert response.status == 200
-        await self.app[LINE_WEBHOOK].settled()
+        await line_webhook(self.app).settled()
         return request_id
 
 

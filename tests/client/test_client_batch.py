@@ -11,7 +11,6 @@ import asyncio
 import functools
 from typing import Any
 
-from tapgate.bot.keys import GATE
 from tapgate.client import (
     ArgumentsChanged,
     Denied,
@@ -21,7 +20,8 @@ from tapgate.client import (
     run_batch,
     run_batch_sync,
 )
-from tapgate.core.models import ToolCall
+from tapgate.gate.models import ToolCall
+from tapgate.server.keys import GATE
 from tests.bot.test_api import CI
 from tests.client.test_client import Served, served
 

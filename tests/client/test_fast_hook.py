@@ -33,7 +33,7 @@ from tapgate.client import DEFAULT_HOOK_TIMEOUT
 from tapgate.client import _fast_hook as fast
 from tapgate.client import _hook_answer as answers
 from tapgate.client._hook import HOOK_EVENTS
-from tapgate.core.models import DecisionSource, DecisionStatus, Verdict
+from tapgate.gate.models import DecisionSource, DecisionStatus, Verdict
 from tests.client.test_hook_claude_code import (
     FAST,
     TAPGATE,

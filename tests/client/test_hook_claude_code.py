@@ -31,14 +31,14 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from tapgate.bot.app import build_app
-from tapgate.bot.cli import main, quick_hook
-from tapgate.bot.config import load_config, parse_config
-from tapgate.bot.keys import GATE
+from tapgate.cli import main, quick_hook
 from tapgate.client._fast_hook import SCRIPT
-from tapgate.core.clock import ManualClock
-from tapgate.core.models import Request, ToolCall
-from tapgate.core.policy import Policy
+from tapgate.config import load_config, parse_config
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.models import Request, ToolCall
+from tapgate.policy.engine import Policy
+from tapgate.server.app import build_app
+from tapgate.server.keys import GATE
 from tests.fakes import FakeLine
 from tests.fakes.taps import free_port, signed_line_tap
 

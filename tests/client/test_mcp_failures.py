@@ -18,7 +18,7 @@ import pytest
 from mcp import types
 from mcp.client.session import ClientSession
 
-from tapgate.bot.keys import GATE
+from tapgate.server.keys import GATE
 from tests.client.test_hook_claude_code import Served, serve
 from tests.client.test_mcp_proxy import POLICY, call, proxied, text
 

@@ -22,10 +22,10 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent
 
-from tapgate.bot.keys import GATE
-from tapgate.core.clock import ManualClock
-from tapgate.core.edits import approve_edit
-from tapgate.core.taps import Tap
+from tapgate.decisions.edits import approve_edit
+from tapgate.decisions.taps import Tap
+from tapgate.gate.clock import ManualClock
+from tapgate.server.keys import GATE
 from tests.client.test_hook_claude_code import ALICE, TAPGATE, TOKEN, Served, cli, serve
 from tests.fakes.taps import free_port
 
@@ -334,7 +334,7 @@ def test_a_name_of_words_joined_by_single_underscores_is_taken(
 def test_without_the_mcp_extra_it_says_how_to_install_it() -> None:
     """``sys.modules['mcp'] = None`` makes ``import mcp`` fail as on a machine without it."""
     code = (
-        "import sys; sys.modules['mcp'] = None; from tapgate.bot.cli import main; "
+        "import sys; sys.modules['mcp'] = None; from tapgate.cli import main; "
         "sys.exit(main(['mcp-proxy', '--name', 'x', '--', 'true']))"
     )
     done = subprocess.run(

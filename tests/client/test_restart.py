@@ -21,7 +21,7 @@ import pytest
 from tapgate.client import DEFAULT_RETRY_FOR, ClientError, RemoteGate, SyncRemoteGate
 from tapgate.client._plans import Planner, Send, TransportFailure, drive
 from tapgate.client._wire import Reply
-from tapgate.core.models import Decision, ToolCall
+from tapgate.gate.models import Decision, ToolCall
 from tests.client.restarts import (
     Restartable,
     assert_reattached,

@@ -24,9 +24,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from tapgate.bot.keys import GATE
 from tapgate.client._run import countdown_line
-from tapgate.core.clock import ManualClock
+from tapgate.gate.clock import ManualClock
+from tapgate.server.keys import GATE
 from tests.client.test_hook_claude_code import TAPGATE, TOKEN, Served, cli, serve
 from tests.fakes.taps import free_port
 

@@ -26,12 +26,12 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from tapgate.bot.app import build_app
-from tapgate.bot.config import parse_config
 from tapgate.client import SyncRemoteGate
 from tapgate.client._errors import SandboxUnavailable
 from tapgate.client._sandbox import SandboxSpec, bwrap_args
+from tapgate.config import parse_config
 from tapgate.errors import ConfigError
+from tapgate.server.app import build_app
 from tests.client.test_hook_claude_code import TAPGATE, TOKEN, serve
 
 EXIT_NO_SANDBOX = 71

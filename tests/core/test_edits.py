@@ -14,9 +14,7 @@ from typing import Any
 
 import pytest
 
-from tapgate.core.clock import ManualClock
-from tapgate.core.directory import Approver, Directory
-from tapgate.core.edits import (
+from tapgate.decisions.edits import (
     FIELD_MAX,
     FIELDS_MAX,
     WHOLE,
@@ -26,14 +24,16 @@ from tapgate.core.edits import (
     prepare,
     read_edit,
 )
-from tapgate.core.gate import Gate
-from tapgate.core.limits import EDIT_MAX_BYTES
-from tapgate.core.masking import MASK
-from tapgate.core.models import CONTACT_TOOL, Request, ToolCall
-from tapgate.core.policy import Policy
-from tapgate.core.rules import PolicySpec, Rule
-from tapgate.core.store import Store
-from tapgate.core.taps import Tap
+from tapgate.decisions.taps import Tap
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.directory import Approver, Directory
+from tapgate.gate.gate import Gate
+from tapgate.gate.models import CONTACT_TOOL, Request, ToolCall
+from tapgate.policy.engine import Policy
+from tapgate.policy.limits import EDIT_MAX_BYTES
+from tapgate.policy.masking import MASK
+from tapgate.policy.rules import PolicySpec, Rule
+from tapgate.store import Store
 from tests.factories import make_request
 
 SPEC = PolicySpec(

@@ -7,14 +7,14 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from tapgate.core.clock import ManualClock
-from tapgate.core.directory import Approver, Directory
-from tapgate.core.gate import Gate
-from tapgate.core.models import CONTACT_TOOL, DecidedAtOnce, GateEvent, ToolCall
-from tapgate.core.policy import Policy
-from tapgate.core.rules import PolicySpec, Rule, ToolSpec
-from tapgate.core.store import Store
 from tapgate.errors import AlreadyResolved, NotAnApprover, RequestExpired
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.directory import Approver, Directory
+from tapgate.gate.gate import Gate
+from tapgate.gate.models import CONTACT_TOOL, DecidedAtOnce, GateEvent, ToolCall
+from tapgate.policy.engine import Policy
+from tapgate.policy.rules import PolicySpec, Rule, ToolSpec
+from tapgate.store import Store
 
 SPEC = PolicySpec(
     tools=(
@@ -341,7 +341,7 @@ async def test_expire_overdue_wakes_waiters(gate: Gate, clock: ManualClock) -> N
 
 
 def test_ids_are_long_url_safe_and_never_look_like_options() -> None:
-    from tapgate.core.records import new_id
+    from tapgate.gate.records import new_id
 
     ids = {new_id() for _ in range(5000)}
     assert len(ids) == 5000

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from tapgate.core.clock import ManualClock
-from tapgate.core.gate import Gate
-from tapgate.core.handlers import (
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.gate import Gate
+from tapgate.gate.handlers import (
     Handler,
     HandlerAnswer,
     HandlerFunction,
@@ -18,9 +18,9 @@ from tapgate.core.handlers import (
     auto_deny,
     deny,
 )
-from tapgate.core.models import Request, ToolCall
-from tapgate.core.policy import Policy
-from tapgate.core.store import Store
+from tapgate.gate.models import Request, ToolCall
+from tapgate.policy.engine import Policy
+from tapgate.store import Store
 from tests.core.test_gate import DEPLOY, DIRECTORY, SPEC, until
 
 

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tapgate.core.models import Action, Risk, ToolCall, canonical_json
-from tapgate.core.policy import Policy, PolicyVerdict
-from tapgate.core.rules import PolicySpec, Rule, ToolSpec
 from tapgate.errors import PolicyError
+from tapgate.gate.models import Action, Risk, ToolCall, canonical_json
+from tapgate.policy.engine import Policy, PolicyVerdict
+from tapgate.policy.rules import PolicySpec, Rule, ToolSpec
 
 RANK = {"allow": 0, "ask": 1, "deny": 2}
 

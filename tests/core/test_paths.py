@@ -16,17 +16,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tapgate.bot.cli import main
-from tapgate.bot.config import parse_config
-from tapgate.core.clock import ManualClock
-from tapgate.core.directory import Approver, Directory
-from tapgate.core.gate import Gate
-from tapgate.core.models import Action, ToolCall
-from tapgate.core.paths import DEFAULT_PATH_ARGUMENTS, normalise
-from tapgate.core.policy import PATH_HAZARD_RULE, Policy
-from tapgate.core.rules import PolicySpec, Rule, ToolSpec
-from tapgate.core.store import Store
+from tapgate.cli import main
+from tapgate.config import parse_config
 from tapgate.errors import ConfigError
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.directory import Approver, Directory
+from tapgate.gate.gate import Gate
+from tapgate.gate.models import Action, ToolCall
+from tapgate.policy.engine import PATH_HAZARD_RULE, Policy
+from tapgate.policy.paths import DEFAULT_PATH_ARGUMENTS, normalise
+from tapgate.policy.rules import PolicySpec, Rule, ToolSpec
+from tapgate.store import Store
 
 
 def rule(i: int, tool: str, action: Action, **args: str) -> Rule:

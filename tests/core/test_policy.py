@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tapgate.core import shell
-from tapgate.core.models import Action, Risk, ToolCall
-from tapgate.core.policy import HAZARD_RULE, Policy
-from tapgate.core.rules import PolicySpec, Rule, ToolSpec
 from tapgate.errors import PolicyError
+from tapgate.gate.models import Action, Risk, ToolCall
+from tapgate.policy import shell
+from tapgate.policy.engine import HAZARD_RULE, Policy
+from tapgate.policy.rules import PolicySpec, Rule, ToolSpec
 
 
 def rule(i: int, tool: str, action: Action, **kw: Any) -> Rule:

@@ -1,7 +1,7 @@
 """The credential shapes of issue 18, and the per-tool meaning of ``-p``.
 
 Each shape was found in clear by an independent check (or by a review of
-common CLI tools) before ``tapgate.core.secret_shapes`` knew it. Values are
+common CLI tools) before ``tapgate.policy.secret_shapes`` knew it. Values are
 assembled so that no scanner mistakes this file for a leak.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tapgate.core.masking import MASK, clean, clean_name, is_secret_key, mask_arguments, mask_text
+from tapgate.policy.masking import MASK, clean, clean_name, is_secret_key, mask_arguments, mask_text
 from tests.linearity import assert_linear
 
 PW = "MyP4ss" + "w0rd"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tapgate.core.shell import ShellParse, SimpleCommand, parse
+from tapgate.policy.shell import ShellParse, SimpleCommand, parse
 
 SUB = "command substitution"
 PROC = "process substitution"

@@ -21,12 +21,12 @@ import pytest
 import yaml
 from aiohttp.test_utils import TestServer
 
-from tapgate.bot.app import build_app
-from tapgate.bot.config import parse_config
-from tapgate.bot.keys import GATE
-from tapgate.core.clock import ManualClock
-from tapgate.core.gate import Gate
-from tapgate.notifiers.recording import RecordingNotifier
+from tapgate.config import parse_config
+from tapgate.delivery.recording import RecordingNotifier
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.gate import Gate
+from tapgate.server.app import build_app
+from tapgate.server.keys import GATE
 
 REPO = Path(__file__).parents[2]
 TOKEN = "local-agent-token-0123456789"

@@ -36,33 +36,33 @@ from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 from sqlalchemy import text as sql
 
-from tapgate.bot.app import build_app
-from tapgate.bot.config import Config, parse_config
-from tapgate.bot.keys import METRICS
-from tapgate.bot.routes import SLACK_WEBHOOK
-from tapgate.core.buttons import (
+from tapgate.channels.console.notifier import ConsoleNotifier
+from tapgate.channels.line.flex import render_line, utf16_len
+from tapgate.channels.line.notifier import LineNotifier
+from tapgate.channels.slack.blocks import render_slack, render_slack_resolved
+from tapgate.channels.slack.notifier import SlackNotifier
+from tapgate.channels.slack.text import escape
+from tapgate.channels.slack.webhook import SlackWebhook
+from tapgate.config import Config, parse_config
+from tapgate.decisions.buttons import (
     SLACK_ACTIONS,
     answer_prefill,
     parse_answer,
     parse_postback_data,
     postback_data,
 )
-from tapgate.core.clock import ManualClock
-from tapgate.core.gate import Gate
-from tapgate.core.models import CONTACT_TOOL, Delivery, Request, ToolCall, args_digest
-from tapgate.core.slack_text import escape
-from tapgate.core.tap_texts import title
-from tapgate.notifiers.console import ConsoleNotifier
-from tapgate.notifiers.line import LineNotifier
-from tapgate.notifiers.line_flex import render_line, utf16_len
-from tapgate.notifiers.presentation import ApprovalView, present
-from tapgate.notifiers.slack import SlackNotifier
-from tapgate.notifiers.slack_blocks import render_slack, render_slack_resolved
-from tapgate.webhooks.slack import SlackWebhook
+from tapgate.decisions.texts import title
+from tapgate.delivery.presentation import ApprovalView, present
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.gate import Gate
+from tapgate.gate.models import CONTACT_TOOL, Delivery, Request, ToolCall, args_digest
+from tapgate.server.app import build_app
+from tapgate.server.keys import METRICS
 from tests.factories import make_request
 from tests.fakes import FakeLine, FakeSlack, SlackMessage, taps
 from tests.fakes import served as served_world
 from tests.fakes._line_rules import check_messages
+from tests.fakes.receivers import slack_webhook
 from tests.fakes.served import LINE_TOKEN, SLACK_SECRET, TEAM, ServedApp, channels, slack_card
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
 from tests.fakes.taps import slack_form, slack_headers
@@ -519,7 +519,7 @@ class SlackServed(ServedApp):
 
     @property
     def webhook(self) -> SlackWebhook:
-        return self.app[SLACK_WEBHOOK]
+        return slack_webhook(self.app)
 
     async def post(self, payload: Any) -> tuple[int, str]:
         body = slack_form(payload)

@@ -21,8 +21,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tapgate.bot.test_hooks import APPLY_DELAY_VARIABLE
-from tapgate.core.store import Store
+from tapgate.server.test_hooks import APPLY_DELAY_VARIABLE
+from tapgate.store import Store
 from tests.e2e.test_replica_failures import status_of, until
 from tests.fakes import FakeLine, FakeSlack
 from tests.fakes.taps import signed_line_tap, signed_slack_tap

@@ -18,15 +18,15 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from tapgate.bot.app import HEARTBEAT, build_app
-from tapgate.bot.config import parse_config
-from tapgate.core.buttons import deny_reason_postback_data, postback_data
-from tapgate.core.clock import ManualClock
-from tapgate.core.models import CONTACT_TOOL, Request, ToolCall
+from tapgate.channels.line.notifier import LineNotifier
+from tapgate.channels.slack.notifier import SlackNotifier
+from tapgate.config import parse_config
+from tapgate.decisions.buttons import deny_reason_postback_data, postback_data
+from tapgate.delivery.notifier import Notifier
 from tapgate.errors import ConfigError
-from tapgate.notifiers.base import Notifier
-from tapgate.notifiers.line import LineNotifier
-from tapgate.notifiers.slack import SlackNotifier
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.models import CONTACT_TOOL, Request, ToolCall
+from tapgate.server.app import HEARTBEAT, build_app
 from tests.fakes import FakeLine, FakeSlack
 from tests.fakes.served import LINE_SECRET, LINE_TOKEN, LineServed
 from tests.fakes.slack import DEFAULT_BOT_TOKEN

@@ -23,10 +23,10 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from tapgate.bot.app import build_app
-from tapgate.bot.config import parse_config
-from tapgate.bot.routes import LINE_WEBHOOK
+from tapgate.config import parse_config
+from tapgate.server.app import build_app
 from tests.fakes import FakeLine, FakeSlack
+from tests.fakes.receivers import line_webhook
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
 from tests.fakes.taps import signed_line_tap
 
@@ -75,7 +75,7 @@ class Served:
             session.post(f"{self.url}/webhooks/line", data=body, headers=headers) as response,
         ):
             assert response.status == 200
-        await self.app[LINE_WEBHOOK].settled()
+        await line_webhook(self.app).settled()
 
     def everything_sent(self) -> str:
         """Every byte both platforms received, and their decoded views of it."""

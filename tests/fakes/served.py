@@ -24,11 +24,11 @@ from typing import Any
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from tapgate.bot.keys import GATE
-from tapgate.bot.routes import LINE_WEBHOOK
-from tapgate.core.clock import ManualClock
-from tapgate.core.gate import Gate
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.gate import Gate
+from tapgate.server.keys import GATE
 from tests.fakes.line import FakeLine
+from tests.fakes.receivers import line_webhook
 from tests.fakes.slack import DEFAULT_BOT_TOKEN, FakeSlack, SlackMessage, dm_channel_for
 from tests.fakes.taps import line_body, line_headers
 
@@ -169,7 +169,7 @@ class LineServed(ServedApp):
         headers = line_headers(LINE_SECRET, body)
         async with self.client.post("/webhooks/line", data=body, headers=headers) as response:
             status = response.status
-        await self.app[LINE_WEBHOOK].settled()  # decisions and replies happen after the 200
+        await line_webhook(self.app).settled()  # decisions and replies happen after the 200
         return status
 
     def replied_to(self, event: dict[str, Any]) -> list[str]:

@@ -25,9 +25,9 @@ from claude_agent_sdk import (
     ToolPermissionContext,
 )
 
-from tapgate.bot.keys import GATE
 from tapgate.client import RemoteGate, SyncRemoteGate
 from tapgate.integrations.claude_agent_sdk import can_use_tool, pre_tool_use_hook
+from tapgate.server.keys import GATE
 from tests.bot.test_api import CI
 from tests.client.test_client import Served
 

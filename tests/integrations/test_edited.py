@@ -1,7 +1,7 @@
 """An approver's edit through every adapter: applied where the framework can, refused where not.
 
 The real server (``tests.client.test_client.served``); the edit is made by
-:func:`tapgate.core.edits.approve_edit` as alice, the one core path the Slack
+:func:`tapgate.decisions.edits.approve_edit` as alice, the one core path the Slack
 modal's submission takes (``tests/webhooks/test_edit.py`` covers the modal).
 """
 
@@ -26,14 +26,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic_ai import Agent
 from pydantic_ai.tools import DeferredToolRequests, ToolApproved
 
-from tapgate.bot.keys import GATE
 from tapgate.client import RemoteGate
-from tapgate.core.edits import approve_edit
-from tapgate.core.taps import Tap
+from tapgate.decisions.edits import approve_edit
+from tapgate.decisions.taps import Tap
 from tapgate.integrations.claude_agent_sdk import can_use_tool, pre_tool_use_hook
 from tapgate.integrations.langgraph import ainvoke_gated
 from tapgate.integrations.openai_agents import run_gated
 from tapgate.integrations.pydantic_ai import ApprovalToolset, resolve_deferred
+from tapgate.server.keys import GATE
 from tests.bot.test_api import CI
 from tests.client.test_client import Served
 from tests.integrations import test_langgraph as lg

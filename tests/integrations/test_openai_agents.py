@@ -26,9 +26,9 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
-from tapgate.bot.keys import GATE
 from tapgate.client import RemoteGate, SyncRemoteGate
 from tapgate.integrations.openai_agents import decide_interruptions, run_gated
+from tapgate.server.keys import GATE
 from tests.bot.test_api import CI
 from tests.client.test_client import Served
 

@@ -2,7 +2,7 @@
 
 ``python -m tests.notifiers.prompt_agent URL TOOL ARGUMENTS_JSON`` checks one
 call against a policy that asks for everything, with a
-:class:`~tapgate.notifiers.terminal_prompt.TerminalPrompt` on this process's
+:class:`~tapgate.channels.console.prompt.TerminalPrompt` on this process's
 terminal, and prints the decision as one ``DECISION {json}`` line.
 """
 
@@ -12,12 +12,12 @@ import asyncio
 import json
 import sys
 
-from tapgate.core.gate import Gate
-from tapgate.core.models import ToolCall
-from tapgate.core.policy import Policy
-from tapgate.core.rules import PolicySpec, Rule, ToolSpec
-from tapgate.core.store import Store
-from tapgate.notifiers.terminal_prompt import TerminalPrompt
+from tapgate.channels.console.prompt import TerminalPrompt
+from tapgate.gate.gate import Gate
+from tapgate.gate.models import ToolCall
+from tapgate.policy.engine import Policy
+from tapgate.policy.rules import PolicySpec, Rule, ToolSpec
+from tapgate.store import Store
 
 ASK_ALL = PolicySpec(
     tools=(ToolSpec(name="Bash", risk="write", shell="command"),),

@@ -16,24 +16,24 @@ from typing import Any
 import pytest
 from linebot.v3.messaging import FlexMessage
 
-from tapgate.core.batching import MAX_CALLS
-from tapgate.core.buttons import parse_batch_postback_data, parse_postback_data
-from tapgate.core.models import Request
-from tapgate.notifiers.batch_blocks import (
-    FULL_CALLS,
-    MESSAGE_TEXT_MAX,
-    block_text_length,
-    render_slack_batch,
-)
-from tapgate.notifiers.batch_flex import (
+from tapgate.channels.console.notifier import render_console_batch
+from tapgate.channels.line.batch_flex import (
     BUBBLE_BYTES,
     MESSAGE_BYTES,
     PUSH_MESSAGES_MAX,
     render_line_batch,
 )
-from tapgate.notifiers.batch_view import present_batch
-from tapgate.notifiers.console import render_console_batch
-from tapgate.notifiers.line_flex import utf16_len
+from tapgate.channels.line.flex import utf16_len
+from tapgate.channels.slack.batch_blocks import (
+    FULL_CALLS,
+    MESSAGE_TEXT_MAX,
+    block_text_length,
+    render_slack_batch,
+)
+from tapgate.decisions.buttons import parse_batch_postback_data, parse_postback_data
+from tapgate.delivery.batch_view import present_batch
+from tapgate.gate.batching import MAX_CALLS
+from tapgate.gate.models import Request
 from tests.notifiers.test_render import (
     AWS_KEY,
     T0,

@@ -18,15 +18,17 @@ from pathlib import Path
 
 import pytest
 
-from tapgate.core.clock import ManualClock
-from tapgate.core.directory import Approver, Directory
-from tapgate.core.gate import Gate
-from tapgate.core.models import ToolCall
-from tapgate.core.policy import Policy
-from tapgate.core.rules import PolicySpec, Rule, ToolSpec
-from tapgate.core.store import Store
-from tapgate.notifiers import Dispatcher, LineNotifier, SlackNotifier
-from tapgate.notifiers.retry import RetryPolicy
+from tapgate.channels.line.notifier import LineNotifier
+from tapgate.channels.slack.notifier import SlackNotifier
+from tapgate.delivery import Dispatcher
+from tapgate.delivery.retry import RetryPolicy
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.directory import Approver, Directory
+from tapgate.gate.gate import Gate
+from tapgate.gate.models import ToolCall
+from tapgate.policy.engine import Policy
+from tapgate.policy.rules import PolicySpec, Rule, ToolSpec
+from tapgate.store import Store
 from tests.fakes import FakeLine, FakeSlack, Fault
 from tests.tables import outbox_rows
 
@@ -174,7 +176,9 @@ async def test_decision_updates_every_slack_message(
 KILLED = textwrap.dedent(
     """
     import asyncio, sys
-    from tapgate.core import Approver, Directory, Gate, Policy, PolicySpec, Rule, Store, ToolCall
+    from tapgate.gate import Approver, Directory, Gate, ToolCall
+    from tapgate.policy import Policy, PolicySpec, Rule
+    from tapgate.store import Store
 
     async def main():
         store = await Store.open(sys.argv[1])

@@ -10,17 +10,17 @@ from typing import Any
 
 import pytest
 
-from tapgate.core.clock import ManualClock
-from tapgate.core.directory import Approver, Directory
-from tapgate.core.gate import Gate
-from tapgate.core.models import Delivery, GateEvent, Request, ToolCall
-from tapgate.core.policy import Policy
-from tapgate.core.rules import PolicySpec, Rule
-from tapgate.core.store import Store
+from tapgate.delivery.dispatcher import Dispatcher
+from tapgate.delivery.notifier import Receipt
+from tapgate.delivery.recording import RecordingNotifier
 from tapgate.errors import DeliveryError, PermanentDeliveryError
-from tapgate.notifiers.base import Receipt
-from tapgate.notifiers.dispatcher import Dispatcher
-from tapgate.notifiers.recording import RecordingNotifier
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.directory import Approver, Directory
+from tapgate.gate.gate import Gate
+from tapgate.gate.models import Delivery, GateEvent, Request, ToolCall
+from tapgate.policy.engine import Policy
+from tapgate.policy.rules import PolicySpec, Rule
+from tapgate.store import Store
 from tests.tables import outbox_rows
 
 POLICY = Policy(PolicySpec(rules=(Rule(tool="deploy", action="ask", source="policy.rules[0]"),)))

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tapgate.core.buttons import INBOX_ACTION_ID, INBOX_POSTBACK, parse_postback_data
-from tapgate.core.models import CONTACT_TOOL
-from tapgate.notifiers.batch_blocks import render_slack_batch
-from tapgate.notifiers.batch_flex import render_line_batch
-from tapgate.notifiers.batch_view import present_batch
-from tapgate.notifiers.line_flex import render_line
-from tapgate.notifiers.presentation import present
-from tapgate.notifiers.slack_blocks import render_slack
+from tapgate.channels.line.batch_flex import render_line_batch
+from tapgate.channels.line.flex import render_line
+from tapgate.channels.slack.batch_blocks import render_slack_batch
+from tapgate.channels.slack.blocks import render_slack
+from tapgate.decisions.buttons import INBOX_ACTION_ID, INBOX_POSTBACK, parse_postback_data
+from tapgate.delivery.batch_view import present_batch
+from tapgate.delivery.presentation import present
+from tapgate.gate.models import CONTACT_TOOL
 from tests.notifiers.test_batch_render import three
 from tests.notifiers.test_render import (
     assert_valid_line,

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import json
 
-from tapgate.core.batching import MAX_CALLS
-from tapgate.notifiers.batch_flex import render_line_batch
-from tapgate.notifiers.batch_view import present_batch
-from tapgate.notifiers.line_flex import render_line
+from tapgate.channels.line.batch_flex import render_line_batch
+from tapgate.channels.line.flex import render_line
+from tapgate.delivery.batch_view import present_batch
+from tapgate.gate.batching import MAX_CALLS
 from tests.notifiers.test_batch_render import assert_valid_line_batch, member
 from tests.notifiers.test_render import T0, assert_valid_line, view_of, walk
 

@@ -15,13 +15,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tapgate.core.models import Delivery, Request
+from tapgate.channels.line.flex import render_line
+from tapgate.channels.line.notifier import LineNotifier
+from tapgate.delivery.notifier import Notifier, Receipt
+from tapgate.delivery.presentation import present
+from tapgate.delivery.retry import RetryPolicy
 from tapgate.errors import DeliveryError, PermanentDeliveryError
-from tapgate.notifiers.base import Notifier, Receipt
-from tapgate.notifiers.line import LineNotifier
-from tapgate.notifiers.line_flex import render_line
-from tapgate.notifiers.presentation import present
-from tapgate.notifiers.retry import RetryPolicy
+from tapgate.gate.models import Delivery, Request
 from tests.factories import make_request
 from tests.fakes import FakeLine, Fault
 from tests.fakes.sleeps import Sleeps
@@ -140,7 +140,7 @@ async def test_monthly_limit_is_permanent_and_logged_once(
     line: FakeLine, notifier: LineNotifier, request_: Request, caplog: pytest.LogCaptureFixture
 ) -> None:
     line.script("push", Fault.line_monthly_limit(), Fault.line_monthly_limit())
-    caplog.set_level(logging.ERROR, logger="tapgate.notifiers.line")
+    caplog.set_level(logging.ERROR, logger="tapgate.channels.line.notifier")
 
     for _ in range(2):
         with pytest.raises(PermanentDeliveryError) as caught:

@@ -12,12 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tapgate.core.models import Delivery, Request
-from tapgate.errors import DeliveryError, PermanentDeliveryError
-from tapgate.notifiers.base import Notifier, Receipt
-from tapgate.notifiers.console import ConsoleNotifier
-from tapgate.notifiers.recording import RecordingNotifier
-from tapgate.notifiers.retry import (
+from tapgate.channels.console.notifier import ConsoleNotifier
+from tapgate.delivery.notifier import Notifier, Receipt
+from tapgate.delivery.recording import RecordingNotifier
+from tapgate.delivery.retry import (
     OUTBOX_MAX_DELAY,
     RetryPolicy,
     build_retrying,
@@ -29,6 +27,8 @@ from tapgate.notifiers.retry import (
     outbox_backoff,
     parse_retry_after,
 )
+from tapgate.errors import DeliveryError, PermanentDeliveryError
+from tapgate.gate.models import Delivery, Request
 from tests.factories import make_request
 from tests.fakes.sleeps import Sleeps
 

@@ -17,13 +17,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
-from tapgate.core.models import Delivery, Request
+from tapgate.channels.slack.blocks import render_slack
+from tapgate.channels.slack.notifier import METADATA_EVENT_TYPE, SlackNotifier
+from tapgate.delivery.notifier import Notifier, Receipt
+from tapgate.delivery.presentation import present
+from tapgate.delivery.retry import RetryPolicy
 from tapgate.errors import DeliveryError, PermanentDeliveryError
-from tapgate.notifiers.base import Notifier, Receipt
-from tapgate.notifiers.presentation import present
-from tapgate.notifiers.retry import RetryPolicy
-from tapgate.notifiers.slack import METADATA_EVENT_TYPE, SlackNotifier
-from tapgate.notifiers.slack_blocks import render_slack
+from tapgate.gate.models import Delivery, Request
 from tests.factories import make_request
 from tests.fakes import FakeSlack, Fault
 from tests.fakes.sleeps import Sleeps
@@ -213,13 +213,15 @@ async def test_without_history_access_a_retry_posts_again_and_warns_once(
     )
     slack.script("chat.postMessage", Fault.drop_after_success(), Fault.drop_after_success())
     slack.script("conversations.history", missing_scope, missing_scope)
-    caplog.set_level(logging.WARNING, logger="tapgate.notifiers.slack")
+    caplog.set_level(logging.WARNING, logger="tapgate.channels.slack.notifier")
 
     await notifier.send(request_, DELIVERY, key=_key())
     await notifier.send(request_, DELIVERY, key=_key())
 
     assert len(slack.posts) == 4  # the documented cost of a bot without im:history
-    warnings = [r.getMessage() for r in caplog.records if r.name == "tapgate.notifiers.slack"]
+    warnings = [
+        r.getMessage() for r in caplog.records if r.name == "tapgate.channels.slack.notifier"
+    ]
     assert len(warnings) == 1
     assert "im:history" in warnings[0]
 

@@ -23,26 +23,26 @@ from hypothesis import strategies as st
 from linebot.v3.messaging import FlexMessage, PostbackAction
 from slack_sdk.models.blocks import Block
 
-from tapgate.core.buttons import SLACK_EDIT_ACTION_ID, parse_deny_reason_postback_data
-from tapgate.core.edits import edit_form
-from tapgate.core.masking import MASK, is_secret_key, mask_arguments, mask_text
-from tapgate.core.models import Request, args_digest
-from tapgate.notifiers._file_diff import unified_diff as _diff
-from tapgate.notifiers.batch_blocks import MESSAGE_TEXT_MAX, block_text_length
-from tapgate.notifiers.line_flex import (
+from tapgate.channels.line.flex import (
     parse_postback_data,
     postback_data,
     render_line,
     utf16_len,
 )
-from tapgate.notifiers.presentation import ApprovalView, present, truncate_lines
-from tapgate.notifiers.slack_blocks import (
+from tapgate.channels.slack.batch_blocks import MESSAGE_TEXT_MAX, block_text_length
+from tapgate.channels.slack.blocks import (
     ACTION_APPROVE,
     ACTION_APPROVE_SESSION,
     ACTION_DENY,
     render_slack,
     render_slack_resolved,
 )
+from tapgate.decisions.buttons import SLACK_EDIT_ACTION_ID, parse_deny_reason_postback_data
+from tapgate.decisions.edits import edit_form
+from tapgate.delivery.file_diff import unified_diff as _diff
+from tapgate.delivery.presentation import ApprovalView, present, truncate_lines
+from tapgate.gate.models import Request, args_digest
+from tapgate.policy.masking import MASK, is_secret_key, mask_arguments, mask_text
 from tests.linearity import assert_linear
 
 SNAPSHOTS = Path(__file__).parents[1] / "snapshots" / "render"

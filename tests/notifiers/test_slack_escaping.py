@@ -26,13 +26,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tapgate.core.always import Offer
-from tapgate.core.models import CONTACT_TOOL, Delivery, Request, args_digest
-from tapgate.notifiers.line import LineNotifier
-from tapgate.notifiers.presentation import present
-from tapgate.notifiers.retry import RetryPolicy
-from tapgate.notifiers.slack import SlackNotifier
-from tapgate.notifiers.slack_blocks import escape, render_slack, render_slack_resolved
+from tapgate.channels.line.notifier import LineNotifier
+from tapgate.channels.slack.blocks import escape, render_slack, render_slack_resolved
+from tapgate.channels.slack.notifier import SlackNotifier
+from tapgate.decisions.remember import Offer
+from tapgate.delivery.presentation import present
+from tapgate.delivery.retry import RetryPolicy
+from tapgate.gate.models import CONTACT_TOOL, Delivery, Request, args_digest
 from tests.factories import make_request
 from tests.fakes import FakeLine, FakeSlack
 from tests.notifiers.test_render import walk

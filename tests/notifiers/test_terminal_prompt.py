@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tapgate.core.store import Store
-from tapgate.notifiers.terminal_keys import decode_keys
+from tapgate.store import Store
+from tapgate.terminal.keys import decode_keys
 from tests.ptys import Terminal, Terminals, plain
 
 

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Connection, insert, text, update
 
-from tapgate.core.audit_chain import GENESIS_EVENT, ZERO, ChainRow, link, verify
-from tapgate.core.clock import ManualClock
-from tapgate.core.models import Delivery, Grant
-from tapgate.core.store import Store
-from tapgate.core.store.engine import connect, current_revision, head_revision, upgrade
-from tapgate.core.store.rows import request_to_row
-from tapgate.core.store.schema import requests
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.models import Delivery, Grant
+from tapgate.store import Store
+from tapgate.store.audit_chain import GENESIS_EVENT, ZERO, ChainRow, link, verify
+from tapgate.store.engine import connect, current_revision, head_revision, upgrade
+from tapgate.store.rows import request_to_row
+from tapgate.store.schema import requests
 from tests.factories import make_request
 
 ALICE = Delivery(approver="alice", channel="console", address="alice")
@@ -255,10 +255,10 @@ def upgrade_or_downgrade(conn: Connection, revision: str) -> None:
     from alembic import command
     from alembic.config import Config
 
-    import tapgate.core.store
+    import tapgate.store
 
     config = Config()
-    migrations = Path(tapgate.core.store.__file__).parent / "migrations"
+    migrations = Path(tapgate.store.__file__).parent / "migrations"
     config.set_main_option("script_location", str(migrations))
     config.attributes["connection"] = conn
     if revision == "head":

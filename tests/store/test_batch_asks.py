@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, event, select, update
 
-from tapgate.core.clock import ManualClock
-from tapgate.core.models import Grant, Request
-from tapgate.core.store import GrantKey, Store, lifecycle
-from tapgate.core.store.batch_asks import Asked, ask_all, widen
-from tapgate.core.store.batches import Ask, Batch, BatchItem
-from tapgate.core.store.schema import audit, requests
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.models import Grant, Request
+from tapgate.store import GrantKey, Store, lifecycle
+from tapgate.store.batch_asks import Asked, ask_all, widen
+from tapgate.store.batches import Ask, Batch, BatchItem
+from tapgate.store.schema import audit, requests
 from tests.factories import make_request
 
 SESSION = "s1"

@@ -13,9 +13,9 @@ from datetime import timedelta
 
 import pytest
 
-from tapgate.core.clock import ManualClock
-from tapgate.core.models import Grant, Request
-from tapgate.core.store import GrantKey, Store
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.models import Grant, Request
+from tapgate.store import GrantKey, Store
 from tests.factories import make_request
 
 KEY = GrantKey(agent="a", session=None, tool="t", fingerprint="f")

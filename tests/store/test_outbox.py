@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from tapgate.core.clock import ManualClock
-from tapgate.core.models import Delivery
-from tapgate.core.store import Store
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.models import Delivery
+from tapgate.store import Store
 from tests.factories import make_request
 from tests.tables import outbox_rows
 

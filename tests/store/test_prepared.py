@@ -8,11 +8,11 @@ import pytest
 from sqlalchemy import Connection, insert
 from sqlalchemy.exc import IntegrityError
 
-from tapgate.core.clock import ManualClock
-from tapgate.core.store import Store
-from tapgate.core.store.lifecycle import _DECIDE
-from tapgate.core.store.prepared import Prepared
-from tapgate.core.store.schema import webhook_events
+from tapgate.gate.clock import ManualClock
+from tapgate.store import Store
+from tapgate.store.lifecycle import _DECIDE
+from tapgate.store.prepared import Prepared
+from tapgate.store.schema import webhook_events
 from tests.factories import make_request
 
 # A literal (``status == "pending"``), a parameter used twice (``b_now``) and

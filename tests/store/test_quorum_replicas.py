@@ -15,9 +15,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tapgate.core import Approver, Directory, Gate, Policy, PolicySpec, Rule, Store, ToolCall
-from tapgate.core.clock import SystemClock
-from tapgate.core.taps import Tap, TapOutcome, tap
+from tapgate.decisions.taps import Tap, TapOutcome, tap
+from tapgate.gate import Approver, Directory, Gate, ToolCall
+from tapgate.gate.clock import SystemClock
+from tapgate.policy import Policy, PolicySpec, Rule
+from tapgate.store import Store
 
 PEOPLE = (("alice", "UA"), ("bob", "UB"), ("carol", "UC"))
 POLICY = Policy(

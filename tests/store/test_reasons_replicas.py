@@ -16,10 +16,12 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tapgate.core import Approver, Directory, Gate, Policy, PolicySpec, Rule, Store, ToolCall
-from tapgate.core.clock import ManualClock
-from tapgate.core.reasons import Reasons
-from tapgate.core.taps import Tap
+from tapgate.decisions.taps import Tap
+from tapgate.decisions.typed_reasons import Reasons
+from tapgate.gate import Approver, Directory, Gate, ToolCall
+from tapgate.gate.clock import ManualClock
+from tapgate.policy import Policy, PolicySpec, Rule
+from tapgate.store import Store
 
 WINDOW = 60.0
 POLICY = Policy(

@@ -17,11 +17,13 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
-from tapgate.core import Approver, Directory, Gate, Policy, PolicySpec, Rule, Store, ToolCall
-from tapgate.core.clock import SystemClock
-from tapgate.core.store.engine import normalize_url
-from tapgate.core.store.leader import HEARTBEAT_LOCK, Leadership
-from tapgate.core.store.notify import DecisionListener
+from tapgate.gate import Approver, Directory, Gate, ToolCall
+from tapgate.gate.clock import SystemClock
+from tapgate.policy import Policy, PolicySpec, Rule
+from tapgate.store import Store
+from tapgate.store.engine import normalize_url
+from tapgate.store.leader import HEARTBEAT_LOCK, Leadership
+from tapgate.store.notify import DecisionListener
 from tests.fakes.taps import free_port
 
 POLICY = Policy(PolicySpec(rules=(Rule(tool="deploy", action="ask", source="r"),)))
@@ -96,8 +98,8 @@ async def test_the_listener_comes_back_after_its_connection_dies(
 async def test_one_replica_at_a_time_runs_the_timed_duties(replicas: tuple[Gate, Gate]) -> None:
     from datetime import timedelta
 
-    from tapgate.bot.heartbeat import Heartbeat
-    from tapgate.core import Request
+    from tapgate.gate import Request
+    from tapgate.server.heartbeat import Heartbeat
     from tests.factories import make_request
 
     gate_a, gate_b = replicas
@@ -132,7 +134,7 @@ async def test_the_listener_backs_off_and_logs_an_outage_once(
         await original()
 
     listener._listen_once = timed  # type: ignore[method-assign]
-    with caplog.at_level("DEBUG", logger="tapgate.core.store.notify"):
+    with caplog.at_level("DEBUG", logger="tapgate.store.notify"):
         listener.start()
         await asyncio.sleep(1.0)
         await listener.close()

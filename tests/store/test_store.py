@@ -10,11 +10,11 @@ import pytest
 from sqlalchemy import Connection, text
 from sqlalchemy.exc import DBAPIError
 
-from tapgate.core.clock import ManualClock
-from tapgate.core.models import Delivery, Grant, Request
-from tapgate.core.store import GrantKey, Store, normalize_url
-from tapgate.core.store.engine import current_revision, head_revision
 from tapgate.errors import RequestNotFound, StoreError
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.models import Delivery, Grant, Request
+from tapgate.store import GrantKey, Store, normalize_url
+from tapgate.store.engine import current_revision, head_revision
 from tests.factories import make_request
 
 ALICE = Delivery(approver="alice", channel="console", address="alice")
@@ -228,7 +228,7 @@ async def test_the_revisions_read_without_alembic_are_alembics(db_url: str) -> N
     from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
 
-    from tapgate.core.store.engine import _alembic_config
+    from tapgate.store.engine import _alembic_config
 
     assert head_revision() == ScriptDirectory.from_config(_alembic_config()).get_current_head()
 

@@ -12,14 +12,14 @@ import hashlib
 
 from sqlalchemy import Connection, select
 
-from tapgate.core.clock import ManualClock
-from tapgate.core.directory import Approver, Directory
-from tapgate.core.gate import Gate
-from tapgate.core.policy import Policy
-from tapgate.core.rules import PolicySpec
-from tapgate.core.sign_in import LINK_TTL, SESSION_TTL, SignIns
-from tapgate.core.store import Store
-from tapgate.core.store.schema import web_sessions, web_sign_ins
+from tapgate.decisions.sign_in import LINK_TTL, SESSION_TTL, SignIns
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.directory import Approver, Directory
+from tapgate.gate.gate import Gate
+from tapgate.policy.engine import Policy
+from tapgate.policy.rules import PolicySpec
+from tapgate.store import Store
+from tapgate.store.schema import web_sessions, web_sign_ins
 from tests.factories import make_request
 
 

@@ -14,14 +14,14 @@ import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from tapgate.bot.app import build_app
-from tapgate.bot.config import Config, parse_config
-from tapgate.bot.keys import GATE
-from tapgate.bot.routes import LINE_WEBHOOK, SLACK_WEBHOOK
-from tapgate.core.buttons import INBOX_POSTBACK
-from tapgate.core.clock import ManualClock
-from tapgate.core.gate import Gate
+from tapgate.config import Config, parse_config
+from tapgate.decisions.buttons import INBOX_POSTBACK
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.gate import Gate
+from tapgate.server.app import build_app
+from tapgate.server.keys import GATE
 from tests.fakes import FakeLine, FakeSlack
+from tests.fakes.receivers import line_webhook, slack_webhook
 from tests.fakes.served import (
     AGENT_TOKEN,
     ALICE,
@@ -129,7 +129,7 @@ class Served:
         before = len(self.line.replies)
         body, headers = signed_line_text(LINE_SECRET, user[1], "inbox")
         await self._post("/webhooks/line", body, headers)
-        await self.app[LINE_WEBHOOK].settled()
+        await line_webhook(self.app).settled()
         await until(lambda: len(self.line.replies) > before)
         texts = [m.get("text", "") for r in self.line.replies[before:] for m in r.messages]
         return _link_in(texts)
@@ -139,7 +139,7 @@ class Served:
         before = len(self.line.replies)
         body, headers = _signed_line_postback(user[1], INBOX_POSTBACK)
         await self._post("/webhooks/line", body, headers)
-        await self.app[LINE_WEBHOOK].settled()
+        await line_webhook(self.app).settled()
         await until(lambda: len(self.line.replies) > before)
         return _link_in([m.get("text", "") for r in self.line.replies[before:] for m in r.messages])
 
@@ -170,7 +170,7 @@ class Served:
 
     async def slack_tap(self, payload: dict[str, Any]) -> None:
         await self._slack_post(slack_form(payload))
-        await until(lambda: not self.app[SLACK_WEBHOOK]._tasks)
+        await until(lambda: not slack_webhook(self.app)._tasks)
 
     async def _slack_post(self, body: bytes) -> str:
         timestamp = int(self.clock.now().timestamp())

@@ -14,10 +14,10 @@ import pytest
 import pytest_asyncio
 from aiohttp.test_utils import TestServer
 
-from tapgate.bot.app import build_app
-from tapgate.core.buttons import INBOX_ACTION_ID, INBOX_POSTBACK
-from tapgate.core.clock import ManualClock
-from tapgate.core.tap_texts import NO_INBOX, NO_INBOX_FOR_STRANGERS
+from tapgate.decisions.buttons import INBOX_ACTION_ID, INBOX_POSTBACK
+from tapgate.decisions.texts import NO_INBOX, NO_INBOX_FOR_STRANGERS
+from tapgate.gate.clock import ManualClock
+from tapgate.server.app import build_app
 from tests.fakes import FakeLine, FakeSlack
 from tests.fakes.served import ALICE, BOB, LINE_SECRET, LINE_TOKEN, until
 from tests.fakes.taps import free_port, signed_line_text
@@ -156,7 +156,7 @@ async def test_sessions_are_listed_and_one_revoked(
         assert await phone.sign_in(await served.slack_link(ALICE)) == 200
         listed = await _text(alice, "/inbox/sessions")
         assert listed.count("Revoke") == 2 and "(this browser)" in listed
-        from tapgate.bot.keys import SIGN_INS
+        from tapgate.server.keys import SIGN_INS
 
         sessions = await served.app[SIGN_INS].sessions_of("alice")
         theirs = next(s for s in sessions if s.via == "slack")
@@ -194,7 +194,7 @@ async def test_what_the_chats_answer_strangers(served: Served) -> None:
     await until(lambda: len(served.line.replies) > before)
     told = [m["text"] for r in served.line.replies[before:] for m in r.messages]
     assert told == [NO_INBOX_FOR_STRANGERS]
-    from tapgate.bot.keys import SIGN_INS
+    from tapgate.server.keys import SIGN_INS
 
     assert await served.app[SIGN_INS].sessions_of("alice") == []
 

@@ -18,7 +18,7 @@ import pytest
 import pytest_asyncio
 from yarl import URL
 
-from tapgate.core.sign_in import LINK_TTL
+from tapgate.decisions.sign_in import LINK_TTL
 from tests.fakes.served import AGENT_TOKEN, ALICE, BOB, CAROL
 from tests.web.harness import Browser, Served, serving
 
@@ -43,7 +43,7 @@ async def a_request(served: Served, tool: str = "deploy", env: str = "x") -> str
 
 
 async def sessions(served: Served, approver: str) -> int:
-    from tapgate.bot.keys import SIGN_INS
+    from tapgate.server.keys import SIGN_INS
 
     return len(await served.app[SIGN_INS].sessions_of(approver))
 

@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tapgate.bot.app import build_app
-from tapgate.bot.config import Config, parse_config
-from tapgate.core.always import offer_for
-from tapgate.core.clock import ManualClock
-from tapgate.core.models import Request, ToolCall
-from tapgate.core.policy import Policy
-from tapgate.notifiers.recording import RecordingNotifier
-from tapgate.notifiers.slack import SlackNotifier
+from tapgate.channels.slack.notifier import SlackNotifier
+from tapgate.config import Config, parse_config
+from tapgate.decisions.remember import offer_for
+from tapgate.delivery.recording import RecordingNotifier
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.models import Request, ToolCall
+from tapgate.policy.engine import Policy
+from tapgate.server.app import build_app
 from tests.fakes import FakeLine, FakeSlack
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
 from tests.webhooks import test_webhook_line as line_test

@@ -23,15 +23,15 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 from sqlalchemy import func, select
 
-from tapgate.bot.app import build_app
-from tapgate.bot.config import Config, parse_config
-from tapgate.bot.keys import STORE
-from tapgate.bot.routes import LINE_WEBHOOK, SLACK_WEBHOOK
-from tapgate.core.clock import ManualClock
-from tapgate.core.models import Request
-from tapgate.core.slack_text import escape
-from tapgate.core.store.schema import outbox
+from tapgate.channels.slack.text import escape
+from tapgate.config import Config, parse_config
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.models import Request
+from tapgate.server.app import build_app
+from tapgate.server.keys import STORE
+from tapgate.store.schema import outbox
 from tests.fakes import FakeLine, FakeSlack, SlackMessage, dm_channel_for
+from tests.fakes.receivers import line_webhook, slack_webhook
 from tests.fakes.served import (
     AGENT_TOKEN,
     ALICE,
@@ -125,7 +125,7 @@ class Served(ServedApp):
         headers = slack_headers(SLACK_SECRET, body, timestamp)
         async with self.client.post("/webhooks/slack", data=body, headers=headers) as response:
             assert response.status == 200, await response.text()
-        await until(lambda: not self.app[SLACK_WEBHOOK]._tasks)  # only decides when to look
+        await until(lambda: not slack_webhook(self.app)._tasks)  # only decides when to look
 
     async def line_tap(self, data: str, user: tuple[str, str] = ALICE) -> str:
         """Post a signed postback; the text of LINE's reply to it."""
@@ -134,7 +134,7 @@ class Served(ServedApp):
         headers = line_headers(LINE_SECRET, body)
         async with self.client.post("/webhooks/line", data=body, headers=headers) as response:
             assert response.status == 200
-        await self.app[LINE_WEBHOOK].settled()
+        await line_webhook(self.app).settled()
         told = [
             m["text"]
             for r in self.line.replies

@@ -13,7 +13,7 @@ import asyncio
 
 from sqlalchemy import select
 
-from tapgate.core.store.schema import batches
+from tapgate.store.schema import batches
 from tests.fakes.served import ALICE
 from tests.webhooks.test_batch_cards import (  # the fixtures and helpers of the batch cards' tests
     Served,

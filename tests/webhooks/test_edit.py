@@ -27,21 +27,21 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from tapgate.bot.api.events import event_out
-from tapgate.bot.app import build_app
-from tapgate.bot.config import parse_config
-from tapgate.bot.keys import GATE, INBOX
-from tapgate.bot.routes import SLACK_WEBHOOK
+from tapgate.channels.slack import inbox as _slack_inbox
+from tapgate.channels.slack.notifier import SlackNotifier
+from tapgate.channels.slack.payloads import parse_edit_submission
 from tapgate.client import GuardError, RemoteGate, guard
 from tapgate.client._hook import claude_code_hook
 from tapgate.client._run import EXIT_EDITED, run_approved
-from tapgate.core.gate import Gate
-from tapgate.core.masking import MASK
-from tapgate.core.models import GateEvent, Request, args_digest
-from tapgate.notifiers.slack import SlackNotifier
-from tapgate.webhooks import _slack_inbox
-from tapgate.webhooks._slack_payloads import parse_edit_submission
+from tapgate.config import parse_config
+from tapgate.gate.gate import Gate
+from tapgate.gate.models import GateEvent, Request, args_digest
+from tapgate.policy.masking import MASK
+from tapgate.server.api.events import event_out
+from tapgate.server.app import build_app
+from tapgate.server.keys import GATE, INBOX
 from tests.fakes import FakeSlack, SlackMessage
+from tests.fakes.receivers import slack_webhook
 from tests.fakes.served import slack_card, until
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
 from tests.fakes.taps import slack_form, slack_headers
@@ -136,7 +136,7 @@ class Served:
 
     async def settled(self) -> None:
         """Wait for the webhook's background work (the task set decides when, never what)."""
-        await until(lambda: not self.app[SLACK_WEBHOOK]._tasks)
+        await until(lambda: not slack_webhook(self.app)._tasks)
 
 
 def click(

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tapgate.bot.app import build_app
-from tapgate.core.clock import ManualClock
-from tapgate.core.tap_texts import NO_GRANTS
+from tapgate.decisions.texts import NO_GRANTS
+from tapgate.gate.clock import ManualClock
+from tapgate.server.app import build_app
 from tests.fakes import FakeLine, FakeSlack, dm_channel_for
 from tests.fakes.served import AGENT_TOKEN, ALICE, LINE_TOKEN, click, until
 from tests.webhooks import test_batch_cards as both

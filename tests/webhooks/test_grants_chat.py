@@ -20,17 +20,17 @@ from urllib.parse import urlencode
 import pytest
 from aiohttp import web
 
-from tapgate.bot.app import build_app
-from tapgate.bot.config import Config, parse_config
-from tapgate.bot.keys import INBOX
-from tapgate.bot.routes import LINE_WEBHOOK
-from tapgate.core.buttons import revoke_postback_data
-from tapgate.core.clock import ManualClock
-from tapgate.core.models import Grant, Request, ToolCall
-from tapgate.core.tap_texts import GRANT_GONE, NO_GRANTS, NOT_GRANT_OWNER, NOT_KNOWN
-from tapgate.webhooks import _slack_inbox
-from tapgate.webhooks._slack_payloads import parse_revoke
+from tapgate.channels.slack import inbox as _slack_inbox
+from tapgate.channels.slack.payloads import parse_revoke
+from tapgate.config import Config, parse_config
+from tapgate.decisions.buttons import revoke_postback_data
+from tapgate.decisions.texts import GRANT_GONE, NO_GRANTS, NOT_GRANT_OWNER, NOT_KNOWN
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.models import Grant, Request, ToolCall
+from tapgate.server.app import build_app
+from tapgate.server.keys import INBOX
 from tests.fakes import FakeLine, FakeSlack, dm_channel_for, taps
+from tests.fakes.receivers import line_webhook
 from tests.fakes.served import (
     AGENT_TOKEN,
     ALICE,
@@ -152,7 +152,7 @@ async def line_post(served: Served, *events: dict[str, Any]) -> list[dict[str, A
     headers = line_headers(LINE_SECRET, body)
     async with served.client.post("/webhooks/line", data=body, headers=headers) as response:
         assert response.status == 200, await response.text()
-    await served.app[LINE_WEBHOOK].settled()
+    await line_webhook(served.app).settled()
     tokens = {e["replyToken"] for e in events}
     return [m for r in served.line.replies if r.reply_token in tokens for m in r.messages]
 

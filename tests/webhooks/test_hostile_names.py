@@ -13,11 +13,13 @@ from dataclasses import replace
 
 import pytest
 
-from tapgate.core.always import covers
-from tapgate.core.models import Grant
-from tapgate.core.own_grants import Listed, Listing
-from tapgate.core.own_grants import _covers as own_grants_covers
-from tapgate.core.tap_texts import (
+from tapgate.channels.line.grants import listing_flex
+from tapgate.channels.slack.grants import listing_answer
+from tapgate.channels.slack.modals import deny_modal, edit_modal
+from tapgate.decisions.chat_grants import Listed, Listing
+from tapgate.decisions.chat_grants import _covers as own_grants_covers
+from tapgate.decisions.remember import covers
+from tapgate.decisions.texts import (
     already_message,
     applied_message,
     ask_reason_message,
@@ -25,9 +27,7 @@ from tapgate.core.tap_texts import (
     grant_line,
     partial_message,
 )
-from tapgate.webhooks._line_grants import listing_flex
-from tapgate.webhooks._slack_grants import listing_answer
-from tapgate.webhooks._slack_modals import deny_modal, edit_modal
+from tapgate.gate.models import Grant
 from tests.notifiers.test_render import GITHUB_TOKEN, T0, make_request, rendered, view_of
 
 TOOL = f"deploy {GITHUB_TOKEN}\u200b"

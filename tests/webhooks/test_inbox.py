@@ -20,20 +20,21 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 from sqlalchemy import Connection, text
 
-from tapgate.bot.app import HEARTBEAT, build_app
-from tapgate.bot.config import parse_config
-from tapgate.bot.keys import INBOX, STORE
-from tapgate.bot.routes import LINE_WEBHOOK
-from tapgate.bot.test_hooks import APPLY_DELAY_VARIABLE, apply_delay
-from tapgate.core.clock import ManualClock
-from tapgate.core.inbox import MAX_ATTEMPTS, REPLAY_AFTER
-from tapgate.core.models import AuditEntry, Request
+from tapgate.channels.line import events as _line_events
+from tapgate.channels.slack import inbox as _slack_inbox
+from tapgate.channels.slack.notifier import SlackNotifier
+from tapgate.channels.slack.payloads import parse_action
+from tapgate.config import parse_config
+from tapgate.decisions.webhook_inbox import MAX_ATTEMPTS, REPLAY_AFTER
+from tapgate.delivery import RecordingNotifier
 from tapgate.errors import ConfigError
-from tapgate.notifiers import RecordingNotifier
-from tapgate.notifiers.slack import SlackNotifier
-from tapgate.webhooks import _line_events, _slack_inbox
-from tapgate.webhooks._slack_payloads import parse_action
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.models import AuditEntry, Request
+from tapgate.server.app import HEARTBEAT, build_app
+from tapgate.server.keys import INBOX, STORE
+from tapgate.server.test_hooks import APPLY_DELAY_VARIABLE, apply_delay
 from tests.fakes import FakeLine, FakeSlack
+from tests.fakes.receivers import line_webhook
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
 from tests.webhooks import test_webhook_line as line_tests
 from tests.webhooks import test_webhook_slack as slack_tests
@@ -92,7 +93,7 @@ async def test_a_replayed_line_event_already_applied_changes_nothing(line: Any) 
     [event] = _line_events.EventReader(line_tests.SECRET).read(body, line_tests.sign(body))
     await inbox.record("line", [(event.event_id, _line_events.encode(event))])
     assert await inbox.replay(received_before=line.clock.now() + timedelta(seconds=1)) == 1
-    await line.app[LINE_WEBHOOK].settled()
+    await line_webhook(line.app).settled()
 
     assert await line.gate.get_request(request.id) == before
     assert await line.gate.audit_log(request_id=request.id) == audit
@@ -178,12 +179,12 @@ async def test_the_heartbeat_replays_a_left_event_once_it_is_old_enough(line: An
     await inbox.record("line", [(event.event_id, _line_events.encode(event))])  # then a crash
 
     await line.app[HEARTBEAT].beat()  # too fresh: its own process may be applying it
-    await line.app[LINE_WEBHOOK].settled()
+    await line_webhook(line.app).settled()
     assert (await line.gate.get_request(request.id)).status == "pending"
 
     line.clock.advance(REPLAY_AFTER.total_seconds() + 1)
     await line.app[HEARTBEAT].beat()
-    await line.app[LINE_WEBHOOK].settled()
+    await line_webhook(line.app).settled()
     current = await line.gate.get_request(request.id)
     assert (current.status, current.resolved_by) == ("denied", "bob")
     assert await inbox.pending() == 0

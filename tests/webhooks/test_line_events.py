@@ -17,8 +17,8 @@ from hypothesis import event as observe
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tapgate.webhooks._line_events import Event, EventReader, Malformed, decode, encode
-from tapgate.webhooks._line_signature import line_signature
+from tapgate.channels.line.events import Event, EventReader, Malformed, decode, encode
+from tapgate.channels.line.signature import line_signature
 
 SECRET = "test-line-channel-secret"
 READER = EventReader(SECRET)

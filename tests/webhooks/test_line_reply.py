@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tapgate.webhooks._line_reply import TEXT_LIMIT, LineReplier
+from tapgate.channels.line.reply import TEXT_LIMIT, LineReplier
 from tests.fakes import FakeLine
 
 TOKEN = "reply-test-token"

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tapgate.bot.app import HEARTBEAT, build_app
-from tapgate.bot.config import Config, parse_config
-from tapgate.core.buttons import postback_data
-from tapgate.core.clock import ManualClock
-from tapgate.core.models import GateEvent
+from tapgate.config import Config, parse_config
+from tapgate.decisions.buttons import postback_data
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.models import GateEvent
+from tapgate.server.app import HEARTBEAT, build_app
 from tests.fakes import FakeLine, FakeSlack, dm_channel_for
 from tests.fakes.served import (
     AGENT_TOKEN,

@@ -23,17 +23,17 @@ from hypothesis import event as observe
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from tapgate.bot.app import build_app
-from tapgate.bot.config import Config, parse_config
-from tapgate.bot.keys import METRICS
-from tapgate.bot.routes import LINE_WEBHOOK
-from tapgate.core.clock import ManualClock
-from tapgate.core.models import Request, ToolCall
-from tapgate.notifiers.recording import RecordingNotifier
-from tapgate.webhooks._line_events import EventReader, Malformed
-from tapgate.webhooks._line_signature import line_signature
-from tapgate.webhooks.line import LineWebhook, verify_signature
+from tapgate.channels.line.events import EventReader, Malformed
+from tapgate.channels.line.signature import line_signature
+from tapgate.channels.line.webhook import LineWebhook, verify_signature
+from tapgate.config import Config, parse_config
+from tapgate.delivery.recording import RecordingNotifier
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.models import Request, ToolCall
+from tapgate.server.app import build_app
+from tapgate.server.keys import METRICS
 from tests.fakes import FakeLine, Fault, taps
+from tests.fakes.receivers import line_webhook
 from tests.fakes.served import LINE_SECRET, LINE_TOKEN, ServedApp, channels
 from tests.fakes.taps import line_body, line_headers
 
@@ -132,7 +132,7 @@ class Served(ServedApp):
             headers = line_headers(SECRET, body)
         async with self.client.post("/webhooks/line", data=body, headers=headers) as response:
             status, answer = response.status, await response.json(content_type=None)
-        await self.app[LINE_WEBHOOK].settled()  # replies go out after the 200
+        await line_webhook(self.app).settled()  # replies go out after the 200
         return status, answer
 
     def replies(self) -> list[str]:
@@ -230,7 +230,7 @@ async def test_a_signed_tap_decides_wakes_the_agent_and_replies(
 
 async def test_the_core_takes_plain_headers_in_any_case(served: Served) -> None:
     request = await served.ask()
-    webhook = served.app[LINE_WEBHOOK]
+    webhook = line_webhook(served.app)
     body = payload(tap_event("approve", request))
     result = await webhook.handle({"x-line-signature": sign(body)}, body)
     assert (result.status, result.body) == (200, {"ok": True})
@@ -298,7 +298,7 @@ async def test_a_decided_tap_logs_one_line_at_the_configured_level(
     level: int | None,
 ) -> None:
     """``channels.tap_log``: one line per decided tap, at that level; a redelivery logs no tap."""
-    caplog.set_level(logging.DEBUG, logger="tapgate.webhooks.line")
+    caplog.set_level(logging.DEBUG, logger="tapgate.channels.line.webhook")
     async with FakeLine(access_token=TOKEN) as line:
         app = build_app(config(line.url, db_url, tap_log=setting), clock=clock)
         served = Served(app=app, client=await aiohttp_client(app), line=line, clock=clock)
@@ -562,7 +562,7 @@ async def test_a_failed_reply_still_answers_200_and_keeps_the_decision(
         served.line.script("reply", fault)
     else:
         served.line.expire_reply_token(item["replyToken"])
-    with caplog.at_level(logging.WARNING, logger="tapgate.webhooks.line"):
+    with caplog.at_level(logging.WARNING, logger="tapgate.channels.line.webhook"):
         assert await served.post(payload(item)) == (200, {"ok": True})
     assert (await served.gate.get_request(request.id)).resolved_by == "alice"
     assert "LINE reply failed" in caplog.text
@@ -716,7 +716,7 @@ def test_the_reply_session_takes_its_proxy_from_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Replies skip the SDK's per-request environment reads but still honour a proxy."""
-    from tapgate.webhooks._line_reply import _proxy_for
+    from tapgate.channels.line.reply import _proxy_for
 
     for name in ("HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)

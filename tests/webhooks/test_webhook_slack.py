@@ -28,18 +28,23 @@ from aiohttp.test_utils import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tapgate.bot.app import build_app
-from tapgate.bot.config import Config, parse_config
-from tapgate.bot.keys import METRICS
-from tapgate.bot.routes import SLACK_WEBHOOK
-from tapgate.core.clock import ManualClock
-from tapgate.core.models import GateEvent, Request, ToolCall
-from tapgate.core.slack_text import escape
+from tapgate.channels.slack.notifier import SlackNotifier
+from tapgate.channels.slack.text import escape
+from tapgate.channels.slack.webhook import (
+    SlackWebhook,
+    check_signature,
+    slack_signature,
+    verify_signature,
+)
+from tapgate.config import Config, parse_config
 from tapgate.errors import ConfigError
-from tapgate.notifiers.slack import SlackNotifier
-from tapgate.webhooks.slack import SlackWebhook, check_signature, slack_signature, verify_signature
+from tapgate.gate.clock import ManualClock
+from tapgate.gate.models import GateEvent, Request, ToolCall
+from tapgate.server.app import build_app
+from tapgate.server.keys import METRICS
 from tests.fakes import FakeSlack, Fault, SlackMessage
 from tests.fakes import served as served_world
+from tests.fakes.receivers import slack_webhook
 from tests.fakes.served import ServedApp, slack_card
 from tests.fakes.slack import DEFAULT_APP_TOKEN, DEFAULT_BOT_TOKEN
 from tests.fakes.taps import slack_form, slack_headers
@@ -116,7 +121,7 @@ class Served(ServedApp):
 
     @property
     def webhook(self) -> SlackWebhook:
-        return self.app[SLACK_WEBHOOK]
+        return slack_webhook(self.app)
 
     async def ask(self, tool: str = "deploy", session: str | None = None) -> Request:
         call = ToolCall(tool=tool, arguments={"env": "prod"}, agent="ci", session=session)

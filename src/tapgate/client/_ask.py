@@ -18,8 +18,8 @@ from tapgate.client._errors import ClientError, Unauthorized
 from tapgate.client._hook_answer import reason_line
 from tapgate.client._plans import TransportFailure
 from tapgate.client._wire import without_credentials
-from tapgate.core.models import Decision, Request, Ticket, ToolCall
 from tapgate.errors import AlreadyResolved, TapgateError
+from tapgate.gate.models import Decision, Request, Ticket, ToolCall
 
 __all__ = ["SyncGate", "decide", "describe", "failure", "withdraw"]
 

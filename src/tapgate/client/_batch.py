@@ -27,7 +27,7 @@ from tapgate.client._guard import Denied, _bound, _jsonable, _snapshot
 from tapgate.client._plans import Plan, Planner, Send
 from tapgate.client._retrying import monotonic_deadline
 from tapgate.client._wire import decision_from, read_json
-from tapgate.core.models import Decision, ToolCall
+from tapgate.gate.models import Decision, ToolCall
 
 __all__ = ["AsyncBatchChecker", "SyncBatchChecker", "batch_plan", "run_batch", "run_batch_sync"]
 

@@ -16,8 +16,8 @@ the in-process gate raises, so code written against one gate handles the other.
 
 from __future__ import annotations
 
-from tapgate.core.models import Decision
 from tapgate.errors import TapgateError
+from tapgate.gate.models import Decision
 
 __all__ = [
     "ArgumentsChanged",
@@ -52,7 +52,7 @@ class Unauthorized(ClientError):
 class ToolDenied(TapgateError):
     """A guarded tool was not allowed to run.
 
-    It carries the whole :class:`~tapgate.core.models.Decision`; ``reason`` is
+    It carries the whole :class:`~tapgate.gate.models.Decision`; ``reason`` is
     written for the model, so an agent framework can hand it back to the LLM
     and let it change course instead of failing the run.
     """

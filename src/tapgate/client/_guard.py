@@ -1,7 +1,7 @@
 """The tool wrapper: ``@guard(gate)`` asks a gate before a tool runs.
 
 One decorator for sync and async tools and for any gate with a ``check``:
-the in-process :class:`~tapgate.core.gate.Gate`, :class:`RemoteGate` and
+the in-process :class:`~tapgate.gate.gate.Gate`, :class:`RemoteGate` and
 :class:`SyncRemoteGate`. The call it sends is the tool's name (or ``tool=``)
 and its bound arguments, so approvers see exactly what will run. A denial
 raises :class:`ToolDenied` or comes back as a :class:`Denied` value; either way
@@ -35,7 +35,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, Literal, ParamSpec, Protocol, TypeVar, cast, overload
 
 from tapgate.client._errors import ArgumentsChanged, GuardError, ToolDenied
-from tapgate.core.models import Decision, Risk, ToolCall
+from tapgate.gate.models import Decision, Risk, ToolCall
 
 __all__ = ["AsyncChecker", "Denied", "SyncChecker", "guard", "tool_arguments"]
 

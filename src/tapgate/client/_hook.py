@@ -40,7 +40,7 @@ from tapgate.client._hook_answer import fallback as _fallback_answer
 from tapgate.client._hook_answer import hook_output
 from tapgate.client._lean import connect
 from tapgate.client._retrying import DEFAULT_RETRY_FOR
-from tapgate.core.models import Decision, ToolCall
+from tapgate.gate.models import Decision, ToolCall
 
 __all__ = [
     "HOOK_EVENTS",

@@ -21,7 +21,7 @@ import anyio
 
 from tapgate.client._ask import describe, failure
 from tapgate.client._remote import RemoteGate
-from tapgate.core.models import Decision, Risk, ToolCall
+from tapgate.gate.models import Decision, Risk, ToolCall
 
 __all__ = ["WITHDRAW_GRACE", "annotation_risk", "gated_name", "refusal"]
 

@@ -42,7 +42,7 @@ from mcp.shared.exceptions import MCPError
 from tapgate.client._mcp_gate import annotation_risk, gated_name, refusal
 from tapgate.client._remote import RemoteGate
 from tapgate.client._retrying import DEFAULT_RETRY_FOR
-from tapgate.core.models import Risk, ToolCall
+from tapgate.gate.models import Risk, ToolCall
 
 __all__ = ["LISTING_TIMEOUT", "McpProxyOptions", "serve_mcp_proxy"]
 

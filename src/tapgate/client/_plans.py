@@ -49,7 +49,7 @@ from tapgate.client._retrying import (
     retry_after,
 )
 from tapgate.client._wire import Reply, decision_from, read_json, submit_body, ticket_from
-from tapgate.core.models import Decision, Ticket, ToolCall
+from tapgate.gate.models import Decision, Ticket, ToolCall
 
 if TYPE_CHECKING:  # the hook never asks for a sandbox: it does not load subprocess for one
     from tapgate.client._sandbox import SandboxSpec

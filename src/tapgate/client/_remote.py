@@ -31,7 +31,7 @@ from tapgate.client._plans import (
 from tapgate.client._retrying import DEFAULT_RETRY_FOR
 from tapgate.client._sandbox import SandboxSpec
 from tapgate.client._wire import without_credentials
-from tapgate.core.models import Decision, Ticket, ToolCall
+from tapgate.gate.models import Decision, Ticket, ToolCall
 
 __all__ = ["LONG_POLL", "RemoteGate", "SyncRemoteGate"]
 
@@ -43,7 +43,7 @@ def _headers(token: str) -> dict[str, str]:
 
 
 class RemoteGate:
-    """The in-process :class:`~tapgate.core.gate.Gate`'s agent half, over HTTP.
+    """The in-process :class:`~tapgate.gate.gate.Gate`'s agent half, over HTTP.
 
     An agent that runs apart from the tapgate server swaps its ``Gate`` for
     this and keeps calling ``check`` / ``submit`` / ``wait``. The agent's name

@@ -52,8 +52,8 @@ from tapgate.client._retrying import DEFAULT_RETRY_FOR
 from tapgate.client._sandbox import EXIT_NO_SANDBOX, Sandbox, SandboxMode, confine
 from tapgate.client._signals import Signals, Stopped, exception_for
 from tapgate.client._waiting import Waiting, countdown_line
-from tapgate.core.models import Decision, Request, ToolCall
 from tapgate.errors import TapgateError
+from tapgate.gate.models import Decision, Request, ToolCall
 
 __all__ = [
     "EXIT_CANNOT_EXECUTE",

@@ -11,7 +11,7 @@ import time
 from datetime import UTC, datetime
 from typing import TextIO
 
-from tapgate.core.models import Request
+from tapgate.gate.models import Request
 
 __all__ = ["Waiting", "countdown_line", "is_terminal"]
 

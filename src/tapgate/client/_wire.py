@@ -18,7 +18,8 @@ from typing import Any, Protocol, cast, get_args
 from urllib.parse import urlsplit, urlunsplit
 
 from tapgate.client._errors import ClientError, Unauthorized
-from tapgate.core.models import (
+from tapgate.errors import AlreadyResolved, RequestNotFound, TapgateError
+from tapgate.gate.models import (
     Decision,
     DecisionSource,
     DecisionStatus,
@@ -28,7 +29,6 @@ from tapgate.core.models import (
     Verdict,
     args_digest,
 )
-from tapgate.errors import AlreadyResolved, RequestNotFound, TapgateError
 
 __all__ = [
     "Reply",

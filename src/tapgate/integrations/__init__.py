@@ -3,9 +3,9 @@
 One module per framework (``tapgate.integrations.pydantic_ai``,
 ``.langgraph``, ``.openai_agents``, ``.claude_agent_sdk``), each a thin layer
 over :mod:`tapgate.client`: it turns the framework's tool call into a
-:class:`~tapgate.core.models.ToolCall`, asks any gate with a ``check``
+:class:`~tapgate.gate.models.ToolCall`, asks any gate with a ``check``
 (``RemoteGate``, ``SyncRemoteGate``, the in-process ``Gate``), and turns the
-:class:`~tapgate.core.models.Decision` into the framework's answer, a denial
+:class:`~tapgate.gate.models.Decision` into the framework's answer, a denial
 carrying the reason for the model. They never import the server.
 
 This package imports none of them: a framework is loaded only when its

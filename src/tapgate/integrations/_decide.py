@@ -17,7 +17,7 @@ from typing import Any, cast
 
 from tapgate.client import AsyncChecker, SyncChecker
 from tapgate.client._ask import describe
-from tapgate.core.models import Decision, ToolCall
+from tapgate.gate.models import Decision, ToolCall
 
 __all__ = ["Checker", "ask", "edited", "refusal", "unappliable"]
 

@@ -44,7 +44,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
         "pip install 'tapgate[integrations]'"
     ) from exc
 
-from tapgate.core.models import ToolCall
+from tapgate.gate.models import ToolCall
 from tapgate.integrations._decide import Checker, ask, edited, refusal
 
 __all__ = ["can_use_tool", "pre_tool_use_hook"]

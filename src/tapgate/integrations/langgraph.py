@@ -44,7 +44,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
         "pip install 'tapgate[integrations]'"
     ) from exc
 
-from tapgate.core.models import Decision, ToolCall
+from tapgate.gate.models import Decision, ToolCall
 from tapgate.integrations._decide import Checker, ask, edited, refusal, unappliable
 
 __all__ = ["ainvoke_gated", "decide_interrupts"]

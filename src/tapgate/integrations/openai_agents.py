@@ -31,7 +31,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
         "pip install 'tapgate[integrations]'"
     ) from exc
 
-from tapgate.core.models import ToolCall
+from tapgate.gate.models import ToolCall
 from tapgate.integrations._decide import Checker, ask, edited, refusal, unappliable
 
 __all__ = ["decide_interruptions", "run_gated"]

@@ -46,7 +46,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
         "tapgate.integrations.pydantic_ai needs PydanticAI: pip install 'tapgate[integrations]'"
     ) from exc
 
-from tapgate.core.models import Decision, Risk, ToolCall
+from tapgate.gate.models import Decision, Risk, ToolCall
 from tapgate.integrations._decide import Checker, ask, edited, refusal, unappliable
 
 __all__ = ["ApprovalToolset", "deferred_handler", "resolve_deferred"]

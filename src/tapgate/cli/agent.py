@@ -1,0 +1,363 @@
+"""The agent-side commands of the CLI: ``tapgate hook claude-code`` and ``tapgate run``.
+
+Argument wiring only: what they do lives in :mod:`tapgate.client`
+(``claude_code_hook``, ``run_approved``), next to the remote gates they use.
+Both find the server in ``--url`` / ``$TAPGATE_URL`` and the agent token in an
+environment variable, never on the command line, where ``ps`` and shell
+history would show it.
+
+The hook's contract with Claude Code is "exit 0, JSON on stdout" whatever
+happens, so even a mistyped flag in Claude Code's settings is answered with a
+JSON deny that names the mistake, rather than argparse's exit status 2.
+
+The client is imported inside each command, and by name from
+``tapgate.client`` (whose names load on first use), so the hook loads the
+hook's modules, ``tapgate run`` the runner's, and neither loads httpx.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from tapgate.client._hook_answer import DEFAULT_URL, TOKEN_ENV
+
+if TYPE_CHECKING:
+    from tapgate.cli.commands import Command
+
+__all__ = [
+    "DEFAULT_URL",
+    "HOOK_EPILOG",
+    "RUN_EPILOG",
+    "TOKEN_ENV",
+    "Parser",
+    "add_agent_commands",
+    "connection_options",
+    "hook_claude_code",
+    "hook_misconfigured",
+    "retry_option",
+    "run",
+]
+
+
+RUN_EPILOG = """\
+exit status:
+  the command's  approved (or allowed by policy) and run; killed by signal N: 128 + N
+  2              no command, or a bad flag
+  69             the tapgate server is unreachable or failed (EX_UNAVAILABLE)
+  71             --sandbox: the sandbox cannot be applied here; nothing ran (EX_OSERR)
+  75             nobody decided in time, or --timeout ran out (EX_TEMPFAIL)
+  77             denied, by policy or by an approver (EX_NOPERM)
+  78             no agent token, or the server refused it (EX_CONFIG)
+  126 / 127      approved, but the command cannot be executed / was not found
+  130 / 143      Ctrl-C / SIGTERM while waiting: the request was cancelled, nothing ran
+tapgate's own reasons are printed on stderr as "tapgate: ..."."""
+
+HOOK_EPILOG = """\
+exit status:
+  0  always: the decision (allow, deny or ask) is the JSON on stdout, as Claude Code
+     expects; a server that cannot be reached answers --on-error, and a mistyped flag
+     is a JSON deny that names the mistake."""
+
+
+class Parser(argparse.ArgumentParser):
+    """``argparse``'s parser, its help formatter told the width instead of asking ``shutil``.
+
+    ``add_argument`` builds a help formatter to check each metavar, and the
+    formatter imports ``shutil`` (with ``zlib``, ``bz2``, ``lzma``) for the
+    terminal's width: a few ms of every command, the hook's included. The
+    width is found as ``shutil.get_terminal_size`` finds it. Sub-parsers are
+    of this class too (``add_subparsers`` uses the parent's class; the hook's own, below).
+    """
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        formatter: Callable[..., argparse.HelpFormatter] = self.formatter_class
+        return formatter(prog=self.prog, width=_columns() - 2)
+
+
+def _columns() -> int:
+    """``$COLUMNS``, else the terminal's width, else 80 (``shutil.get_terminal_size``'s rules)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
+class _HookParser(Parser):
+    """An argument parser whose errors are hook answers (JSON deny, exit status 0)."""
+
+    def error(self, message: str) -> NoReturn:
+        from tapgate.client import hook_refusal
+
+        self.print_usage(sys.stderr)
+        problem = f"the hook command is misconfigured ({message})"
+        _answer(hook_refusal(_read_stdin(interactive=False), problem))
+        raise SystemExit(0)
+
+
+def add_agent_commands(sub: Any, *, hook: Command, run: Command) -> None:
+    """Add ``hook claude-code`` and ``run`` to the CLI's subcommands, bound to their entries."""
+    from tapgate.client import DEFAULT_HOOK_TIMEOUT
+
+    hook_parser = sub.add_parser(
+        "hook",
+        help="answer an agent's hook (Claude Code) with tapgate",
+        epilog=HOOK_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    hooks = hook_parser.add_subparsers(dest="hook_command", required=True, parser_class=_HookParser)
+    claude = hooks.add_parser(
+        "claude-code",
+        help="a Claude Code PreToolUse / PermissionRequest hook: hook JSON in, decision out",
+        allow_abbrev=False,  # "--token X" must be an error, not --token-env X
+        epilog=HOOK_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    connection_options(claude)
+    claude.add_argument(
+        "--on-error",
+        choices=("deny", "ask", "allow"),
+        default="deny",
+        help="the answer when tapgate cannot decide: unreachable, bad token, bad input "
+        "(default: deny)",
+    )
+    claude.add_argument(
+        "--on-expired",
+        choices=("deny", "ask"),
+        default="deny",
+        help="the answer when nobody decides in time (default: deny)",
+    )
+    claude.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=DEFAULT_HOOK_TIMEOUT,
+        help="seconds to wait for an approver (default: %(default)g); keep it below the "
+        "hook's timeout in Claude Code's settings",
+    )
+    retry_option(claude)
+    claude.add_argument(
+        "--print-command",
+        action="store_true",
+        help="print the fast command line for Claude Code's settings (these flags, started "
+        "in a few ms with python -I -S) and exit",
+    )
+    # What the fast path's submit got back (tapgate.client._fast_hook): read, not sent again.
+    claude.add_argument("--submitted", type=_submitted, help=argparse.SUPPRESS)
+    claude.set_defaults(func=hook, reject_extra=_hook_extra)
+
+    run_parser = sub.add_parser(
+        "run",
+        help="run a command only when tapgate approves it",
+        allow_abbrev=False,
+        epilog=RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    connection_options(run_parser)
+    run_parser.add_argument(
+        "--tool", default="shell", help="tool name sent to tapgate (default: shell)"
+    )
+    run_parser.add_argument(
+        "--session", help="session id, e.g. the CI pipeline id (session grants)"
+    )
+    run_parser.add_argument(
+        "--timeout", type=_seconds, help="seconds to wait (default: the request's own timeout)"
+    )
+    run_parser.add_argument(
+        "--sandbox",
+        nargs="?",
+        const="strict",
+        choices=("strict", "best-effort"),
+        help="run the command under bubblewrap as the tool's config on the server says; "
+        "refuse to run (status 71) where that is impossible, or with =best-effort warn and "
+        "run unsandboxed",
+    )
+    retry_option(run_parser)
+    run_parser.add_argument("argv", nargs=argparse.REMAINDER, help="-- COMMAND [ARG ...]")
+    run_parser.set_defaults(func=run)
+
+
+def connection_options(parser: argparse.ArgumentParser, *, flag: str = "--url") -> None:
+    """Options for the tapgate server (``flag``) and the variable holding the agent token."""
+    parser.add_argument(
+        flag,
+        default=os.environ.get("TAPGATE_URL") or DEFAULT_URL,
+        help=f"tapgate server (default: $TAPGATE_URL, else {DEFAULT_URL})",
+    )
+    parser.add_argument(
+        "--token-env",
+        default=TOKEN_ENV,
+        metavar="NAME",
+        help=f"environment variable holding the agent token (default: {TOKEN_ENV})",
+    )
+
+
+def retry_option(parser: argparse.ArgumentParser) -> None:
+    """``--retry-for``: how long a waiting agent rides out a server that fails or restarts."""
+    from tapgate.client import DEFAULT_RETRY_FOR
+
+    parser.add_argument(
+        "--retry-for",
+        type=_duration,
+        default=DEFAULT_RETRY_FOR,
+        metavar="DURATION",
+        help="keep retrying a tapgate server that is down or failing (a restart) this long, "
+        "then give the error answer: seconds, or 90s, 2m, 1h (default: %(default)gs; 0: a few "
+        "quick retries only); never past the request's deadline or --timeout",
+    )
+
+
+def _duration(text: str) -> float:
+    """Seconds in ``90``, ``90s``, ``2m`` or ``1h``; 0 is allowed (quick retries only)."""
+    from tapgate.client._hook_answer import duration
+
+    try:
+        return duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _seconds(text: str) -> float:
+    from tapgate.client._hook_answer import seconds
+
+    try:
+        return seconds(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _submitted(text: str) -> tuple[bytes, tuple[str, str] | None]:
+    from tapgate.client._hook_answer import decode_submitted
+
+    try:
+        return decode_submitted(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+HOOK_GRACE = 15.0
+"""Seconds past ``--timeout`` after which the hook answers whatever the server is doing.
+
+Claude Code cancels a hook that outlives its own ``timeout`` and lets the tool
+call through, so a server that accepts connections and never answers (each
+retried request waits its read timeout) must not keep the hook past it. The
+docs ask for Claude Code's ``timeout`` at least 30 s above ``--timeout``. A
+short ``--timeout`` gets a grace as short as itself.
+"""
+
+
+def hook_claude_code(args: argparse.Namespace) -> int:
+    """``tapgate hook claude-code``: answer one hook call, within its time limit, exit 0."""
+    from tapgate.client import claude_code_hook, hook_fallback, hook_refusal
+
+    if args.print_command:
+        return _print_fast_command(getattr(args, "command_line", []))
+    raw = _read_stdin()
+    answered = threading.Lock()  # held by whoever writes the one answer
+    limit = args.timeout + min(HOOK_GRACE, args.timeout)
+
+    def give_up() -> None:
+        problem = f"no answer from the server within {limit:g}s"
+        if answered.acquire(blocking=False):
+            _answer(hook_fallback(raw, args.on_error, problem, "--on-error"))
+            os._exit(0)  # the main thread is stuck in I/O: leave without it
+
+    watchdog = threading.Timer(limit, give_up)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        answer = claude_code_hook(
+            raw,
+            url=args.url,
+            token=os.environ.get(args.token_env),
+            on_error=args.on_error,
+            on_expired=args.on_expired,
+            timeout=args.timeout,
+            retry_for=args.retry_for,
+            submitted=args.submitted,
+        )
+    except Exception as exc:
+        answer = hook_refusal(raw, f"internal error ({type(exc).__name__})")
+    watchdog.cancel()
+    if answered.acquire(blocking=False):
+        _answer(answer)
+    return 0
+
+
+def _print_fast_command(command_line: Sequence[str]) -> int:
+    """Print the hook's fast command line: this interpreter, ``-I -S``, the fast path, the flags.
+
+    The flags are the ones given here, already checked by this parser; the
+    fast path hands whatever it does not answer back to this command.
+    """
+    import shlex
+
+    from tapgate.client._fast_hook import SCRIPT
+
+    flags = [flag for flag in command_line[2:] if flag != "--print-command"]
+    print(shlex.join([sys.executable, "-I", "-S", SCRIPT, *flags]))
+    return 0
+
+
+def hook_misconfigured(problem: str) -> int:
+    """Answer a hook command line argparse refused (a mistyped subcommand): deny, exit 0."""
+    from tapgate.client import hook_refusal
+
+    _answer(hook_refusal(_read_stdin(interactive=False), f"the hook command is {problem}"))
+    return 0
+
+
+def _hook_extra(extra: Sequence[str]) -> int:
+    from tapgate.client import hook_refusal
+
+    problem = f"the hook command is misconfigured (unrecognized arguments: {' '.join(extra)})"
+    _answer(hook_refusal(_read_stdin(interactive=False), problem))
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """``tapgate run -- COMMAND``: run the command only when tapgate approves it."""
+    from tapgate.client import EXIT_CONFIG, run_approved
+    from tapgate.gate.models import CONTACT_TOOL
+
+    argv = list(args.argv)
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    if args.tool == CONTACT_TOOL:
+        sys.stderr.write(f"tapgate: --tool {CONTACT_TOOL} is reserved for questions to a human\n")
+        return 2
+    token = os.environ.get(args.token_env)
+    if not token:
+        sys.stderr.write(f"tapgate: no agent token: set ${args.token_env}\n")
+        return EXIT_CONFIG
+    return run_approved(
+        argv,
+        url=args.url,
+        token=token,
+        tool=args.tool,
+        session=args.session,
+        timeout=args.timeout,
+        sandbox=args.sandbox,
+        retry_for=args.retry_for,
+    )
+
+
+def _read_stdin(*, interactive: bool = True) -> str:
+    from tapgate.cli.quick_hook import hook_input
+
+    return hook_input(interactive=interactive)
+
+
+def _answer(answer: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(answer) + "\n")
+    sys.stdout.flush()

@@ -1,0 +1,66 @@
+"""What an approver may type to the bot (LINE) or ask with ``/tapgate`` (Slack), once for both.
+
+A command is judged here, after the surface has verified the platform's
+signature, so LINE's text, Slack's slash command and the cards' "Open inbox"
+button cannot drift apart: each surface's dispatch (``webhooks/_line_commands``,
+``webhooks/_slack_commands``) routes the word here and delivers the answer.
+
+``inbox``: a single-use sign-in link to the web inbox (DESIGN.md decision
+16), minted for the approver the chat has verified. The link itself is made
+by the app (it knows ``server.public_url``) through the ``links`` callable, so
+core stays free of URLs and web frameworks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from tapgate.decisions.sign_in import LINK_TTL
+from tapgate.decisions.texts import NO_INBOX, NO_INBOX_FOR_STRANGERS, inbox_link_message
+from tapgate.gate.directory import Directory
+
+__all__ = ["INBOX_SUMMARY", "Command", "CommandAnswer", "LinkMaker", "run_command"]
+
+Command = Literal["inbox"]
+INBOX_SUMMARY = "a single-use link that signs you in to the web inbox"
+"""The help line of ``inbox`` in Slack's ``/tapgate help`` and LINE's ``help``."""
+
+LinkMaker = Callable[[str, str], Awaitable[str | None]]
+"""``(approver, via) →`` a sign-in URL, or ``None`` when the server has no public URL."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CommandAnswer:
+    """What to tell the sender, and the link inside it (``url``) for surfaces that mark links up.
+
+    Slack escapes a sentence for mrkdwn, which would mangle a URL (``_``), so
+    it renders ``template`` with the link in its own syntax; LINE sends ``text``.
+    """
+
+    text: str
+    url: str | None = None
+    template: str | None = None
+    """``text`` with ``{url}`` where the link goes (when there is one)."""
+
+
+async def run_command(
+    command: Command,
+    *,
+    directory: Directory,
+    channel: str,
+    user_id: str,
+    team: str | None = None,
+    links: LinkMaker | None,
+) -> CommandAnswer:
+    """Run ``command`` for the platform user ``user_id``; what to show them only."""
+    approver = directory.identify(channel, user_id, team)
+    if approver is None:
+        return CommandAnswer(text=NO_INBOX_FOR_STRANGERS)
+    url = None if links is None else await links(approver, channel)
+    if url is None:
+        return CommandAnswer(text=NO_INBOX)
+    minutes = int(LINK_TTL.total_seconds() // 60)
+    template = inbox_link_message("{url}", minutes)
+    return CommandAnswer(text=template.replace("{url}", url), url=url, template=template)

@@ -1,0 +1,152 @@
+"""The gate's door to the store for the layers above core.
+
+Webhooks, the heartbeat and the CLI need a few things only the store knows
+(requests and grants as stored, the audit log, webhook event ids,
+reminders, the leader's lock). They ask the gate, never ``gate.store``
+(``tests/test_conventions.py`` enforces it), so a store change is a change
+in core only. The methods live here, mixed into
+:class:`~tapgate.gate.gate.Gate`, to keep the gate's own module about deciding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from datetime import datetime
+from typing import Any
+
+from tapgate.gate.clock import Clock
+from tapgate.gate.directory import Directory
+from tapgate.gate.models import AuditEntry, Grant, Request, RequestStatus
+from tapgate.store import Store
+from tapgate.store.audit_chain import ChainRow, Verdict
+from tapgate.store.leader import Leadership
+
+__all__ = ["StoreDoor"]
+
+
+class StoreDoor:
+    """Store reads and writes for callers above core; needs ``store``, ``clock``, ``directory``."""
+
+    store: Store
+    clock: Clock
+    directory: Directory
+
+    async def list_requests(
+        self,
+        *,
+        status: RequestStatus | None = None,
+        agent: str | None = None,
+        tool: str | None = None,
+        id_prefix: str | None = None,
+        limit: int = 100,
+        approver: str | None = None,
+        offset: int = 0,
+    ) -> list[Request]:
+        """Requests, newest first (``id_prefix`` is matched without ASCII case: check again).
+
+        ``approver`` keeps the requests that name them among their approvers.
+        """
+        return await self.store.list_requests(
+            status=status,
+            agent=agent,
+            tool=tool,
+            id_prefix=id_prefix,
+            limit=limit,
+            approver=approver,
+            offset=offset,
+        )
+
+    async def get_request(self, request_id: str) -> Request:
+        """The request as the store has it now."""
+        return await self.store.get_request(request_id)
+
+    async def count_requests(self, *, status: RequestStatus, approver: str | None = None) -> int:
+        """How many requests have ``status`` (of ``approver``'s, if given)."""
+        return await self.store.count_requests(status=status, approver=approver)
+
+    async def grants(self, *, active_only: bool = True) -> list[Grant]:
+        """Grants, newest first."""
+        return await self.store.list_grants(active_at=self.clock.now() if active_only else None)
+
+    async def revoke_grant(self, grant_id: str, *, by: str) -> bool:
+        """Revoke a grant; future matching calls ask again."""
+        return await self.store.revoke_grant(grant_id, by=by, now=self.clock.now())
+
+    async def audit_log(
+        self, *, since: datetime | None = None, request_id: str | None = None
+    ) -> list[AuditEntry]:
+        """Audit lines in the order they were written."""
+        return await self.store.audit_log(since=since, request_id=request_id)
+
+    def audit_chain(
+        self, *, since: datetime | None = None, request_id: str | None = None
+    ) -> AsyncIterator[ChainRow]:
+        """Audit lines with their hashes, in chain order (the jsonl export)."""
+        return self.store.audit_chain(since=since, request_id=request_id)
+
+    async def verify_audit(self, *, anchors: Mapping[int, str] | None = None) -> Verdict:
+        """Check the audit chain from its genesis; the verdict names the first broken link."""
+        return await self.store.verify_audit(anchors=anchors)
+
+    async def consume(self, request_id: str) -> bool:
+        """The agent was told of an approval: it authorises one execution (DESIGN decision 12).
+
+        True for the first call; an identical re-issue after it asks anew.
+        """
+        return await self.store.consume(request_id, self.clock.now())
+
+    async def decided_since(
+        self, agent: str, after: tuple[int, str] | None, limit: int = 100
+    ) -> list[Request]:
+        """``agent``'s requests decided after the cursor (decision number, id), in order."""
+        return await self.store.decided_since(agent, after, limit)
+
+    async def record_refusal(
+        self, request_id: str, *, actor: str, detail: Mapping[str, Any]
+    ) -> None:
+        """Audit a refusal decided before the compare-and-set (:mod:`tapgate.decisions.refusals`)."""
+        await self.store.record(
+            "refused", request_id=request_id, actor=actor, now=self.clock.now(), detail=dict(detail)
+        )
+
+    async def remember_event(self, channel: str, event_id: str) -> bool:
+        """Remember a platform event id; False if it was seen before (a redelivery)."""
+        return await self.store.remember_event(channel, event_id, self.clock.now())
+
+    async def forget_events(self, before: datetime) -> int:
+        """Forget event ids remembered before ``before`` (redeliveries stop after a day)."""
+        return await self.store.forget_events(before)
+
+    def leadership(self) -> Leadership | None:
+        """The lock that elects one replica for timed duties (``None`` on SQLite: always)."""
+        return self.store.leadership()
+
+    async def remind(self, limit: int = 100) -> list[Request]:
+        """Queue one reminder per approver of each request whose next reminder is due.
+
+        Returns the requests reminded; each due time is reminded once (the
+        store moves ``remind_at`` on by the request's ``remind_every``).
+        """
+        now = self.clock.now()
+        reminded = []
+        for request in await self.store.due_reminders(now, limit=limit):
+            deliveries = self.directory.deliveries(request.approvers)
+            if await self.store.queue_reminder(request, deliveries, now):
+                reminded.append(request)
+        return reminded
+
+    async def escalate(self, limit: int = 100) -> list[Request]:
+        """Add the escalation approvers of requests nobody answered in time, once each.
+
+        Returns the requests as escalated (their approvers now include the
+        added ones); the added approvers' cards are queued in the same
+        transaction and say who was added and why.
+        """
+        now = self.clock.now()
+        escalated = []
+        for request in await self.store.due_escalations(now, limit=limit):
+            deliveries = self.directory.deliveries(request.escalate_to)
+            done = await self.store.escalate(request, deliveries, now)
+            if done is not None:
+                escalated.append(done)
+        return escalated
