@@ -25,7 +25,7 @@ from tapgate.bot.config import (
 )
 from tapgate.core.directory import Approver
 from tapgate.core.rules import DEFAULT_RISK_ACTIONS, Rule, ToolSpec
-from tapgate.errors import ConfigError
+from tapgate.errors import ConfigError, ConfigErrors
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -447,10 +447,22 @@ def test_bad_enumerated_values(data: object, path: str, message: str) -> None:
     assert (error.path, error.message) == (path, message)
 
 
-def test_several_errors_report_the_first_and_count_the_rest() -> None:
+def test_several_errors_are_all_reported_at_once() -> None:
+    """One run names every mistake: fixing one only to be shown the next cost a run each."""
     error = config_error({"server": {"host": 1, "port": "x"}, "policy": {"on_timeout": "ask"}})
-    assert error.path == "server.host"
-    assert error.message == "expected a string (and 2 more)"
+    assert isinstance(error, ConfigErrors)
+    assert (error.path, error.message) == ("server.host", "expected a string")
+    assert [(e.path, e.message) for e in error.errors] == [
+        ("server.host", "expected a string"),
+        ("server.port", "expected an integer"),
+        ("policy.on_timeout", "expected one of allow, deny"),
+    ]
+    assert str(error).splitlines() == [
+        "3 problems in the configuration:",
+        "  server.host: expected a string",
+        "  server.port: expected an integer",
+        "  policy.on_timeout: expected one of allow, deny",
+    ]
 
 
 @pytest.mark.parametrize(

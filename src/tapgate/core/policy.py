@@ -29,6 +29,7 @@ from tapgate.core.matching import Scope as RuleScope
 from tapgate.core.matching import compile_glob, is_glob
 from tapgate.core.models import Action, Risk, Scope, ToolCall, args_digest, canonical_json
 from tapgate.core.paths import DEFAULT_PATH_ARGUMENTS, PathReading, read_paths
+from tapgate.core.rule_checks import normalise_rules
 from tapgate.core.rules import ALL_SCOPES, DEFAULT_ALWAYS_TTL, PolicySpec, Rule, ToolSpec
 from tapgate.core.terms import ask_terms, owner_for
 
@@ -84,6 +85,7 @@ class Policy:
     """A compiled :class:`~tapgate.core.rules.PolicySpec`; :meth:`evaluate` is the hot path."""
 
     def __init__(self, spec: PolicySpec) -> None:
+        spec = normalise_rules(spec)  # path globs as path arguments are read: ./a/* is a/*
         self.spec = spec
         self._global = RuleScope(spec.rules)
         self._agents = {name: RuleScope(rules) for name, rules in spec.agents.items()}

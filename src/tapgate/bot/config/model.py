@@ -23,7 +23,9 @@ from tapgate.bot.config.policy import PolicyConfig, check_policy, policy_spec
 from tapgate.bot.config.reach import check_reachable
 from tapgate.bot.config.server import ServerConfig, StoreConfig
 from tapgate.core.directory import Approver, Directory
+from tapgate.core.rule_checks import problems
 from tapgate.core.rules import PolicySpec
+from tapgate.errors import ConfigError, ConfigErrors
 
 __all__ = ["Config"]
 
@@ -47,10 +49,20 @@ class Config(Section):
     def _cross_check(self) -> Self:
         # Raises ConfigError, which pydantic lets through unchanged: these checks
         # know the exact YAML path, which a pydantic error at the model would lose.
-        check_agents(self.agents)
-        check_approvers(self.approvers)
-        check_policy(self.policy, self.approvers, self.agents)
-        check_reachable(self.policy, self.approvers, self.enabled_channels)
+        # Every check runs, so one run reports every mistake (ConfigErrors).
+        errors: list[ConfigError] = []
+        for check in (
+            lambda: check_agents(self.agents),
+            lambda: check_approvers(self.approvers),
+            lambda: check_policy(self.policy, self.approvers, self.agents),
+            lambda: check_reachable(self.policy, self.approvers, self.enabled_channels),
+        ):
+            try:
+                check()
+            except ConfigError as exc:
+                errors.append(exc)
+        errors += [ConfigError(path, message) for path, message in problems(self.policy_spec())]
+        ConfigErrors.raise_any(errors)
         return self
 
     @property
