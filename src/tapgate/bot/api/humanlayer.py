@@ -57,6 +57,7 @@ from tapgate.bot.api.middleware import (
 from tapgate.bot.api.models import ApiError
 from tapgate.bot.keys import CLOCK, GATE, STORE
 from tapgate.core.models import CONTACT_TOOL, Request, Ticket, ToolCall
+from tapgate.core.overdue import as_of_now
 from tapgate.core.store.calls import ClientCall
 
 __all__ = ["PREFIX", "setup_humanlayer"]
@@ -260,7 +261,4 @@ async def _own(request: web.Request, kind: str) -> ClientCall:
 
 async def _current(app: web.Application, request_id: str) -> Request:
     """The request now; one past its deadline is expired here rather than left pending."""
-    current = await app[GATE].get_request(request_id)
-    if current.is_pending and current.expires_at <= app[CLOCK].now():
-        current = await app[GATE].wait_for(request_id, timeout=0, known=current)
-    return current
+    return await as_of_now(app[GATE], await app[GATE].get_request(request_id))
