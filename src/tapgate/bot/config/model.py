@@ -11,6 +11,7 @@ Build it with :func:`~tapgate.bot.config.loading.load_config` or
 from __future__ import annotations
 
 import hmac
+from functools import partial
 from typing import Self
 
 from pydantic import Field, model_validator
@@ -52,10 +53,10 @@ class Config(Section):
         # Every check runs, so one run reports every mistake (ConfigErrors).
         errors: list[ConfigError] = []
         for check in (
-            lambda: check_agents(self.agents),
-            lambda: check_approvers(self.approvers),
-            lambda: check_policy(self.policy, self.approvers, self.agents),
-            lambda: check_reachable(self.policy, self.approvers, self.enabled_channels),
+            partial(check_agents, self.agents),
+            partial(check_approvers, self.approvers),
+            partial(check_policy, self.policy, self.approvers, self.agents),
+            partial(check_reachable, self.policy, self.approvers, self.enabled_channels),
         ):
             try:
                 check()
