@@ -526,7 +526,13 @@ def _source(module: str) -> str:
     return Path(spec.origin).read_text(encoding="utf-8")
 
 
-_DOMAIN = ("tapgate.policy", "tapgate.gate", "tapgate.decisions", "tapgate.store", "tapgate.delivery")
+_DOMAIN = (
+    "tapgate.policy",
+    "tapgate.gate",
+    "tapgate.decisions",
+    "tapgate.store",
+    "tapgate.delivery",
+)
 
 
 @pytest.mark.parametrize("module", [m for m in _modules() if not m.startswith(_DOMAIN)])

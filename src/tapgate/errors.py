@@ -5,6 +5,7 @@ caller can catch the whole family at once. The tree is deliberately small::
 
     TapgateError
     ├── ConfigError            bad YAML / environment; names the YAML path
+    │   └── ConfigErrors       several at once (carries errors), so one run shows them all
     ├── PolicyError            a rule or tool spec that cannot be compiled
     ├── StoreError             the database refused or is not migrated
     │   └── RequestNotFound    no request with that id (carries request_id)
@@ -25,9 +26,12 @@ Exceptions carry the data a handler needs (``request_id``, ``status``,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = [
     "AlreadyResolved",
     "ConfigError",
+    "ConfigErrors",
     "DeliveryError",
     "DuplicateEvent",
     "NotAnApprover",
@@ -57,6 +61,34 @@ class ConfigError(TapgateError):
         self.path = path
         self.message = message
         super().__init__(f"{path}: {message}" if path else message)
+
+
+class ConfigErrors(ConfigError):
+    """Several config mistakes found in one run, each a :class:`ConfigError`.
+
+    Fixing one mistake only to be shown the next costs an operator a round
+    trip per mistake. ``path`` and ``message`` are the first error's, so a
+    handler that reads one still works; the text lists them all, one a line.
+    """
+
+    def __init__(self, errors: Sequence[ConfigError]) -> None:
+        flat = [e for error in errors for e in getattr(error, "errors", (error,))]
+        self.errors: tuple[ConfigError, ...] = tuple(flat)
+        first = self.errors[0]
+        super().__init__(first.path, first.message)
+        lines = "".join(f"\n  {error}" for error in self.errors)
+        self.args = (f"{len(self.errors)} problems in the configuration:{lines}",)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+    @classmethod
+    def raise_any(cls, errors: Sequence[ConfigError]) -> None:
+        """Raise nothing for no errors, the error itself for one, all of them for more."""
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            raise cls(errors)
 
 
 class PolicyError(TapgateError):

@@ -25,7 +25,7 @@ from tapgate.config import (
     parse_config,
     parse_duration,
 )
-from tapgate.errors import ConfigError
+from tapgate.errors import ConfigError, ConfigErrors
 from tapgate.gate.directory import Approver
 from tapgate.policy.rules import DEFAULT_RISK_ACTIONS, Rule, ToolSpec
 
@@ -450,10 +450,22 @@ def test_bad_enumerated_values(data: object, path: str, message: str) -> None:
     assert (error.path, error.message) == (path, message)
 
 
-def test_several_errors_report_the_first_and_count_the_rest() -> None:
+def test_several_errors_are_all_reported_at_once() -> None:
+    """One run names every mistake: fixing one only to be shown the next cost a run each."""
     error = config_error({"server": {"host": 1, "port": "x"}, "policy": {"on_timeout": "ask"}})
-    assert error.path == "server.host"
-    assert error.message == "expected a string (and 2 more)"
+    assert isinstance(error, ConfigErrors)
+    assert (error.path, error.message) == ("server.host", "expected a string")
+    assert [(e.path, e.message) for e in error.errors] == [
+        ("server.host", "expected a string"),
+        ("server.port", "expected an integer"),
+        ("policy.on_timeout", "expected one of allow, deny"),
+    ]
+    assert str(error).splitlines() == [
+        "3 problems in the configuration:",
+        "  server.host: expected a string",
+        "  server.port: expected an integer",
+        "  policy.on_timeout: expected one of allow, deny",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 from tapgate.errors import PolicyError
 from tapgate.gate.models import Action, Risk, ToolCall, canonical_json
 from tapgate.policy.engine import Policy, PolicyVerdict
+from tapgate.policy.rule_checks import normalise_glob, path_arguments, tool_for_rule
 from tapgate.policy.rules import PolicySpec, Rule, ToolSpec
 
 RANK = {"allow": 0, "ask": 1, "deny": 2}
@@ -118,6 +120,26 @@ def realise(draw: st.DrawFn, glob: list[str]) -> str:
     return "".join(draw(st.sampled_from(TOKENS[t])) for t in glob)
 
 
+def loadable(spec: PolicySpec) -> PolicySpec:
+    """``spec`` less the path globs the loader refuses (``..`` above the root, ``%2e``, ``\\``)."""
+
+    def keep(rule: Rule) -> Rule:
+        paths = path_arguments(tool_for_rule(spec.tools, rule.tool))
+        args = {n: g for n, g in rule.args.items() if n not in paths or _normalises(g)}
+        return replace(rule, args=args)
+
+    agents = {a: tuple(map(keep, scoped)) for a, scoped in spec.agents.items()}
+    return replace(spec, rules=tuple(map(keep, spec.rules)), agents=agents)
+
+
+def _normalises(glob: str) -> bool:
+    try:
+        normalise_glob(glob)
+    except ValueError:
+        return False
+    return True
+
+
 @st.composite
 def cases(draw: st.DrawFn) -> tuple[PolicySpec, list[ToolCall]]:
     """A policy and calls whose arguments often realise its globs, so rules collide."""
@@ -127,14 +149,19 @@ def cases(draw: st.DrawFn) -> tuple[PolicySpec, list[ToolCall]]:
         for a in ("x", "y")
         if draw(st.booleans())
     }
-    spec = PolicySpec(
-        tools=(
-            ToolSpec(name="sh", shell="cmd", risk=draw(st.sampled_from(["write", "read_only"]))),
-            ToolSpec(name="a*", risk="read_only", paths=("q",), source="policy.tools[1]"),
-        ),
-        rules=tuple(draw(rules("policy.rules", tokens))),
-        agents=agents,
+    spec = loadable(
+        PolicySpec(
+            tools=(
+                ToolSpec(
+                    name="sh", shell="cmd", risk=draw(st.sampled_from(["write", "read_only"]))
+                ),
+                ToolSpec(name="a*", risk="read_only", paths=("q",), source="policy.tools[1]"),
+            ),
+            rules=tuple(draw(rules("policy.rules", tokens))),
+            agents=agents,
+        )
     )
+    agents = dict(spec.agents)
     every = [*spec.rules, *(r for scoped in agents.values() for r in scoped)]
     out = []
     for _ in range(draw(st.integers(1, 8))):

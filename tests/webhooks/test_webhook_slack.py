@@ -83,7 +83,12 @@ until = partial(served_world.until, timeout=5.0)  # a hang fails this suite in 5
 
 
 def make_config(
-    slack_url: str, db_url: str, *, team_id: str | None = None, app_token: str | None = None
+    slack_url: str,
+    db_url: str,
+    *,
+    team_id: str | None = None,
+    app_token: str | None = None,
+    heartbeat: float = 5.0,
 ) -> Config:
     slack: dict[str, Any] = {
         "bot_token": DEFAULT_BOT_TOKEN,
@@ -95,6 +100,7 @@ def make_config(
     }
     return parse_config(
         {
+            "server": {"heartbeat_interval": heartbeat},
             "store": {"url": db_url},
             "approvers": [
                 {"name": "alice", "slack": ALICE, "slack_team": TEAM, "groups": ["oncall"]},
@@ -418,6 +424,22 @@ async def test_a_modal_submitted_after_the_request_was_decided_is_told_so(served
     assert served.slack.ephemerals[0].channel == SHARED_CHANNEL  # from the modal's metadata
     current = await served.gate.get_request(request.id)
     assert (current.status, current.resolved_by) == ("approved", "alice")
+
+
+async def test_a_modal_submitted_after_the_deadline_expires_the_request_as_a_late_tap_does(
+    serve: Serve,
+) -> None:
+    """It was left pending until the next sweep; a tap at the same moment expires it at once."""
+    served = await serve(heartbeat=3600)  # no sweep (nor a waiter's timer) expires it meanwhile
+    request = await served.ask()
+    await served.post(form(click(served, "deny", request, user=BOB)))
+    await until(lambda: len(served.slack.views) == 1)
+    served.clock.advance(61)  # the rule's timeout is 60 s
+    assert (await served.post(form(submission(served.slack.views[0].view, "no"))))[0] == 200
+    expired = f"This request expired - deploy (request {request.id[:8]})."
+    assert await served.told(BOB) == [escape(expired)]
+    current = await served.gate.get_request(request.id)
+    assert (current.status, current.resolved_by) == ("expired", "timeout")
 
 
 # -- taps that are refused ---------------------------------------------------------------

@@ -65,8 +65,9 @@ def add_mcp_proxy_command(sub: Any, command: Command) -> None:
         "--listing-timeout",
         type=_duration,
         metavar="DURATION",
-        help="with --trust-annotations, how long a call may page through the upstream's "
-        "tools/list for its hints before the policy's default decides (default: 10s)",
+        help="how long a call to a tool not listed yet may page through the upstream's "
+        "tools/list (for its hints, and to refuse a tool it does not have) before it goes "
+        "on to tapgate (default: 10s)",
     )
     parser.add_argument(
         "--session",

@@ -14,7 +14,7 @@ server. Nothing here ever lets a call through that tapgate did not allow.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import anyio
@@ -23,7 +23,7 @@ from tapgate.client._ask import describe, failure
 from tapgate.client._remote import RemoteGate
 from tapgate.gate.models import Decision, Risk, ToolCall
 
-__all__ = ["WITHDRAW_GRACE", "annotation_risk", "gated_name", "refusal"]
+__all__ = ["WITHDRAW_GRACE", "annotation_risk", "gated_name", "refusal", "unlisted"]
 
 WITHDRAW_GRACE = 5.0
 """Seconds a cancelled call may spend withdrawing its request before the proxy gives up on it."""
@@ -52,6 +52,26 @@ def annotation_risk(*, read_only: bool | None, destructive: bool | None) -> Risk
     if destructive:
         return "destructive"
     return None
+
+
+_LISTED_NAMES = 30
+"""How many of the upstream's tool names a refusal lists: enough to spot a misspelling."""
+
+
+def unlisted(server: str, tool: str, listed: Collection[str]) -> str:
+    """What the model is told for a tool the upstream does not list: nobody was asked.
+
+    Paging an approver for a call that cannot run would cost them a decision
+    and the model the whole timeout; the names that exist let it correct itself.
+    """
+    names = sorted(listed)
+    shown = ", ".join(names[:_LISTED_NAMES])
+    more = f" and {len(names) - _LISTED_NAMES} more" if len(names) > _LISTED_NAMES else ""
+    tools = f"its tools: {shown}{more}" if names else "it lists no tools"
+    return (
+        f"tapgate: the MCP server {server!r} has no tool {tool!r} ({tools}); "
+        "the tool was not called and nobody was asked"
+    )
 
 
 async def refusal(gate: RemoteGate, call: ToolCall) -> str | Mapping[str, Any]:

@@ -39,7 +39,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from tapgate.client._mcp_gate import annotation_risk, gated_name, refusal
+from tapgate.client._mcp_gate import annotation_risk, gated_name, refusal, unlisted
 from tapgate.client._remote import RemoteGate
 from tapgate.client._retrying import DEFAULT_RETRY_FOR
 from tapgate.gate.models import Risk, ToolCall
@@ -92,6 +92,9 @@ class _Proxy:
         self._gate = gate
         self._options = options
         self._risks: dict[str, Risk | None] = {}
+        """Every tool name the upstream listed, with the risk its annotations declare."""
+        self._listing_broken = False
+        """A listing failed or did not end: unknown names are left to tapgate from then on."""
         self._gone = False
         """A stdio upstream's connection closed: the process is dead, so no later call can run.
 
@@ -134,11 +137,13 @@ class _Proxy:
         """
         if self._gone:
             return _error(f"tapgate: the MCP server {self._options.name!r} {_GONE}; {_NOT_CALLED}")
+        if not await self._listed(params.name):
+            return _error(unlisted(self._options.name, params.name, self._risks))
         call = ToolCall(
             tool=gated_name(self._options.name, params.name),
             arguments=params.arguments or {},
             session=self._options.session,
-            risk=await self._risk(params.name),
+            risk=self._risks.get(params.name) if self._options.trust_annotations else None,
         )
         allowed = await refusal(self._gate, call)
         if isinstance(allowed, str):
@@ -201,20 +206,33 @@ class _Proxy:
             types.CompleteRequest(params=params), types.CompleteResult
         )
 
-    async def _risk(self, tool: str) -> Risk | None:
-        """The risk a trusted upstream declares for ``tool``; ``None`` for an untrusted one."""
-        if not self._options.trust_annotations:
-            return None
-        if tool not in self._risks:  # a client may call a tool it never listed
-            with anyio.move_on_after(self._options.listing_timeout):
-                await self._list_tools_until(tool)
-        return self._risks.get(tool)
+    async def _listed(self, tool: str) -> bool:
+        """False only when the upstream's whole listing was read and ``tool`` is not in it.
 
-    async def _list_tools_until(self, tool: str) -> None:
-        """Page through the upstream's tools until ``tool`` is seen or the listing ends.
+        A client may call a tool it never listed: the listing is read (once per
+        unknown name, so a tool added since is found) for its annotations and to
+        refuse a tool the upstream does not have before anybody is paged for it.
+        A listing that fails, never ends or takes longer than ``listing_timeout``
+        proves nothing: the call goes on to tapgate (with no annotations), and
+        later calls do not wait for that listing again.
+        """
+        if tool in self._risks:
+            return True
+        if self._listing_broken:
+            return True
+        complete = False
+        with anyio.move_on_after(self._options.listing_timeout):
+            complete = await self._list_tools_until(tool)
+        if tool in self._risks:
+            return True
+        self._listing_broken = not complete
+        return not complete
 
-        A cursor seen before ends it too: an upstream that hands back the same
-        cursor would otherwise be asked for the same page forever.
+    async def _list_tools_until(self, tool: str) -> bool:
+        """Page through the upstream's tools until ``tool`` is seen; True when the listing ended.
+
+        A cursor seen before ends it too, as incomplete: an upstream that hands
+        back the same cursor would otherwise be asked for the same page forever.
         """
         cursor: str | None = None
         seen: set[str] = set()
@@ -222,12 +240,15 @@ class _Proxy:
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
             try:
                 page = await self._tools_page(params)
-            except Exception:  # no annotations to be had: the policy's own default decides
-                return
+            except Exception:  # no listing to be had: the policy decides, as without one
+                return False
             cursor = page.next_cursor
-            if not cursor or cursor in seen:
-                return
+            if not cursor:
+                return True
+            if cursor in seen:
+                return False
             seen.add(cursor)
+        return True
 
     async def _tools_page(self, params: Paged) -> types.ListToolsResult:
         """One page of the upstream's tools, as sent; their annotations are noted on the way."""

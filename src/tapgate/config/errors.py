@@ -19,7 +19,7 @@ from typing import Any, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from tapgate.errors import ConfigError
+from tapgate.errors import ConfigError, ConfigErrors
 
 __all__ = ["Loc", "config_error", "format_path"]
 
@@ -65,23 +65,27 @@ _MESSAGES = {
 
 
 def config_error(exc: ValidationError, root: type[BaseModel], prefix: Loc = ()) -> ConfigError:
-    """The first of pydantic's errors as one ConfigError on its YAML path, counting the rest.
+    """Pydantic's errors as ConfigErrors on their YAML paths: all of them, so one run shows all.
 
-    ``prefix`` is where ``root`` sits in the file, for a section validated on
-    its own (a channel's ``channels.<name>``, whose model the registry supplies).
+    A :class:`~tapgate.errors.ConfigErrors` when there are several, whose
+    ``path`` and ``message`` are the first's. ``prefix`` is where ``root`` sits
+    in the file, for a section validated on its own (a channel's
+    ``channels.<name>``, whose model the registry supplies).
     """
     errors = exc.errors(include_url=False, include_input=False)
-    first = errors[0]
-    loc = tuple(first["loc"])
-    message = _describe(first, loc, root)
+    found = [_one(error, root, prefix) for error in errors]
+    return found[0] if len(found) == 1 else ConfigErrors(found)
+
+
+def _one(error: ErrorDetails, root: type[BaseModel], prefix: Loc = ()) -> ConfigError:
+    loc = tuple(error["loc"])
+    message = _describe(error, loc, root)
     loc = (*prefix, *loc)
     if loc and loc[-1] == "[key]":
         loc = loc[:-1]
         message = f"invalid key: {message}"
-    elif first["type"] == "missing":
+    elif error["type"] == "missing":
         loc = loc[:-1]
-    if len(errors) > 1:
-        message += f" (and {len(errors) - 1} more)"
     return ConfigError(format_path(loc), message)
 
 

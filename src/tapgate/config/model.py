@@ -11,6 +11,7 @@ Build it with :func:`~tapgate.config.loading.load_config` or
 from __future__ import annotations
 
 import hmac
+from functools import partial
 from typing import Self
 
 from pydantic import Field, model_validator
@@ -23,7 +24,9 @@ from tapgate.config.fields import Section
 from tapgate.config.policy import PolicyConfig, check_policy, policy_spec
 from tapgate.config.reach import check_reachable
 from tapgate.config.server import ServerConfig, StoreConfig
+from tapgate.errors import ConfigError, ConfigErrors
 from tapgate.gate.directory import Approver, Directory
+from tapgate.policy.rule_checks import problems
 from tapgate.policy.rules import PolicySpec
 
 __all__ = ["Config"]
@@ -48,10 +51,20 @@ class Config(Section):
     def _cross_check(self) -> Self:
         # Raises ConfigError, which pydantic lets through unchanged: these checks
         # know the exact YAML path, which a pydantic error at the model would lose.
-        check_agents(self.agents)
-        check_approvers(self.approvers)
-        check_policy(self.policy, self.approvers, self.agents)
-        check_reachable(self.policy, self.approvers, self.enabled_channels)
+        # Every check runs, so one run reports every mistake (ConfigErrors).
+        errors: list[ConfigError] = []
+        for check in (
+            partial(check_agents, self.agents),
+            partial(check_approvers, self.approvers),
+            partial(check_policy, self.policy, self.approvers, self.agents),
+            partial(check_reachable, self.policy, self.approvers, self.enabled_channels),
+        ):
+            try:
+                check()
+            except ConfigError as exc:
+                errors.append(exc)
+        errors += [ConfigError(path, message) for path, message in problems(self.policy_spec())]
+        ConfigErrors.raise_any(errors)
         return self
 
     @property

@@ -27,7 +27,7 @@ from tapgate.config.fields import (
     parse_duration,
 )
 from tapgate.config.quorum import DEFAULT_REMIND_EVERY, check_reach
-from tapgate.errors import ConfigError
+from tapgate.errors import ConfigError, ConfigErrors
 from tapgate.gate.models import Action, Risk, Scope, Verdict
 from tapgate.policy.rules import (
     ALL_SCOPES,
@@ -140,6 +140,8 @@ class ToolConfig(Section):
     remember: Remember | None = None
     always_ttl: Duration | None = None
     always_uses: PositiveInt | None = None
+    arguments: tuple[NonEmptyStr, ...] | None = None
+    """Every argument the tool can have: a rule naming another is refused at load."""
 
     _always_uses_needs_always = field_validator("always_uses")(_check_always_uses)
 
@@ -237,9 +239,12 @@ def check_policy(
                 f"unknown agent {agent!r} (not listed under agents)",
             )
         references += _rule_references(agent_policy.rules, ("policy", "agents", agent, "rules"))
-    for loc, name in references:
-        if name not in known:
-            raise ConfigError(format_path(loc), f"unknown approver or group {name!r}")
+    unknown = [
+        ConfigError(format_path(loc), f"unknown approver or group {name!r}")
+        for loc, name in references
+        if name not in known
+    ]
+    ConfigErrors.raise_any(unknown)  # all of them: one run shows every misspelt name
     check_reach(policy, approvers, agents)
 
 
@@ -271,6 +276,7 @@ def policy_spec(
             always_ttl=tool.always_ttl,
             always_uses=tool.always_uses,
             source=format_path(("policy", "tools", name)),
+            arguments=tool.arguments,
         )
         for name, tool in policy.tools.items()
     )

@@ -29,6 +29,7 @@ from tapgate.policy import shell
 from tapgate.policy.matching import Scope as RuleScope
 from tapgate.policy.matching import compile_glob, is_glob
 from tapgate.policy.paths import DEFAULT_PATH_ARGUMENTS, PathReading, read_paths
+from tapgate.policy.rule_checks import normalise_rules
 from tapgate.policy.rules import ALL_SCOPES, DEFAULT_ALWAYS_TTL, PolicySpec, Rule, ToolSpec
 from tapgate.policy.terms import ask_terms, owner_for
 
@@ -84,6 +85,7 @@ class Policy:
     """A compiled :class:`~tapgate.policy.rules.PolicySpec`; :meth:`evaluate` is the hot path."""
 
     def __init__(self, spec: PolicySpec) -> None:
+        spec = normalise_rules(spec)  # path globs as path arguments are read: ./a/* is a/*
         self.spec = spec
         self._global = RuleScope(spec.rules)
         self._agents = {name: RuleScope(rules) for name, rules in spec.agents.items()}

@@ -25,6 +25,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from tapgate.policy.code_references import is_reference, split_string_prefix
 from tapgate.policy.secret_shapes import HIDDEN, RUNS, TOKEN_PATTERNS, mask_cli_passwords
 
 __all__ = [
@@ -59,7 +60,8 @@ _BENIGN_KEY = re.compile(
 _PEM_BEGIN = re.compile(r"-----BEGIN ((?:[A-Z0-9]++ ){0,3}PRIVATE KEY(?: BLOCK)?)-----")
 
 _VALUE = (
-    r"(?P<value>\"(?:[^\"\\\n]|\\.)*+\"|'[^'\n]*+'"
+    # A string may carry a prefix (Python's ``f"…"``, ``b'…'``): a quoted value all the same.
+    r"(?P<value>(?:[rRbBfFuU]{1,2}(?=[\"']))?+(?:\"(?:[^\"\\\n]|\\.)*+\"|'[^'\n]*+')"
     r"|(?:(?i:bearer|basic|token|digest)\s++)?[^\s'\",;&]++)"
 )
 # ``--password X`` / ``--api-token=X``: the flag must name a secret; a value
@@ -77,7 +79,9 @@ _ASSIGNMENT = re.compile(
     rf"|'(?=[\w.\-]{{0,64}}?(?:{_KEYWORDS}))[\w.\-]{{1,64}}')"
     # ``key: v``, ``key = v`` (TOML, INI) or ``KEY=v``; never ``KEY= v``: in a
     # shell that is an empty assignment, and ``v`` is the command that runs.
-    rf"(?P<sep>\s*+:\s*+|\s++=\s*+|=){_VALUE}",
+    # Go's ``:=`` and Ruby's or PHP's ``=>`` come first: read as ``:`` or ``=``, the
+    # value would be the ``=`` or ``>`` and the literal after it would be shown.
+    rf"(?P<sep>\s*+(?::=|=>)\s*+|\s*+:\s*+|\s++=\s*+|=){_VALUE}",
     re.IGNORECASE,
 )
 _AUTH_SCHEME = re.compile(r"(?i)(bearer|basic|token|digest)(\s++)")
@@ -193,14 +197,19 @@ def _mask_pem(text: str) -> str:
 
 def _mask_named_value(match: re.Match[str]) -> str:
     name, sep, value = match.group("name"), match.group("sep"), match.group("value")
-    if not is_secret_key(name.strip("\"'-")) or RUNS.search(value):
+    if (
+        not is_secret_key(name.strip("\"'-"))
+        or RUNS.search(value)
+        or is_reference(value, is_secret_key)
+    ):
         return match.group(0)
     return f"{name}{sep}{_mask_value_text(value)}"
 
 
 def _mask_value_text(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-        return f"{value[0]}{MASK}{value[0]}"
+    prefix, body = split_string_prefix(value)
+    if len(body) >= 2 and body[0] == body[-1] and body[0] in "\"'":
+        return f"{prefix}{body[0]}{MASK}{body[0]}"
     scheme = _AUTH_SCHEME.match(value)
     if scheme is not None and scheme.end() < len(value):
         return f"{scheme.group(0)}{MASK}"

@@ -61,6 +61,9 @@ class ToolSpec:
     always_ttl: float | None = None
     always_uses: int | None = None
     source: str = ""
+    arguments: tuple[str, ...] | None = None
+    """Every argument the tool can have, when the operator says (a rule naming another is
+    refused); ``None``: not said (see :mod:`tapgate.policy.rule_checks`)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

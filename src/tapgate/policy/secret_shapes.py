@@ -83,7 +83,8 @@ TOKEN_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
         ),
         rf"\1{HIDDEN}@",
     ),
-    (re.compile(r"(?i)(?<![A-Za-z0-9_\-])(bearer\s++)[^\s'\"]++"), rf"\1{HIDDEN}"),
+    # Not ``Bearer {token}`` / ``${TOKEN}`` / ``#{t}``: a template's field, code, not a token.
+    (re.compile(r"(?i)(?<![A-Za-z0-9_\-])(bearer\s++)(?![{$`#])[^\s'\"]++"), rf"\1{HIDDEN}"),
     # curl -u / -U / --user / --proxy-user user:password; never a URL (``-u redis://…``).
     (
         re.compile(

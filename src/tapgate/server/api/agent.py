@@ -25,6 +25,7 @@ from aiohttp import hdrs, web
 
 from tapgate.errors import RequestNotFound, ResolveError
 from tapgate.gate.models import Request, ToolCall
+from tapgate.gate.overdue import as_of_now
 from tapgate.server.api.at_once import at_once_response
 from tapgate.server.api.batches import setup_batches
 from tapgate.server.api.consumption import told
@@ -97,7 +98,7 @@ async def _own(request: web.Request, request_id: str) -> Request:
         found = None
     if found is None or found.agent != request[AGENT]:
         raise ApiError(404, "not_found", "no tool call with this id")
-    return found
+    return await as_of_now(request.app[GATE], found)  # past expires_at: expired, sweep or not
 
 
 def _long_poll(app: web.Application, current: Request, seconds: float | None) -> Awaitable[Request]:
@@ -186,6 +187,9 @@ async def list_tool_calls(request: web.Request) -> web.Response:
     if query.after is not None:
         raise ApiError(400, "invalid_query", "after needs status=decided", path="after")
     found = await gate.list_requests(status=query.status, agent=request[AGENT], limit=query.limit)
+    found = [await as_of_now(gate, r) for r in found]
+    if query.status == "pending":  # those that expired just now are no longer pending
+        found = [r for r in found if r.is_pending]
     return model_response(ToolCallList(tool_calls=[tool_call_from_request(r) for r in found]))
 
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 from aiohttp import hdrs, web
 
 from tapgate.gate.models import CONTACT_TOOL, Request, Ticket, ToolCall
+from tapgate.gate.overdue import as_of_now
 from tapgate.server.api.humanlayer_models import (
     CONTACT,
     FUNCTION_CALL,
@@ -260,7 +261,4 @@ async def _own(request: web.Request, kind: str) -> ClientCall:
 
 async def _current(app: web.Application, request_id: str) -> Request:
     """The request now; one past its deadline is expired here rather than left pending."""
-    current = await app[GATE].get_request(request_id)
-    if current.is_pending and current.expires_at <= app[CLOCK].now():
-        current = await app[GATE].wait_for(request_id, timeout=0, known=current)
-    return current
+    return await as_of_now(app[GATE], await app[GATE].get_request(request_id))
