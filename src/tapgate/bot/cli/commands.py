@@ -110,6 +110,12 @@ def _mcp_proxy(args: argparse.Namespace) -> int:
     return mcp_proxy.mcp_proxy(args)
 
 
+def _hook_codex(args: argparse.Namespace) -> int:
+    from tapgate.bot.cli import codex_hook
+
+    return codex_hook.hook_codex(args)
+
+
 def _audit(args: argparse.Namespace) -> int:
     from tapgate.bot.cli import audit
 
@@ -135,6 +141,7 @@ COMMANDS: Final[Mapping[str, Command]] = {
     "audit": _audit,
     "audit verify": _audit_verify,
     "hook claude-code": agent.hook_claude_code,
+    "hook codex": _hook_codex,
     "run": agent.run,
     "mcp-proxy": _mcp_proxy,
 }

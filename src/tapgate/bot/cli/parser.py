@@ -191,7 +191,8 @@ def _audit(sub: Any) -> None:
 
 
 def _agent(sub: Any) -> None:
-    add_agent_commands(sub, hook=COMMANDS["hook claude-code"], run=COMMANDS["run"])
+    hook, codex = COMMANDS["hook claude-code"], COMMANDS["hook codex"]
+    add_agent_commands(sub, hook=hook, run=COMMANDS["run"], codex=codex)
 
 
 def _mcp_proxy(sub: Any) -> None:
