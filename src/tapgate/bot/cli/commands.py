@@ -116,6 +116,12 @@ def _hook_codex(args: argparse.Namespace) -> int:
     return codex_hook.hook_codex(args)
 
 
+def _acp_proxy(args: argparse.Namespace) -> int:
+    from tapgate.bot.cli import acp_proxy
+
+    return acp_proxy.acp_proxy(args)
+
+
 def _audit(args: argparse.Namespace) -> int:
     from tapgate.bot.cli import audit
 
@@ -144,5 +150,6 @@ COMMANDS: Final[Mapping[str, Command]] = {
     "hook codex": _hook_codex,
     "run": agent.run,
     "mcp-proxy": _mcp_proxy,
+    "acp-proxy": _acp_proxy,
 }
 """Every subcommand, keyed as typed on the command line; the parser binds each to its entry."""

@@ -201,6 +201,12 @@ def _mcp_proxy(sub: Any) -> None:
     add_mcp_proxy_command(sub, COMMANDS["mcp-proxy"])
 
 
+def _acp_proxy(sub: Any) -> None:
+    from tapgate.bot.cli.acp_proxy import add_acp_proxy_command  # asyncio: not for the hook
+
+    add_acp_proxy_command(sub, COMMANDS["acp-proxy"])
+
+
 SUBCOMMANDS: dict[str, Callable[[Any], None]] = {
     "check-config": _check_config,
     "db": _db,
@@ -214,6 +220,7 @@ SUBCOMMANDS: dict[str, Callable[[Any], None]] = {
     "hook": _agent,
     "run": _agent,
     "mcp-proxy": _mcp_proxy,
+    "acp-proxy": _acp_proxy,
 }
 """Each first word of a command line and what adds its parser, in ``--help``'s order."""
 
