@@ -12,7 +12,9 @@ wall time of: ``curl`` asking the server the hook's question (skipped with a
 note if curl is missing), a tiny ``python -c`` urllib request, ``python -c
 pass``, the hook with an allowed call on stdin (``hook``: ``tapgate hook
 claude-code`` through the console script; ``hook fast``: the command line
-``--print-command`` prints, which the docs put in Claude Code's settings),
+``--print-command`` prints, which the docs put in Claude Code's settings;
+``codex fast``: the command ``tapgate hook codex --print-command`` puts in
+Codex's ``hooks.json``, with Codex's ``PermissionRequest`` input),
 ``tapgate run -- true``
 (allowed), ``tapgate --version`` (``--help`` for a tapgate without the flag),
 ``tapgate explain`` and ``tapgate pending``; and five floors: ``py socket``
@@ -25,7 +27,7 @@ store's ``sqlalchemy.ext.asyncio``, which ``pending`` needs for either database)
 and ``sqlite3+yaml`` beside it (what a second, stdlib-only reader would import).
 It prints the medians and the ratios against the baselines; the last lines
 give each ratio's spread over the rounds. Targets (issue 19): the hook as
-configured (``hook fast``) within 3x curl; ``--version``, ``pending`` and
+configured (``hook fast``, ``codex fast``) within 3x curl; ``--version``, ``pending`` and
 ``explain`` within 4x ``python -c pass``. Exits 1 when the median over the rounds misses one.
 """
 
@@ -60,6 +62,18 @@ HOOK_INPUT = {
     "tool_input": {"command": "git status"},
     "tool_use_id": "toolu_bench",
 }
+CODEX_INPUT = {
+    "session_id": "bench-session",
+    "turn_id": "bench-turn",
+    "transcript_path": None,
+    "cwd": "/work/app",
+    "hook_event_name": "PermissionRequest",
+    "model": "gpt-5-codex",
+    "permission_mode": "default",
+    "tool_name": "Bash",
+    "tool_input": {"command": "git status", "description": "Show the working tree"},
+}
+"""What Codex sends its ``PermissionRequest`` hook (openai/codex's hook input schema)."""
 BODY = json.dumps({"tool": "Bash", "arguments": {"command": "git status"}, "session": "s"})
 URLLIB = (
     "import urllib.request as u, sys; r = u.Request(sys.argv[1] + '/v1/tool-calls', "
@@ -84,7 +98,7 @@ STORE = "import sqlalchemy.ext.asyncio"
 """The floor of ``pending`` on the store's stack: SQLAlchemy's async engine, imported."""
 STDLIB_STORE = "import sqlite3, yaml"
 """What a second reader for ``pending`` on SQLite alone would import instead (not built)."""
-TARGETS = {"hook fast": ("curl", 3.0), "--version": ("pass", 4.0)}
+TARGETS = {"hook fast": ("curl", 3.0), "codex fast": ("curl", 3.0), "--version": ("pass", 4.0)}
 TARGETS |= {"explain": ("pass", 4.0), "pending": ("pass", 4.0)}
 
 
@@ -144,6 +158,16 @@ def commands(tapgate: str, url: str, config: Path) -> dict[str, tuple[list[str],
     )
     if printed.returncode == 0 and printed.stdout.strip():  # a tapgate with the fast path
         found["hook fast"] = (shlex.split(printed.stdout), found["hook"][1])
+    codex = subprocess.run(
+        [tapgate, "hook", "codex", "--print-command", "--url", url],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if codex.returncode == 0 and codex.stdout.strip():  # a tapgate with the Codex hook
+        [group] = json.loads(codex.stdout)["hooks"]["PermissionRequest"]
+        command = shlex.split(group["hooks"][0]["command"])
+        found["codex fast"] = (command, json.dumps(CODEX_INPUT).encode())
     found["run true"] = ([tapgate, "run", "--url", url, "--", "true"], b"")
     # A tapgate from before --version existed: its nearest start-up, --help, stands in.
     has_version = subprocess.run([tapgate, "--version"], capture_output=True, check=False)

@@ -60,7 +60,7 @@ tapgate's own reasons are printed on stderr as "tapgate: ..."."""
 
 HOOK_EPILOG = """\
 exit status:
-  0  always: the decision (allow, deny or ask) is the JSON on stdout, as Claude Code
+  0  always: the decision (allow, deny or ask) is the JSON on stdout, as the agent
      expects; a server that cannot be reached answers --on-error, and a mistyped flag
      is a JSON deny that names the mistake."""
 
@@ -102,60 +102,84 @@ class _HookParser(Parser):
 
         self.print_usage(sys.stderr)
         problem = f"the hook command is misconfigured ({message})"
-        _answer(hook_refusal(_read_stdin(interactive=False), problem))
+        refusal = hook_refusal(_read_stdin(interactive=False), problem)
+        _answer(_translation(self.prog)(refusal))
         raise SystemExit(0)
 
 
-def add_agent_commands(sub: Any, *, hook: Command, run: Command) -> None:
-    """Add ``hook claude-code`` and ``run`` to the CLI's subcommands, bound to their entries."""
-    from tapgate.client import DEFAULT_HOOK_TIMEOUT
+def _translation(prog: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """What turns the Claude Code hook's answer into the answer of the hook ``prog`` runs."""
+    if prog.endswith(" codex"):
+        from tapgate.client._codex_hook import codex_output
 
+        return codex_output
+    return lambda answer: answer
+
+
+def add_agent_commands(sub: Any, *, hook: Command, run: Command, codex: Command) -> None:
+    """Add ``hook claude-code``, ``hook codex`` and ``run`` to the CLI's subcommands."""
     hook_parser = sub.add_parser(
         "hook",
-        help="answer an agent's hook (Claude Code) with tapgate",
+        help="answer an agent's hook (Claude Code, Codex) with tapgate",
         epilog=HOOK_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     hooks = hook_parser.add_subparsers(dest="hook_command", required=True, parser_class=_HookParser)
-    claude = hooks.add_parser(
-        "claude-code",
-        help="a Claude Code PreToolUse / PermissionRequest hook: hook JSON in, decision out",
+    for name, what, entry in (
+        ("claude-code", "a Claude Code PreToolUse / PermissionRequest hook", hook),
+        ("codex", "a Codex PermissionRequest hook", codex),
+    ):
+        _add_hook(hooks, name, f"{what}: hook JSON in, decision out", entry)
+    _add_run(sub, run)
+
+
+def _add_hook(hooks: Any, name: str, help_text: str, entry: Command) -> None:
+    """One agent's hook command: the same flags for every agent, read the same way."""
+    from tapgate.client import DEFAULT_HOOK_TIMEOUT
+
+    agent = "Codex" if name == "codex" else "Claude Code"
+    parser = hooks.add_parser(
+        name,
+        help=help_text,
         allow_abbrev=False,  # "--token X" must be an error, not --token-env X
         epilog=HOOK_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    connection_options(claude)
-    claude.add_argument(
+    connection_options(parser)
+    parser.add_argument(
         "--on-error",
         choices=("deny", "ask", "allow"),
         default="deny",
         help="the answer when tapgate cannot decide: unreachable, bad token, bad input "
         "(default: deny)",
     )
-    claude.add_argument(
+    parser.add_argument(
         "--on-expired",
         choices=("deny", "ask"),
         default="deny",
         help="the answer when nobody decides in time (default: deny)",
     )
-    claude.add_argument(
+    parser.add_argument(
         "--timeout",
         type=_seconds,
         default=DEFAULT_HOOK_TIMEOUT,
         help="seconds to wait for an approver (default: %(default)g); keep it below the "
-        "hook's timeout in Claude Code's settings",
+        f"hook's timeout in {agent}'s settings",
     )
-    retry_option(claude)
-    claude.add_argument(
+    retry_option(parser)
+    parser.add_argument(
         "--print-command",
         action="store_true",
-        help="print the fast command line for Claude Code's settings (these flags, started "
+        help=f"print the fast command line for {agent}'s settings (these flags, started "
         "in a few ms with python -I -S) and exit",
     )
     # What the fast path's submit got back (tapgate.client._fast_hook): read, not sent again.
-    claude.add_argument("--submitted", type=_submitted, help=argparse.SUPPRESS)
-    claude.set_defaults(func=hook, reject_extra=_hook_extra)
+    parser.add_argument("--submitted", type=_submitted, help=argparse.SUPPRESS)
+    translate = _translation(parser.prog)
+    parser.set_defaults(func=entry, reject_extra=lambda extra: _hook_extra(extra, translate))
 
+
+def _add_run(sub: Any, run: Command) -> None:
     run_parser = sub.add_parser(
         "run",
         help="run a command only when tapgate approves it",
@@ -258,10 +282,25 @@ short ``--timeout`` gets a grace as short as itself.
 
 def hook_claude_code(args: argparse.Namespace) -> int:
     """``tapgate hook claude-code``: answer one hook call, within its time limit, exit 0."""
-    from tapgate.client import claude_code_hook, hook_fallback, hook_refusal
+    from tapgate.client import claude_code_hook
 
     if args.print_command:
         return _print_fast_command(getattr(args, "command_line", []))
+    return answer_hook(args, claude_code_hook, _translation("tapgate hook claude-code"))
+
+
+def answer_hook(
+    args: argparse.Namespace,
+    decide: Callable[..., dict[str, Any]],
+    translate: Callable[[dict[str, Any]], dict[str, Any]],
+) -> int:
+    """Answer one hook call with ``decide`` (``claude_code_hook``'s signature), exit 0.
+
+    ``translate``: what turns the Claude Code hook's own answers (a fallback,
+    a refusal) into the agent's.
+    """
+    from tapgate.client import hook_fallback, hook_refusal
+
     raw = _read_stdin()
     answered = threading.Lock()  # held by whoever writes the one answer
     limit = args.timeout + min(HOOK_GRACE, args.timeout)
@@ -269,14 +308,14 @@ def hook_claude_code(args: argparse.Namespace) -> int:
     def give_up() -> None:
         problem = f"no answer from the server within {limit:g}s"
         if answered.acquire(blocking=False):
-            _answer(hook_fallback(raw, args.on_error, problem, "--on-error"))
+            _answer(translate(hook_fallback(raw, args.on_error, problem, "--on-error")))
             os._exit(0)  # the main thread is stuck in I/O: leave without it
 
     watchdog = threading.Timer(limit, give_up)
     watchdog.daemon = True
     watchdog.start()
     try:
-        answer = claude_code_hook(
+        answer = decide(
             raw,
             url=args.url,
             token=os.environ.get(args.token_env),
@@ -287,7 +326,7 @@ def hook_claude_code(args: argparse.Namespace) -> int:
             submitted=args.submitted,
         )
     except Exception as exc:
-        answer = hook_refusal(raw, f"internal error ({type(exc).__name__})")
+        answer = translate(hook_refusal(raw, f"internal error ({type(exc).__name__})"))
     watchdog.cancel()
     if answered.acquire(blocking=False):
         _answer(answer)
@@ -317,11 +356,11 @@ def hook_misconfigured(problem: str) -> int:
     return 0
 
 
-def _hook_extra(extra: Sequence[str]) -> int:
+def _hook_extra(extra: Sequence[str], translate: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
     from tapgate.client import hook_refusal
 
     problem = f"the hook command is misconfigured (unrecognized arguments: {' '.join(extra)})"
-    _answer(hook_refusal(_read_stdin(interactive=False), problem))
+    _answer(translate(hook_refusal(_read_stdin(interactive=False), problem)))
     return 0
 
 

@@ -110,6 +110,18 @@ def _mcp_proxy(args: argparse.Namespace) -> int:
     return mcp_proxy.mcp_proxy(args)
 
 
+def _hook_codex(args: argparse.Namespace) -> int:
+    from tapgate.cli import codex_hook
+
+    return codex_hook.hook_codex(args)
+
+
+def _acp_proxy(args: argparse.Namespace) -> int:
+    from tapgate.cli import acp_proxy
+
+    return acp_proxy.acp_proxy(args)
+
+
 def _audit(args: argparse.Namespace) -> int:
     from tapgate.cli import audit
 
@@ -135,7 +147,9 @@ COMMANDS: Final[Mapping[str, Command]] = {
     "audit": _audit,
     "audit verify": _audit_verify,
     "hook claude-code": agent.hook_claude_code,
+    "hook codex": _hook_codex,
     "run": agent.run,
     "mcp-proxy": _mcp_proxy,
+    "acp-proxy": _acp_proxy,
 }
 """Every subcommand, keyed as typed on the command line; the parser binds each to its entry."""

@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tapgate.cli.quick_hook import first_try, forget_input
 
     forget_input()
-    if argv[:2] == ["hook", "claude-code"]:
+    if argv[:2] in (["hook", "claude-code"], ["hook", "codex"]):
         handed = first_try(argv)  # a call decided at once is answered before argparse
         if handed is None:
             return 0

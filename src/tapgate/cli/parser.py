@@ -191,13 +191,20 @@ def _audit(sub: Any) -> None:
 
 
 def _agent(sub: Any) -> None:
-    add_agent_commands(sub, hook=COMMANDS["hook claude-code"], run=COMMANDS["run"])
+    hook, codex = COMMANDS["hook claude-code"], COMMANDS["hook codex"]
+    add_agent_commands(sub, hook=hook, run=COMMANDS["run"], codex=codex)
 
 
 def _mcp_proxy(sub: Any) -> None:
     from tapgate.cli.mcp_proxy import add_mcp_proxy_command  # asyncio: not for the hook
 
     add_mcp_proxy_command(sub, COMMANDS["mcp-proxy"])
+
+
+def _acp_proxy(sub: Any) -> None:
+    from tapgate.cli.acp_proxy import add_acp_proxy_command  # asyncio: not for the hook
+
+    add_acp_proxy_command(sub, COMMANDS["acp-proxy"])
 
 
 SUBCOMMANDS: dict[str, Callable[[Any], None]] = {
@@ -213,6 +220,7 @@ SUBCOMMANDS: dict[str, Callable[[Any], None]] = {
     "hook": _agent,
     "run": _agent,
     "mcp-proxy": _mcp_proxy,
+    "acp-proxy": _acp_proxy,
 }
 """Each first word of a command line and what adds its parser, in ``--help``'s order."""
 

@@ -24,7 +24,7 @@ _read: list[str] = []
 
 def first_try(argv: list[str]) -> list[str] | None:
     """``None`` when the fast path answered; else the command line for the full hook."""
-    from tapgate.client import _fast_hook
+    from tapgate.client import _codex_hook, _fast_hook
 
     flags = argv[2:]
     try:
@@ -32,8 +32,9 @@ def first_try(argv: list[str]) -> list[str] | None:
     except Exception:  # a flag the fast path does not vouch for: the parser answers
         return argv
     raw = hook_input()
+    fast_answer = _codex_hook.fast_answer if argv[1] == "codex" else _fast_hook.fast_answer
     try:
-        answer = _fast_hook.fast_answer(flags, raw.encode())
+        answer = fast_answer(flags, raw.encode())
     except _fast_hook.HandOff as handed:
         return [*argv, "--submitted", handed.args[0]] if handed.args else argv
     except Exception:  # any surprise is the full hook's to answer

@@ -303,10 +303,12 @@ def _dumps(value: Any, *, compact: bool) -> str:
     return "".join(encoder(value, 0))
 
 
-def _hand_off(argv: Sequence[str], raw: bytes, submitted: str | None) -> int:
-    """``exec`` the full hook with the same flags and the hook input on its stdin again."""
+def _hand_off(
+    argv: Sequence[str], raw: bytes, submitted: str | None, hook: str = "claude-code"
+) -> int:
+    """``exec`` the full hook (``tapgate hook HOOK``), same flags, the hook input on stdin again."""
     # -P: without it, -m puts the working directory (the project) first on sys.path.
-    command = [sys.executable, "-P", "-m", "tapgate", "hook", "claude-code", *argv]
+    command = [sys.executable, "-P", "-m", "tapgate", "hook", hook, *argv]
     if submitted is not None:
         command += ["--submitted", submitted]
     try:
@@ -314,7 +316,7 @@ def _hand_off(argv: Sequence[str], raw: bytes, submitted: str | None) -> int:
         os.execv(sys.executable, command)  # noqa: S606 - our own interpreter, our own module
     except OSError as exc:
         problem = f"could not start the full hook ({type(exc).__name__}: {exc})"
-        event = "PreToolUse"
+        event = "PermissionRequest" if hook == "codex" else "PreToolUse"
         try:
             found = _loads(raw.decode()).get("hook_event_name")
             event = found if found in HOOK_EVENTS else event

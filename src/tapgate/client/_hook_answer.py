@@ -53,7 +53,11 @@ def hook_output(
 
 def fallback(event: str, verdict: str, problem: str, flag: str) -> dict[str, Any]:
     """The answer a flag chose (``--on-error deny``...) for ``problem``, which the reason names."""
-    done = {"deny": "denied", "allow": "allowed", "ask": "asking in Claude Code instead"}[verdict]
+    done = {
+        "deny": "denied",
+        "allow": "allowed",
+        "ask": "asking in the agent's own prompt instead",
+    }[verdict]
     return hook_output(event, verdict, f"tapgate: {problem}; {done} ({flag} {verdict})")
 
 

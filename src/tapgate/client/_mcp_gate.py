@@ -23,7 +23,7 @@ from tapgate.client._ask import describe, failure
 from tapgate.client._remote import RemoteGate
 from tapgate.gate.models import Decision, Risk, ToolCall
 
-__all__ = ["WITHDRAW_GRACE", "annotation_risk", "gated_name", "refusal", "unlisted"]
+__all__ = ["WITHDRAW_GRACE", "annotation_risk", "decided", "gated_name", "refusal", "unlisted"]
 
 WITHDRAW_GRACE = 5.0
 """Seconds a cancelled call may spend withdrawing its request before the proxy gives up on it."""
@@ -84,7 +84,7 @@ async def refusal(gate: RemoteGate, call: ToolCall) -> str | Mapping[str, Any]:
     so no approver is left deciding a call nobody will run.
     """
     try:
-        decision = await _decision(gate, call)
+        decision = await decided(gate, call)
     except Exception as exc:  # the model must get an answer, whatever failed
         return f"tapgate: {failure(gate.base_url, exc)}; the tool was not called"
     if decision.allowed:
@@ -94,8 +94,13 @@ async def refusal(gate: RemoteGate, call: ToolCall) -> str | Mapping[str, Any]:
     return f"tapgate: {describe(decision)}"
 
 
-async def _decision(gate: RemoteGate, call: ToolCall) -> Decision:
-    """Submit, then wait; a wait given up withdraws the request.
+async def decided(
+    gate: RemoteGate,
+    call: ToolCall,
+    *,
+    withdrawn: str = "the MCP client stopped waiting; withdrawn",
+) -> Decision:
+    """Submit, then wait; a wait given up withdraws the request (saying ``withdrawn``).
 
     The submit is shielded from the MCP client's cancel: cut short after the
     server made the request, it would leave a pending request whose id the
@@ -109,14 +114,14 @@ async def _decision(gate: RemoteGate, call: ToolCall) -> Decision:
     request = ticket.request
     assert request is not None  # a ticket without a decision carries its request
     try:
-        decided = await gate.wait(request.id)
+        result = await gate.wait(request.id)
     except BaseException:  # cancelled or failed: nobody waits for this request any more
         with (
             anyio.CancelScope(shield=True),
             anyio.move_on_after(WITHDRAW_GRACE),
             contextlib.suppress(Exception),  # best effort: it expires on the server anyway
         ):
-            await gate.cancel(request.id, reason="the MCP client stopped waiting; withdrawn")
+            await gate.cancel(request.id, reason=withdrawn)
         raise
-    assert decided is not None  # no timeout: the wait ends with a decision
-    return decided
+    assert result is not None  # no timeout: the wait ends with a decision
+    return result
