@@ -23,7 +23,7 @@ after a one-second warm-up. Each round runs every server once, rotating who
 goes first, so each round's ratio compares servers that saw the same machine;
 the figure is the median of the rounds' ratios, with their spread. Server CPU
 per request (``/proc/<pid>/stat``, every thread) is printed beside the rate:
-it moves less with the load than the rate does. Target (issue 19, item 2):
+it moves less with the load than the rate does. Target:
 tapgate at its default setting >= 0.5 of bare; exits 1 when missed.
 """
 

@@ -26,7 +26,7 @@ config validation and no CLI at all) and ``sqlalchemy`` (importing only the
 store's ``sqlalchemy.ext.asyncio``, which ``pending`` needs for either database),
 and ``sqlite3+yaml`` beside it (what a second, stdlib-only reader would import).
 It prints the medians and the ratios against the baselines; the last lines
-give each ratio's spread over the rounds. Targets (issue 19): the hook as
+give each ratio's spread over the rounds. Targets: the hook as
 configured (``hook fast``, ``codex fast``) within 3x curl; ``--version``, ``pending`` and
 ``explain`` within 4x ``python -c pass``. Exits 1 when the median over the rounds misses one.
 """

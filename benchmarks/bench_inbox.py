@@ -17,7 +17,7 @@ sample by sample so both see the same noise on a shared machine:
 3. **page weight**: the bytes of ``/inbox`` (HTML) + ``inbox.css`` +
    ``inbox.js`` as served, uncompressed.
 
-Targets (issue 17): B under 3x A for 1 and 2 (the median over runs); page
+Targets: B under 3x A for 1 and 2 (the median over runs); page
 weight under 100 KB, with 10 pending and with 1,000 (its first page). Each run
 prints its medians, then each ratio's spread over runs; exits 1 on a miss.
 """

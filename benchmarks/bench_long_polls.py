@@ -21,7 +21,7 @@ parked (each time once the server says that many are parked, then one
 second to settle). A round runs both servers, rotating who goes first. Per
 poll = (all parked - idle) / polls; "the second half" = (all - half) / the
 second half's polls: what one more poll costs once the server's caches and
-allocator have grown. Targets (issue 19, item 5): tapgate's per-poll memory
+allocator have grown. Targets: tapgate's per-poll memory
 <= 1.2x bare's, and its RSS with 10,000 parked < 270 MB (scaled to
 ``--polls``: idle + 10,000 x per poll).
 Exits 1 when the median over the rounds misses one.

@@ -1,7 +1,7 @@
 """Policy decisions at 1,000 rules against a naive glob loop, interleaved in one process.
 
 Run: ``python benchmarks/bench_policy.py [--runs 3] [--rounds 15] [--before PATH]``.
-Targets (issue 19.4) at 1,000 rules: a decision under 5 us on the mix of
+Targets at 1,000 rules: a decision under 5 us on the mix of
 calls and under 10 us for the tool with the most rules (``Bash``, 160
 command rules), and >= 50x faster than the naive loop over the same rules.
 

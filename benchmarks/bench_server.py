@@ -20,7 +20,7 @@ on SQLite; this process plays the agents, LINE (signed webhook taps) and the fak
    process whose handler only verifies the HMAC. Target >= 0.4 of the bare figure.
    Also measured: the floor, a handler that verifies the HMAC and sends the
    one LINE reply each tap must send (to the same fake LINE API process), and
-   does nothing more. Target (issue 19.3): taps >= 0.6 of the floor.
+   does nothing more. Target: taps >= 0.6 of the floor.
 3. 10,000 concurrent agent long-polls held by one server: its resident memory
    (VmRSS) with all of them parked, against the same server idle. Target <= 300 MB.
 """

@@ -5,7 +5,7 @@ same corpus, interleaved, ``--runs`` rounds, the ratio per round and its spread)
 and ``python benchmarks/bench_shell_lexers.py --tests`` (the shell and policy
 tests, property tests included, with tree-sitter swapped in for the lexer).
 
-Issue 12 asked whether tree-sitter-bash (MIT) could replace the hand-written
+We asked whether tree-sitter-bash (MIT) could replace the hand-written
 lexer; it would be adopted only if it passed every shell test and was not
 slower. This script is the trial, kept so the verdict in docs/policy.md can be
 reproduced. tree-sitter is not a dependency of tapgate: without it installed

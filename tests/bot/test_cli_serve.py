@@ -1,4 +1,4 @@
-"""``tapgate serve`` and the operator's commands as an operator meets them (issue 13).
+"""``tapgate serve`` and the operator's commands as an operator meets them.
 
 Real processes of the installed ``tapgate`` script: what they print, their
 exit status, the environment they are started in.

@@ -1,4 +1,4 @@
-"""Config mistakes caught at load, all at once and on their YAML path (issue 13).
+"""Config mistakes caught at load, all at once and on their YAML path.
 
 Each of these was accepted before and bit later: a request sent to nobody, a
 LINE id that never matches a tap, a glob that matches only its own text, one

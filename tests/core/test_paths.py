@@ -1,4 +1,4 @@
-"""Path arguments are normalised before rules and grants see them (issue 18, item 1).
+"""Path arguments are normalised before rules and grants see them.
 
 Each finding is reproduced first: on the code before normalisation, every test
 marked "finding" allowed (or granted) what it must not.

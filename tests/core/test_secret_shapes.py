@@ -1,4 +1,4 @@
-"""The credential shapes of issue 18, and the per-tool meaning of ``-p``.
+"""The credential shapes a security review found in clear, and the per-tool meaning of ``-p``.
 
 Each shape was found in clear by an independent check (or by a review of
 common CLI tools) before ``tapgate.policy.secret_shapes`` knew it. Values are
@@ -56,7 +56,7 @@ BODY = "abcdefghij" + "KLMNOPQRST" + "0123456789"
         (f"xoxe.xoxp-1-{BODY}", BODY, "xoxe.xoxp-****"),
     ],
 )
-def test_issue_18_shapes_are_masked(text: str, secret: str, shown: str) -> None:
+def test_the_reviewed_credential_shapes_are_masked(text: str, secret: str, shown: str) -> None:
     masked = mask_text(text)
     assert secret not in masked
     assert shown in masked
@@ -148,7 +148,8 @@ def test_new_shapes_stay_linear_on_hostile_input(text: str) -> None:
     ],
 )
 def test_cached_names_are_cleaned_as_any_text(text: str) -> None:
-    """Names a batch's calls share are cleaned once (issue 14 benchmark), to the same text."""
+    """Names a batch's calls share are cleaned once (a batch card's cost, docs/benchmarks.md), to
+    the same text."""
     assert clean_name(text) == clean_name(text) == clean(text)
     arguments = {text: "v", "run": 1}
     assert mask_arguments(arguments) == mask_arguments(arguments)

@@ -1,4 +1,5 @@
-"""A tap is never lost to a crash (DESIGN.md decision 17), with real ``tapgate serve`` processes.
+"""A tap is never lost to a crash (decision 0017-record-before-acknowledge), with real ``tapgate
+serve`` processes.
 
 The gap between the 200 and the decision is made observable by the test-only
 ``TAPGATE_TEST_APPLY_DELAY`` (bot/test_hooks.py): the server stores the tap,

@@ -5,7 +5,7 @@ LINE and console channels, the fake Slack and LINE APIs, an agent that asks
 over the HTTP API and an approver who taps Approve on LINE, which rewrites
 the Slack message too. Everything the fakes received (raw bytes, posts and
 updates), everything printed and everything logged is searched for the
-password. Reproduces issue 18's finding: ``mysql -pSECRET`` went out in clear.
+password. Reproduces a finding of a security review: ``mysql -pSECRET`` went out in clear.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Agent text reaches Slack inert, and secrets reach no platform: checked on what the fakes get.
 
-Issue 18: a tool named ``show_<!channel>_*bold*`` arrived with ``<`` escaped
+A tool named ``show_<!channel>_*bold*`` once arrived with ``<`` escaped
 but ``*`` live in the message's fallback ``text`` and in updates. Here the
 real notifiers post and update through the fake Slack and LINE APIs, and the
 checks read what those servers received:

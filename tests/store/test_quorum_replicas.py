@@ -2,7 +2,7 @@
 
 Each round asks one call of quorum 2 and lets alice tap on one replica and
 bob on the other at the same moment. The approvals are rows counted under the
-request's row lock (DESIGN.md decision 15), so whichever commits second sees
+request's row lock (decision 0015-quorum-rows), so whichever commits second sees
 the first and decides: exactly one tap decides, the other is counted, and the
 audit has one "approved" line. Without the lock both would count one and the
 request would wait for ever; with a counter both could decide.

@@ -1,4 +1,4 @@
-"""Edit, then approve in the web inbox (issue 17.2): the form, its refusals, the decision.
+"""Edit, then approve in the web inbox: the form, its refusals, the decision.
 
 Plain HTTP, as a browser without script: the card's Edit link, the form
 prefilled by ``core.edits`` (a secret shown masked, never in clear), a POST

@@ -14,7 +14,7 @@ an agent token for. Unlike ``tapgate resolve`` it is not break-glass: every
 decision goes through :meth:`Gate.resolve <tapgate.gate.gate.Gate.resolve>`
 (or the batch compare-and-set) *with* the approver check, as the operator
 named by ``--as``, so deciding a request one is not an approver of is
-refused and audited like any chat tap (DESIGN.md decision 14).
+refused and audited like any chat tap (decision 0014-one-decision-path).
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ One module per step and per section, so each is found in one guess:
 - :mod:`~tapgate.config.reach`: every approver the policy asks is reachable on a channel
 - :mod:`~tapgate.config.quorum`: a quorum a rule can reach, escalation to somebody
 - :mod:`~tapgate.config.server`, :mod:`~tapgate.config.agents`,
-  :mod:`~tapgate.config.approvers`, :mod:`~tapgate.config.channels` (each channel's section, validated by the channel's own model),
+  :mod:`~tapgate.config.approvers`, :mod:`~tapgate.config.channels` (each channel's section,
+  validated by the channel's own model),
   :mod:`~tapgate.config.policy`: one section each
 - :mod:`~tapgate.config.fields`: field types (durations, secrets, URLs) and ``Section``
 - :mod:`~tapgate.config.errors`: YAML paths and pydantic errors as one ``ConfigError``

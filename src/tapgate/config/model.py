@@ -87,9 +87,8 @@ class Config(Section):
         out: list[str] = []
         for name, channel in installed.items():
             section = sections.get(name)
-            if section is not None and channel.enabled(section):
-                out.append(name)
-            elif section is None and channel.on_without_others and not others:
+            on = channel.enabled(section) if section is not None else channel.on_without_others
+            if on and (section is not None or not others):
                 out.append(name)
         return tuple(out)
 

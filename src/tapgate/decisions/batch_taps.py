@@ -29,8 +29,8 @@ async def tap_batch(
 ) -> TapOutcome:
     """Decide every still-pending call of the batch as the approver behind ``answer`` asks.
 
-    One transaction, one compare-and-set per pending call (DESIGN.md
-    decision 11); each checks the tapper against that call's approvers, so
+    One transaction, one compare-and-set per pending call (decision
+    0011-a-batch-is-a-set-of-requests); each checks the tapper against that call's approvers, so
     a stranger's "Approve all" changes nothing and is audited per call.
     Calls decided meanwhile stay decided and the sentence says so.
     """

@@ -5,8 +5,9 @@ signature, so LINE's text, Slack's slash command and the cards' "Open inbox"
 button cannot drift apart: each surface's dispatch (``webhooks/_line_commands``,
 ``webhooks/_slack_commands``) routes the word here and delivers the answer.
 
-``inbox``: a single-use sign-in link to the web inbox (DESIGN.md decision
-16), minted for the approver the chat has verified. The link itself is made
+``inbox``: a single-use sign-in link to the web inbox (decision
+0016-web-identity-from-the-chat), minted for the approver the chat has verified. The link itself
+is made
 by the app (it knows ``server.public_url``) through the ``links`` callable, so
 core stays free of URLs and web frameworks.
 """

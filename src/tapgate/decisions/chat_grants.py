@@ -1,4 +1,4 @@
-"""An approver's own grants, from the chat: list them, revoke one (issue 15.1).
+"""An approver's own grants, from the chat: list them, revoke one (decision 0007-remember-scopes).
 
 "Always allow" is only safe if it is visible and revocable by the person who
 gave it, where they gave it. Slack's ``/tapgate grants`` and LINE's typed

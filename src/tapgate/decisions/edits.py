@@ -1,6 +1,6 @@
 """Edit, then approve: an approver changes a call's arguments and the policy judges it again.
 
-DESIGN.md decision 13: every answer narrows. An edited call is a new call as
+decision 0013-every-answer-narrows: every answer narrows. An edited call is a new call as
 far as the policy is concerned, so it is evaluated again, and the approval
 covers the edited arguments only:
 

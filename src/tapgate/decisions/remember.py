@@ -1,4 +1,5 @@
-"""What an approver may remember of a request, and what that would cover (DESIGN decision 13).
+"""What an approver may remember of a request, and what that would cover (decision
+0013-every-answer-narrows).
 
 A card offers "Allow for session" and "Always allow" only where they mean
 something and the operator allows them, and says what each covers, so an

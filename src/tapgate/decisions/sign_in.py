@@ -1,4 +1,5 @@
-"""Signing in to the web inbox from the chat (DESIGN.md decision 16): links and sessions.
+"""Signing in to the web inbox from the chat (decision 0016-web-identity-from-the-chat): links and
+sessions.
 
 There are no passwords. A chat surface that has already verified a person
 (a signed Slack command, a signed LINE message from their 1:1 chat) asks

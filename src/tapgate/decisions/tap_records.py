@@ -50,7 +50,8 @@ TapKind = Literal[
 class TapOutcome:
     """What a tap did, and the sentence to show the person who tapped.
 
-    ``ready`` (from :func:`~tapgate.decisions.taps.check` and the question lookup only) means nothing
+    ``ready`` (from :func:`~tapgate.decisions.taps.check` and the question lookup only) means
+    nothing
     happened yet and ``request`` may be acted on by this person. ``partial``: counted,
     the quorum waits for more; ``counted``: counted before; ``self_approval``:
     refused, the tapper owns the agent; ``edit_refused``: an edit the policy

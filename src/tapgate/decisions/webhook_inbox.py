@@ -1,4 +1,5 @@
-"""Record before acknowledging (DESIGN.md decision 17): the webhooks' inbox, and its replay.
+"""Record before acknowledging (decision 0017-record-before-acknowledge): the webhooks' inbox, and
+its replay.
 
 A platform that got a 200 never sends the event again (Slack), or only when
 redelivery is switched on (LINE). So a webhook stores each verified event

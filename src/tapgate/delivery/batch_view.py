@@ -1,6 +1,6 @@
 """What a batch card shows, independent of the platform: each call's own view, and its outcome.
 
-A batch is a set of requests (DESIGN.md decision 11), so its card is a list
+A batch is a set of requests (decision 0011-a-batch-is-a-set-of-requests), so its card is a list
 of the single requests' :class:`~tapgate.delivery.presentation.ApprovalView`
 (masked and made visible exactly as a single card's), plus, for each call
 decided already, the same outcome line a single card shows ("✅ Approved by

@@ -2,7 +2,7 @@
 
 Models emit several tool calls in one turn. :func:`submit_batch` decides
 every call by policy and grants at once and turns the ones that ask into one
-batch (DESIGN.md decision 11): each is still its own request, decided exactly
+batch (decision 0011-a-batch-is-a-set-of-requests): each is still its own request, decided exactly
 once and bound to its own arguments digest, but they share a ``batch_id`` so
 approvers see one card and can "Approve all" (one compare-and-set per
 still-pending member). The batch row keeps the calls in the agent's order,
@@ -208,7 +208,7 @@ async def resolve_batch(
 
     Only what :mod:`tapgate.decisions.batch_taps` calls (it owns who may tap). Each
     member is its own compare-and-set with its own approver check and audit
-    (DESIGN.md decision 11); "session" grants each call its own fingerprint.
+    (decision 0011-a-batch-is-a-set-of-requests); "session" grants each call its own fingerprint.
     Returns one transition per member, in the agent's order (``final`` for
     one decided before). Raises :class:`RequestNotFound` for an unknown
     batch and :class:`DuplicateEvent` for a redelivered ``event``.

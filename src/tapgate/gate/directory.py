@@ -1,6 +1,6 @@
 """Who may approve, and where to reach them.
 
-Identity comes from config (DESIGN decision 6): an approver has a name, a user
+Identity comes from config (decision 0006-identity-from-config): an approver has a name, a user
 id per platform, and groups. A rule names approvers or groups; the directory
 expands them to people and to one delivery per person × enabled channel.
 """

@@ -89,7 +89,8 @@ class StoreDoor:
         return await self.store.verify_audit(anchors=anchors)
 
     async def consume(self, request_id: str) -> bool:
-        """The agent was told of an approval: it authorises one execution (DESIGN decision 12).
+        """The agent was told of an approval: it authorises one execution (decision
+        0012-an-approval-authorises-one-execution).
 
         True for the first call; an identical re-issue after it asks anew.
         """
@@ -104,7 +105,8 @@ class StoreDoor:
     async def record_refusal(
         self, request_id: str, *, actor: str, detail: Mapping[str, Any]
     ) -> None:
-        """Audit a refusal decided before the compare-and-set (:mod:`tapgate.decisions.refusals`)."""
+        """Audit a refusal decided before the compare-and-set
+        (:mod:`tapgate.decisions.refusals`)."""
         await self.store.record(
             "refused", request_id=request_id, actor=actor, now=self.clock.now(), detail=dict(detail)
         )

@@ -1,4 +1,5 @@
-"""The policy engine: allow, ask or deny a tool call (DESIGN decisions 1 and 2).
+"""The policy engine: allow, ask or deny a tool call (decisions 0001-policy-verdicts,
+0002-shell-commands-parsed).
 
 Rules are compiled once, when the policy is loaded, and matched by
 :mod:`tapgate.policy.matching`: the rules that can apply to a tool name are

@@ -1,7 +1,7 @@
 """Making untrusted text safe to show: secrets masked, invisible characters revealed.
 
-Owns the decision of what counts as a secret in tool arguments (DESIGN.md
-decision 8): values under keys that *name* a secret, and strings that *look*
+Owns the decision of what counts as a secret in tool arguments (decision
+0008-untrusted-text): values under keys that *name* a secret, and strings that *look*
 like a credential wherever they appear (a shell command, a file being written,
 a URL). Also owns :func:`reveal_invisible`, because a secret is not the only
 thing text can hide from an approver. Renderers never see unmasked text.

@@ -1,4 +1,4 @@
-"""Rule matching: which rule of one scope decides a call (issue 19.4).
+"""Rule matching: which rule of one scope decides a call (decision 0001-policy-verdicts).
 
 Of the rules whose tool glob and argument globs all match, the most
 restrictive wins (deny > ask > allow), ties going to the earlier rule in the

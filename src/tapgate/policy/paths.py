@@ -1,4 +1,4 @@
-"""Path arguments, normalised before rules and grant fingerprints see them (issue 18).
+"""Path arguments, normalised before rules and grant fingerprints see them.
 
 A glob such as ``/srv/data/*`` matched against the raw string also matches
 ``/srv/data/../../etc/passwd``, so the policy judges the path the tool will

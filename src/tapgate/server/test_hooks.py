@@ -3,7 +3,7 @@
 ``TAPGATE_TEST_APPLY_DELAY=<seconds>`` makes the webhooks wait that long
 between a tap's 200 and applying it (:attr:`tapgate.decisions.webhook_inbox.Inbox.apply_delay`),
 so a test can SIGKILL a real ``tapgate serve`` in exactly the gap that
-DESIGN.md decision 17 closes, and watch the restart apply the tap once.
+decision 0017-record-before-acknowledge closes, and watch the restart apply the tap once.
 
 A hook that slows every tap has no business on a server LINE or Slack can
 reach, so it is refused (a :class:`~tapgate.errors.ConfigError`, the server

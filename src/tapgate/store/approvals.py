@@ -1,6 +1,6 @@
 """Approvals towards a quorum: one row per (request, approver), and the one decision.
 
-DESIGN.md decision 15: quorum is rows, not counters. :class:`Approve` runs as
+decision 0015-quorum-rows: quorum is rows, not counters. :class:`Approve` runs as
 one transaction:
 
 1. take the decision counter's lock, then the request's row, in the order

@@ -1,7 +1,8 @@
 """Batches: the calls an agent submitted together, in its order.
 
-A batch is a set of requests, not a new kind of request (DESIGN.md decision
-11): each call that asks is its own request (own digest, own exactly-once
+A batch is a set of requests, not a new kind of request (decision
+0011-a-batch-is-a-set-of-requests): each call that asks is its own request (own digest, own
+exactly-once
 decision, own audit) carrying the batch's id in ``requests.batch_id``; the
 ``batches`` row keeps the agent's calls in order, with the decision of each
 call that policy, a grant or an earlier identical decision answered at once,

@@ -12,7 +12,8 @@ pending (one UPDATE less on the hot path).
 
 Creation lives here too, because asking can end an old life: an identical
 pending request is reused, an overdue one expired on the way. An identical
-call asked after a decision finds it (DESIGN.md decision 12): an unconsumed
+call asked after a decision finds it (decision 0012-an-approval-authorises-one-execution): an
+unconsumed
 once-approval is consumed by it (one execution per approval), and a live
 denial answers it again, so re-issuing a denied call pings nobody.
 

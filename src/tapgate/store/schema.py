@@ -277,8 +277,8 @@ webhook_events = Table(
     Index("ix_webhook_events_received_at", "received_at"),
 )
 
-# Verified webhook events stored before the platform gets its 200 (DESIGN.md
-# decision 17), deleted in the transaction that applies them: what is here was
+# Verified webhook events stored before the platform gets its 200 (decision
+# 0017-record-before-acknowledge), deleted in the transaction that applies them: what is here was
 # acknowledged and not yet applied (migration 0006).
 webhook_inbox = Table(
     "webhook_inbox",

@@ -39,7 +39,7 @@ message of the form ``answer <reference>: <text>`` (``core.buttons.parse_answer`
 is recognised here as a typed answer.
 
 An :class:`Event` that may decide is stored in the webhook inbox before the
-200 (DESIGN.md decision 17) as :func:`encode` writes it: the narrowed,
+200 (decision 0017-record-before-acknowledge) as :func:`encode` writes it: the narrowed,
 verified event, so a replay after a crash needs neither the signature nor
 the SDK and acts on exactly what the live path read.
 """

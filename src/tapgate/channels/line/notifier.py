@@ -1,7 +1,7 @@
 """LINE delivery: push one approval Flex message to one user, exactly once.
 
-Owns how tapgate talks to LINE's push endpoint (DESIGN.md, "Platform facts
-that bite"): the outbox key becomes the ``X-Line-Retry-Key`` of every attempt,
+Owns how tapgate talks to LINE's push endpoint (decision record
+0004-outbox): the outbox key becomes the ``X-Line-Retry-Key`` of every attempt,
 so a retry after a lost answer is answered 409 ("already accepted") instead of
 pushing twice; every call carries an explicit timeout (the SDK's default is
 300 s); and LINE's two kinds of 429 are told apart, because a rate limit clears

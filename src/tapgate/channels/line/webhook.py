@@ -13,7 +13,7 @@ for (LINE's two-step "Deny…" and Reply among it) is ``_line_taps``. The
 payload is read by line-bot-sdk's ``WebhookParser`` (fenced in
 ``_line_events``) after verification.
 
-Record before acknowledging (DESIGN.md decision 17): the events that may
+Record before acknowledging (decision 0017-record-before-acknowledge): the events that may
 decide (a postback or a text message in a 1:1 chat) are stored in the inbox
 (:mod:`tapgate.decisions.webhook_inbox`) before the 200 and applied after it; the
 decision's transaction remembers the ``webhookEventId`` and deletes the

@@ -1,7 +1,7 @@
 """Slack Block Kit rendering of approval messages.
 
 Owns Slack's escaping and Slack's limits. Everything from the request is
-untrusted (DESIGN.md decision 8) and goes through :func:`escape`, which knows
+untrusted (decision 0008-untrusted-text) and goes through :func:`escape`, which knows
 three places text can land:
 
 - everywhere: ``&``, ``<`` and ``>`` become entities, so ``<!channel>``,

@@ -94,7 +94,8 @@ def _clip(text: str) -> str:
 
 
 class SlackGrantTaps:
-    """``/tapgate grants`` and the Revoke taps, for :class:`~tapgate.channels.slack.webhook.SlackWebhook`.
+    """``/tapgate grants`` and the Revoke taps, for
+    :class:`~tapgate.channels.slack.webhook.SlackWebhook`.
 
     ``team_id`` is the webhook's pinned workspace: a Revoke from any other is
     refused (and audited) as a stranger's.

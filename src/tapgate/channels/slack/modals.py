@@ -1,6 +1,6 @@
 """The modals tapgate opens in Slack: a deny's reason, a question's answer, an edit.
 
-Everything from a request is untrusted text (DESIGN.md decision 8): the tool
+Everything from a request is untrusted text (decision 0008-untrusted-text): the tool
 name, or a question's subject, sits in ``plain_text``, clipped and escaped.
 ``private_metadata`` carries the request id and the conversation of the
 tapped message: Slack hands it back with the submission, so no server state

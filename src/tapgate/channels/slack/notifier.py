@@ -1,7 +1,7 @@
 """Slack delivery: post one approval message per outbox row, and rewrite it once decided.
 
-Owns how tapgate talks to the Slack Web API (DESIGN.md, "Platform facts that
-bite"): approvals go to the approver's DM, whose ``D…`` id (not the user id)
+Owns how tapgate talks to the Slack Web API (decision record 0004-outbox):
+approvals go to the approver's DM, whose ``D…`` id (not the user id)
 is what ``chat.update`` needs later; a 429's ``Retry-After`` is honoured; and
 tenacity is the only retry layer (``retry_handlers=[]``), because slack_sdk's
 default handler re-sends after a dropped connection and so double-posts.

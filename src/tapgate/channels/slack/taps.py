@@ -47,7 +47,8 @@ _Stored = _Tapped | RevokeInteraction  # what the inbox keeps: everything that c
 
 
 class SlackTaps:
-    """Decides taps and opens their dialogs for :class:`~tapgate.channels.slack.webhook.SlackWebhook`.
+    """Decides taps and opens their dialogs for
+    :class:`~tapgate.channels.slack.webhook.SlackWebhook`.
 
     ``grants`` revokes a listed grant; ``inbox`` is the webhook's (its test
     hook runs before a stored tap is applied). ``team_id`` pins the workspace

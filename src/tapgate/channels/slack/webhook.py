@@ -27,7 +27,7 @@ owned here. A decided request's message is rewritten by the outbox dispatcher
 (every message of the request, on every channel), so a successful tap needs
 no answer here; a refused or late one gets an ephemeral sentence.
 
-Record before acknowledging (DESIGN.md decision 17): what decides is stored
+Record before acknowledging (decision 0017-record-before-acknowledge): what decides is stored
 in the inbox (:mod:`tapgate.decisions.webhook_inbox`) under a stable event id
 (``_slack_inbox``) before the 200; the decision's transaction remembers the
 id and deletes the row, so a replay after a crash decides once. Opening a
@@ -356,7 +356,8 @@ class SlackWebhook:
     async def _record_then_ack(
         self, ack: AsyncAck, body: dict[str, Any], interaction: _Stored, started: float
     ) -> BoltResponse:
-        """Store the tap, then ack, then decide in an owned task (DESIGN.md decision 17).
+        """Store the tap, then ack, then decide in an owned task (decision
+        0017-record-before-acknowledge).
 
         No 200 goes out unless the tap is stored: a failed INSERT is a 503,
         Slack shows the tapper an error, and their next tap is a new event.

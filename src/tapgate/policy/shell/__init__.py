@@ -1,6 +1,6 @@
 """Shell command lines, split into the simple commands they would run.
 
-The policy judges a shell tool call command by command (design decision 2):
+The policy judges a shell tool call command by command (decision 0002-shell-commands-parsed):
 ``git status && rm -rf /`` is two commands, and a rule allowing ``git *`` must
 not allow the second. A glob over the whole string cannot see that, and neither
 :mod:`shlex` (it does not know ``$(``) nor a regex finds commands hidden in

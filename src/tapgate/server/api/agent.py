@@ -5,7 +5,7 @@ the token names the agent (``Config.agent_for_token``), and an agent sees and
 cancels only its own requests: another agent's id is a 404, exactly like an
 unknown one, so ids are not confirmed to anyone who guesses them. No route lets
 an agent token approve or deny: resolving is for approvers' webhooks and the
-operator's CLI (DESIGN decision 6).
+operator's CLI (decision 0006-identity-from-config).
 
 Long-polls park on the gate's event-driven ``wait`` and hold no database
 connection while parked; they and the SSE streams end at once when the server

@@ -1,6 +1,7 @@
 """Approvals consumed once: the agent API marks an approval used when it tells the agent.
 
-DESIGN.md decision 12: an approval of scope once authorises one execution.
+decision 0012-an-approval-authorises-one-execution: an approval of scope once authorises one
+execution.
 It is consumed when the agent is first told of it: the answer of a submit
 that waited, of a long-poll or read by id, or of a batch. After that an
 identical re-issue asks anew, while reads by id keep answering "approved".

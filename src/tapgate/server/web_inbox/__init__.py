@@ -1,4 +1,5 @@
-"""The web inbox: ``/inbox``, served by ``tapgate serve`` (DESIGN.md decisions 14 and 16).
+"""The web inbox: ``/inbox``, served by ``tapgate serve`` (decisions 0014-one-decision-path,
+0016-web-identity-from-the-chat).
 
 A signed-in approver's pending requests as inline cards, answered by key or
 click through the same core decision path as a chat tap; history, audit

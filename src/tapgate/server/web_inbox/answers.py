@@ -1,4 +1,4 @@
-"""The inbox's answers: one more surface on the one decision path (DESIGN.md decision 14).
+"""The inbox's answers: one more surface on the one decision path (decision 0014-one-decision-path).
 
 A click, a key or a plain form post becomes a :class:`~tapgate.decisions.taps.Tap`
 (or :class:`~tapgate.decisions.taps.BatchTap`) on channel ``web`` whose user id is

@@ -1,4 +1,5 @@
-"""The inbox's "Edit": change a call's arguments, then approve it (issue 17.2, DESIGN.md 13).
+"""The inbox's "Edit": change a call's arguments, then approve it (decision
+0013-every-answer-narrows).
 
 What an edit means (the form's fields with secrets masked, reading the typed
 texts, the policy's second look, the decision with the edited arguments) is

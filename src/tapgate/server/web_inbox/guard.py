@@ -4,7 +4,7 @@ One middleware for everything under ``/inbox``:
 
 - **no agent tokens**: a request with an ``Authorization`` header is refused
   (403) before anything else, valid token or not. Agents never resolve
-  anything (DESIGN.md decision 6), so no bearer credential opens the inbox;
+  anything (decision 0006-identity-from-config), so no bearer credential opens the inbox;
 - **a session or nothing**: every path but the sign-in page and the static
   files needs the session cookie of a live session (401 otherwise: a page
   that says to ask the chat for a link);

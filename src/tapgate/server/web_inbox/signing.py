@@ -1,4 +1,4 @@
-"""Sign-in, sign-out and the approver's sessions (DESIGN.md decision 16).
+"""Sign-in, sign-out and the approver's sessions (decision 0016-web-identity-from-the-chat).
 
 ``GET /inbox/sign-in?token=…`` only *shows* a "Sign in as alice" button:
 chat apps fetch links to draw previews, and a GET that used the token would

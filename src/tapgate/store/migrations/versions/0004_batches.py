@@ -7,7 +7,7 @@ Create Date: 2026-11-24
 - ``requests.batch_id`` groups the asks of one batch; ``batches`` keeps the
   batch itself (the agent's calls in order, with the ones decided at once).
 - ``requests.consumed_at``: a once-approval authorises one execution; the
-  agent's first read of it consumes it (DESIGN.md decision 12).
+  agent's first read of it consumes it (decision 0012-an-approval-authorises-one-execution).
 - ``requests.decided_seq`` and the one-row ``decision_seq`` table: decisions
   numbered in commit order, so an agent can read "decided since my cursor"
   without skipping one committed late. Requests decided before this

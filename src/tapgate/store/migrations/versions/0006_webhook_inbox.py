@@ -8,7 +8,7 @@ Create Date: 2026-11-27
 (a Slack tap or modal submission, a LINE postback or typed answer) from just
 before the platform gets its 200 until the transaction that applies it, which
 deletes the row beside remembering the event id in ``webhook_events``. A row
-still here after a crash is replayed at start-up (DESIGN.md decision 17).
+still here after a crash is replayed at start-up (decision 0017-record-before-acknowledge).
 ``attempts`` counts replays, so an event that can never be applied stops
 being retried.
 """

@@ -7,7 +7,7 @@ Create Date: 2026-11-27
 - ``approvals``: one row per (request, approver) of a request with a quorum;
   the primary key makes a second tap by the same person count once, and the
   count of rows, read under the request's row lock, completes the quorum in
-  the one compare-and-set that decides (DESIGN.md decision 15).
+  the one compare-and-set that decides (decision 0015-quorum-rows).
 - ``requests.quorum`` / ``owner``: the terms the request was asked with, so
   every replica judges a tap by the same terms whatever the config says now.
 - ``requests.approvals``: who approved so far, for the cards (the rows decide).

@@ -7,7 +7,8 @@ Create Date: 2026-11-24
 ``web_sign_ins`` holds the single-use links an approver asks for in the chat
 (only the token's SHA-256, its approver, its end, when it was used);
 ``web_sessions`` the cookies they were exchanged for (again only a hash), each
-with its CSRF token and an end, revocable by the approver (DESIGN.md decision 16).
+with its CSRF token and an end, revocable by the approver (decision
+0016-web-identity-from-the-chat).
 """
 
 import sqlalchemy as sa
