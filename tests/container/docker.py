@@ -33,6 +33,7 @@ __all__ = [
     "docker_async",
     "ensure_base",
     "require",
+    "run_async",
     "wait_ready",
 ]
 
@@ -70,13 +71,18 @@ def docker(*argv: str, timeout: float = 600, check: bool = True) -> str:
     return done.stdout
 
 
-async def docker_async(*argv: str) -> tuple[int, str]:
-    """``docker ARGV`` without blocking the event loop: its status and its output."""
+async def run_async(argv: list[str], env: dict[str, str] | None = None) -> tuple[int, str]:
+    """A command without blocking the event loop: its status, its stdout and stderr together."""
     proc = await asyncio.create_subprocess_exec(
-        "docker", *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+        *argv, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
     )
     out, _ = await proc.communicate()
     return proc.returncode or 0, out.decode()
+
+
+async def docker_async(*argv: str) -> tuple[int, str]:
+    """``docker ARGV`` without blocking the event loop."""
+    return await run_async(["docker", *argv])
 
 
 def compose_command() -> list[str] | None:
@@ -90,7 +96,8 @@ def compose_command() -> list[str] | None:
 
 def ensure_base() -> None:
     """The debootstrapped base image, built by ``docker/build-base`` unless its tag exists."""
-    if subprocess.run(["docker", "image", "inspect", BASE], capture_output=True).returncode == 0:
+    found = subprocess.run(["docker", "image", "inspect", BASE], capture_output=True, check=False)
+    if found.returncode == 0:
         return
     require("the base image", None if shutil.which("debootstrap") else "debootstrap is missing")
     subprocess.run([str(REPO / "docker" / "build-base"), BASE], check=True, timeout=1800)

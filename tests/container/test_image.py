@@ -21,7 +21,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.container.docker import REPO, docker, docker_async, wait_ready
+from tests.container.docker import REPO, docker, docker_async, run_async, wait_ready
 from tests.fakes.taps import free_port, signed_line_tap
 
 TOKEN = "container-agent-token-0123456789"
@@ -110,7 +110,9 @@ async def test_a_request_is_resolved_in_the_container_and_survives_a_restart(
         ):
             kept = await response.json()
         assert (kept["status"], kept["decided_by"]) == ("approved", "me")
-        audit = docker("exec", name, "tapgate", "audit", "--request", request_id, "--format", "jsonl")
+        audit = docker(
+            "exec", name, "tapgate", "audit", "--request", request_id, "--format", "jsonl"
+        )
         rows = [json.loads(line) for line in audit.splitlines()]
         assert [(r["event"], r["actor"]) for r in rows][-1] == ("approved", "me"), rows
         assert rows[0]["event"] == "requested", rows
@@ -132,7 +134,9 @@ async def until_healthy(container: str) -> None:
 
 
 def logs_of(container: str) -> str:
-    done = subprocess.run(["docker", "logs", container], capture_output=True, text=True)
+    done = subprocess.run(
+        ["docker", "logs", container], capture_output=True, text=True, check=False
+    )
     return done.stdout + done.stderr
 
 
@@ -183,18 +187,14 @@ async def replicas(
         "TAPGATE_A_PORT": str(a_port),
         "TAPGATE_B_PORT": str(b_port),
     }
-    up = subprocess.run(
-        [*command, "up", "--detach", "--no-build"], env=env, capture_output=True, text=True
-    )
+    code, out = await run_async([*command, "up", "--detach", "--no-build"], env)
     try:
-        assert up.returncode == 0, up.stderr
+        assert code == 0, out
         a_url, b_url = f"http://127.0.0.1:{a_port}", f"http://127.0.0.1:{b_port}"
         await asyncio.gather(wait_ready(a_url, 120), wait_ready(b_url, 120))
         yield a_url, b_url
     finally:
-        subprocess.run(
-            [*command, "down", "--volumes", "--timeout", "20"], env=env, capture_output=True
-        )
+        await run_async([*command, "down", "--volumes", "--timeout", "20"], env)
 
 
 async def test_a_tap_on_one_compose_replica_wakes_the_agent_on_the_other(
