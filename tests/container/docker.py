@@ -99,7 +99,10 @@ def ensure_base() -> None:
     found = subprocess.run(["docker", "image", "inspect", BASE], capture_output=True, check=False)
     if found.returncode == 0:
         return
-    require("the base image", None if shutil.which("debootstrap") else "debootstrap is missing")
+    missing = None if shutil.which("debootstrap") else "debootstrap is missing"
+    if missing is None and os.geteuid() != 0:
+        missing = f"debootstrap needs root (or build {BASE} once with sudo docker/build-base)"
+    require("the base image", missing)
     subprocess.run([str(REPO / "docker" / "build-base"), BASE], check=True, timeout=1800)
 
 
