@@ -28,6 +28,7 @@ for a test to post to a webhook itself (:func:`webhook_headers`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
 import re
 import time
@@ -105,28 +106,28 @@ class _Checker(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag not in _TAGS:
-            self.error = f"unsupported start tag \"{tag}\""
+            self.error = f'unsupported start tag "{tag}"'
         self.stack.append(tag)
 
     def handle_endtag(self, tag: str) -> None:
         if not self.stack or self.stack.pop() != tag:
-            self.error = f"unmatched end tag \"{tag}\""
+            self.error = f'unmatched end tag "{tag}"'
 
     def handle_entityref(self, name: str) -> None:
         if name not in {"lt", "gt", "amp", "quot"}:
-            self.error = f"unsupported entity \"&{name};\""
+            self.error = f'unsupported entity "&{name};"'
 
 
 def _html_error(text: str) -> str | None:
     if re.search(r"&(?![a-zA-Z]+;|#[0-9]+;|#x[0-9a-fA-F]+;)", text):
-        return "unescaped \"&\""
+        return 'unescaped "&"'
     if re.search(r"<(?![a-zA-Z/])", text):
-        return "unescaped \"<\""
+        return 'unescaped "<"'
     checker = _Checker()
     checker.feed(text)
     checker.close()
     if checker.error is None and checker.stack:
-        return f"unclosed tag \"{checker.stack[-1]}\""
+        return f'unclosed tag "{checker.stack[-1]}"'
     return checker.error
 
 
@@ -286,7 +287,7 @@ class FakeTelegram(FakeServer):
 
     # -- methods ------------------------------------------------------------------------
 
-    async def _sendMessage(self, req: RecordedRequest) -> web.Response:  # noqa: N802 - Bot API
+    async def _sendMessage(self, req: RecordedRequest) -> web.Response:
         args = req.args
         chat_id = str(args.get("chat_id"))
         if (refused := self._check(req) or self._reachable(chat_id)) is not None:
@@ -306,7 +307,7 @@ class FakeTelegram(FakeServer):
         self.messages[(chat_id, message.message_id)] = message
         return self._ok({"message_id": message.message_id, "chat": {"id": int(chat_id)}})
 
-    async def _editMessageText(self, req: RecordedRequest) -> web.Response:  # noqa: N802
+    async def _editMessageText(self, req: RecordedRequest) -> web.Response:
         args = req.args
         if (refused := self._check(req)) is not None:
             return refused
@@ -327,7 +328,7 @@ class FakeTelegram(FakeServer):
         found.versions.append(args["text"])
         return self._ok({"message_id": found.message_id})
 
-    async def _answerCallbackQuery(self, req: RecordedRequest) -> web.Response:  # noqa: N802
+    async def _answerCallbackQuery(self, req: RecordedRequest) -> web.Response:
         args = req.args
         if (refused := self._check(req)) is not None:
             return refused
@@ -346,7 +347,7 @@ class FakeTelegram(FakeServer):
         self.answers.append((query_id, text))
         return self._ok(True)
 
-    async def _getUpdates(self, req: RecordedRequest) -> web.Response:  # noqa: N802
+    async def _getUpdates(self, req: RecordedRequest) -> web.Response:
         args = req.args
         if (refused := self._check(req)) is not None:
             return refused
@@ -362,13 +363,11 @@ class FakeTelegram(FakeServer):
         timeout = float(args.get("timeout") or 0)
         async with self._arrived:
             if not self._updates and timeout > 0:
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._arrived.wait(), timeout)
-                except TimeoutError:
-                    pass
             return self._ok(list(self._updates[:100]))
 
-    async def _setWebhook(self, req: RecordedRequest) -> web.Response:  # noqa: N802
+    async def _setWebhook(self, req: RecordedRequest) -> web.Response:
         args = req.args
         if (refused := self._check(req)) is not None:
             return refused
@@ -381,25 +380,25 @@ class FakeTelegram(FakeServer):
         self.webhook = {"url": url, "secret_token": secret, **args} if url else None
         return self._ok(True)
 
-    async def _deleteWebhook(self, req: RecordedRequest) -> web.Response:  # noqa: N802
+    async def _deleteWebhook(self, req: RecordedRequest) -> web.Response:
         if (refused := self._check(req)) is not None:
             return refused
         self.webhook = None
         return self._ok(True)
 
-    async def _getWebhookInfo(self, req: RecordedRequest) -> web.Response:  # noqa: N802
+    async def _getWebhookInfo(self, req: RecordedRequest) -> web.Response:
         if (refused := self._check(req)) is not None:
             return refused
         url = self.webhook["url"] if self.webhook else ""
         return self._ok({"url": url, "pending_update_count": 0})
 
-    async def _getMe(self, req: RecordedRequest) -> web.Response:  # noqa: N802
+    async def _getMe(self, req: RecordedRequest) -> web.Response:
         if (refused := self._check(req)) is not None:
             return refused
         bot_id = int(self.token.split(":", 1)[0])
         return self._ok({"id": bot_id, "is_bot": True, "username": "tapgate_test_bot"})
 
-    async def _getChat(self, req: RecordedRequest) -> web.Response:  # noqa: N802
+    async def _getChat(self, req: RecordedRequest) -> web.Response:
         chat_id = str(req.args.get("chat_id"))
         if (refused := self._check(req)) is not None:
             return refused

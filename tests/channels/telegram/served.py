@@ -8,7 +8,6 @@ are posted to ``/webhooks/telegram`` with the secret header (``mode: webhook``).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, cast

@@ -165,7 +165,7 @@ async def test_a_press_in_a_group_decides_nothing(served: Served) -> None:
     card = await served.card(ALICE, request_id)
     update = await served.telegram.press(ALICE, card, card.data("✅ Approve"))
     update["callback_query"]["message"]["chat"] = {"id": -100123, "type": "supergroup"}
-    served.telegram._updates[-1] = update  # noqa: SLF001 - the press came from a group
+    served.telegram._updates[-1] = update
     await served.settle(until_answers=1)
     assert "private chat only" in str(served.telegram.answers[0][1])
     assert (await served.gate.get_request(request_id)).status == "pending"
