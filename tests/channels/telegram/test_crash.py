@@ -43,8 +43,10 @@ async def test_a_telegram_press_killed_between_ack_and_apply_is_applied_once_on_
             f"telegram: {{bot_token: '{BOT_TOKEN}', mode: webhook, webhook_secret: {SECRET}, "
             f"api_base_url: '{telegram.url}'}}"
         )
-        options = {"channels": channels, "approver": f"telegram: '{ALICE}'"}
-        a = await start_replica(tmp_path, "a", db_url, line.url, env=DELAY, **options)
+        approver = f"telegram: '{ALICE}'"
+        a = await start_replica(
+            tmp_path, "a", db_url, line.url, env=DELAY, channels=channels, approver=approver
+        )
         replicas = [a]
         try:
             rid = await ask(session, a.url, 1)
@@ -58,7 +60,9 @@ async def test_a_telegram_press_killed_between_ack_and_apply_is_applied_once_on_
             assert await inbox_rows(db_url) == 1  # acknowledged, stored, not yet applied
             await a.kill()
 
-            b = await start_replica(tmp_path, "b", db_url, line.url, **options)
+            b = await start_replica(
+                tmp_path, "b", db_url, line.url, channels=channels, approver=approver
+            )
             replicas.append(b)
             decided = await long_poll(session, b, rid)
             assert (decided["status"], decided["decided_by"]) == ("approved", "alice")
