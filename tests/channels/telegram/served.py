@@ -1,0 +1,137 @@
+"""The real app (``build_app``) against the fake Telegram Bot API (and the fake LINE API).
+
+alice and bob approve on Telegram, carol on LINE and Telegram; mallory is on
+Telegram and approves nothing. The agent asks over HTTP; the real dispatcher
+sends cards to the fakes; presses arrive by long poll (``mode: polling``) or
+are posted to ``/webhooks/telegram`` with the secret header (``mode: webhook``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+from aiohttp import web
+
+from tapgate.channels.telegram.receiver import TelegramReceiver
+from tapgate.config import parse_config
+from tapgate.gate.clock import ManualClock
+from tapgate.server.app import build_app
+from tapgate.server.routes import RECEIVERS
+from tests.fakes.line import FakeLine
+from tests.fakes.served import LINE_TOKEN, Client, LineServed, channels, until
+from tests.fakes.telegram import BOT_TOKEN, FakeTelegram, TelegramMessage, webhook_headers
+
+AGENT_TOKEN = "ci-bot-token-0123456789abcdef"
+AUTH = {"Authorization": f"Bearer {AGENT_TOKEN}"}
+SECRET = "tg-webhook-secret_0123456789"
+ALICE, BOB, CAROL, MALLORY = "111111111", "222222222", "333333333", "999999999"
+CAROL_LINE = "U" + "c3" * 16
+
+
+def config(telegram_url: str, line_url: str, db_url: str, *, mode: str, **policy: Any) -> Any:
+    section: dict[str, Any] = {
+        "bot_token": BOT_TOKEN,
+        "api_base_url": telegram_url,
+        "mode": mode,
+        "poll_timeout": 1,
+        "timeout": 5,
+        "pace": 0.01,
+    }
+    if mode == "webhook":
+        section["webhook_secret"] = SECRET
+    rules = policy.pop("rules", None) or [
+        {"tool": "deploy", "action": "ask", "approvers": ["alice", "bob", "carol"]},
+        {"tool": "quorum", "action": "ask", "approvers": ["alice", "bob"], "quorum": 2},
+        {"tool": "mine", "action": "ask", "approvers": ["alice"]},
+    ]
+    return parse_config(
+        {
+            "server": {"max_wait": 60, "heartbeat_interval": 3600},
+            "store": {"url": db_url},
+            "agents": [{"name": "ci", "token": AGENT_TOKEN}],
+            "approvers": [
+                {"name": "alice", "telegram": ALICE},
+                {"name": "bob", "telegram": BOB},
+                {"name": "carol", "telegram": CAROL, "line": CAROL_LINE},
+                {"name": "mallory", "telegram": MALLORY},
+            ],
+            "channels": {**channels(line_url=line_url), "telegram": section},
+            "policy": {"rules": rules, **policy},
+        },
+        env={},
+    )
+
+
+@dataclass
+class Served(LineServed):
+    """The served app, the fakes, and what a Telegram test asks of them."""
+
+    telegram: FakeTelegram
+
+    @property
+    def receiver(self) -> TelegramReceiver:
+        return cast(TelegramReceiver, self.app[RECEIVERS]["telegram"])
+
+    async def ask(self, tool: str = "deploy", arguments: dict[str, Any] | None = None) -> str:
+        body = {"tool": tool, "arguments": arguments or {"env": "prod"}, "session": "s-1"}
+        async with self.client.post("/v1/tool-calls", json=body, headers=AUTH) as response:
+            answer: dict[str, Any] = await response.json()
+            assert response.status in (200, 201, 202), answer
+            return str(answer["id"])
+
+    async def waited(self, request_id: str, wait: float = 30) -> dict[str, Any]:
+        url = f"/v1/tool-calls/{request_id}?wait={wait}"
+        async with self.client.get(url, headers=AUTH) as response:
+            answer: dict[str, Any] = await response.json()
+            return answer
+
+    async def card(self, user: str, request_id: str) -> TelegramMessage:
+        """``user``'s card of ``request_id``, once the dispatcher sent it."""
+
+        def find() -> TelegramMessage | None:
+            for message in self.telegram.in_chat(user):
+                if any(request_id in b["callback_data"] for r in message.keyboard for b in r):
+                    return message
+                if message.versions and request_id[:8] in message.versions[0]:
+                    return message
+            return None
+
+        await until(lambda: find() is not None)
+        found = find()
+        assert found is not None
+        return found
+
+    async def webhook(self, update: dict[str, Any], secret: str = SECRET) -> int:
+        """Post ``update`` as Telegram would; the status, once its work is done."""
+        async with self.client.post(
+            "/webhooks/telegram", json=update, headers=webhook_headers(secret)
+        ) as response:
+            status = response.status
+        await self.receiver.settled()
+        return status
+
+    async def settle(self, until_answers: int | None = None) -> None:
+        """Let the poll pick presses up and apply them (I/O only)."""
+        if until_answers is not None:
+            await until(lambda: len(self.telegram.answers) >= until_answers)
+        await until(lambda: self.telegram.pending_updates() == 0)
+        await self.receiver.settled()
+
+
+async def serving(
+    db_url: str,
+    clock: ManualClock,
+    aiohttp_client: Callable[[web.Application], Awaitable[Client]],
+    *,
+    mode: str = "polling",
+    **policy: Any,
+) -> AsyncIterator[Served]:
+    started = {ALICE, BOB, CAROL, MALLORY}
+    async with FakeTelegram(started=started) as telegram, FakeLine(access_token=LINE_TOKEN) as line:
+        app = build_app(config(telegram.url, line.url, db_url, mode=mode, **policy), clock=clock)
+        client = await aiohttp_client(app)
+        served = Served(app=app, client=client, clock=clock, line=line, telegram=telegram)
+        yield served
+        await client.close()  # the app (and its poll) stops before the fakes do
