@@ -52,6 +52,11 @@ class Config(Section):
         check_approvers(self.approvers)
         check_policy(self.policy, self.approvers, self.agents)
         check_reachable(self.policy, self.approvers, self.enabled_channels)
+        public = None if self.server.public_url is None else str(self.server.public_url)
+        for name in self.enabled_channels:
+            section = self.channels.section(name)
+            if section is not None:
+                registry.installed()[name].validate(section, public_url=public)
         return self
 
     @property
