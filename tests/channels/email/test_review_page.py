@@ -174,3 +174,19 @@ async def test_bad_input_is_a_4xx_never_a_500(served: Served) -> None:
     raw = await post(link, {}, **{"Content-Type": "text/plain"})
     assert raw[0] == 415
     assert (await answer(link, "approve"))[0] == 200  # none of that used the link
+
+
+async def test_hostile_arguments_are_masked_and_escaped_in_mail_and_page(served: Served) -> None:
+    secret = "ghp_0123456789abcdefghij0123456789abcdef"
+    hostile = f'<script>alert(1)</script><img src=x onerror=alert(2)> "q" {secret}\x1b[2J'
+    await served.ask("deploy", {"env": hostile})
+    (mail,) = await served.mails_to(ALICE)
+    html, text = mail.part("html"), mail.part("plain")
+    _, page_html, _ = await page(await served.link(ALICE))
+    for shown in (html, text, page_html):
+        assert secret not in shown
+        assert "\x1b" not in shown
+    for shown in (html, page_html):
+        assert "<script>" not in shown and "<img" not in shown
+        assert "&lt;script&gt;" in shown
+    assert "\n" not in mail.header("Subject") and "\x1b" not in mail.header("Subject")
