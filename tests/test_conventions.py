@@ -261,7 +261,12 @@ FORBIDDEN_EXTERNAL = {
     "__main__": set(),
     "integrations": {"aiohttp", "yaml", "linebot", "slack_sdk", "slack_bolt", "sqlalchemy"},
 }
-PLATFORM_SDKS = {"linebot": "line", "slack_sdk": "slack", "slack_bolt": "slack", "aiosmtplib": "email"}
+PLATFORM_SDKS = {
+    "linebot": "line",
+    "slack_sdk": "slack",
+    "slack_bolt": "slack",
+    "aiosmtplib": "email",
+}
 """Each platform's SDK, and the one channel folder that may import it."""
 
 
@@ -527,7 +532,13 @@ def _source(module: str) -> str:
     return Path(spec.origin).read_text(encoding="utf-8")
 
 
-_DOMAIN = ("tapgate.policy", "tapgate.gate", "tapgate.decisions", "tapgate.store", "tapgate.delivery")
+_DOMAIN = (
+    "tapgate.policy",
+    "tapgate.gate",
+    "tapgate.decisions",
+    "tapgate.store",
+    "tapgate.delivery",
+)
 
 
 @pytest.mark.parametrize("module", [m for m in _modules() if not m.startswith(_DOMAIN)])

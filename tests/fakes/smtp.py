@@ -49,7 +49,7 @@ class _Handler:
     def __init__(self, fake: FakeSmtp) -> None:
         self.fake = fake
 
-    async def handle_DATA(  # noqa: N802 - aiosmtpd's hook name
+    async def handle_DATA(
         self, server: SMTP, session: Session, envelope: Envelope
     ) -> str:
         if self.fake.refusals:

@@ -79,9 +79,7 @@ class Config(Section):
         out: list[str] = []
         for name, channel in installed.items():
             section = sections.get(name)
-            if section is not None and channel.enabled(section):
-                out.append(name)
-            elif section is None and channel.on_without_others and not others:
+            if (section is not None and channel.enabled(section)) or (section is None and channel.on_without_others and not others):
                 out.append(name)
         return tuple(out)
 

@@ -104,7 +104,7 @@ class ReviewLinks:
         return Minted(token=token, first=first)
 
     async def claim_outcome(self, subject: str, address: str) -> bool:
-        """Claim the one outcome message of ``subject`` to ``address``; ``False`` if sent already."""
+        """Claim the one outcome message of ``subject`` to ``address``; ``False`` if sent."""
         return await self.gate.store.review_links.claim_outcome(
             subject, address, self.gate.clock.now()
         )

@@ -1,4 +1,4 @@
-"""Email delivery through the outbox: relay refusals, threads, batches, reminders, escalation, quorum.
+"""Email through the outbox: relay refusals, threads, batches, reminders, escalation, quorum.
 
 Against the real server and a real SMTP relay on loopback. A 4xx is tried
 again by the outbox; a 5xx fails the row for good, visible like any failed
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -119,9 +118,9 @@ async def test_escalation_mails_the_added_approver(served: Served) -> None:
 
 async def test_quorum_needs_both_links(served: Served) -> None:
     request_id = await served.ask("migrate")  # quorum 2 of oncall
-    status, text = await answer(await served.link(ALICE), "approve")
+    status, _ = await answer(await served.link(ALICE), "approve")
     assert status == 200 and (await served.gate.get_request(request_id)).is_pending
-    status, text = await answer(await served.link(BOB), "approve")
+    status, _ = await answer(await served.link(BOB), "approve")
     assert status == 200
     assert (await served.gate.get_request(request_id)).status == "approved"
 
@@ -151,7 +150,7 @@ async def test_a_batch_is_one_mail_and_one_page(served: Served) -> None:
 async def test_always_on_the_page_makes_a_grant(served: Served) -> None:
     request_id = await served.ask("bash", {"command": "make test"})
     link = await served.link(ALICE)
-    status, text, _ = await page(link)
+    _, text, _ = await page(link)
     assert "Always allow" in text and "Allow for this session" in text
     assert (await answer(link, "approve_always"))[0] == 200
     request = await served.gate.get_request(request_id)

@@ -130,7 +130,7 @@ async def test_a_non_approver_link_is_refused_and_audited(served: Served) -> Non
         expires_at=(await served.gate.get_request(request_id)).expires_at,
     )
     bob_link = carol.rsplit("/", 1)[0] + "/" + minted.token
-    status, text = await answer(bob_link, "approve")
+    status, _ = await answer(bob_link, "approve")
     assert status == 409
     assert (await served.gate.get_request(request_id)).is_pending
     audit = await served.gate.audit_log(request_id=request_id)

@@ -16,9 +16,9 @@ nothing (mail scanners open every link), the page's buttons do.
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 from email.message import EmailMessage
 from email.utils import format_datetime
-from datetime import datetime
 
 from tapgate.channels.email.render import e
 

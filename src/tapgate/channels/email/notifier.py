@@ -1,4 +1,4 @@
-"""Email delivery: one mail per request (or batch) and approver, a link to answer, a threaded outcome.
+"""Email delivery: a mail per request (or batch) and approver, a link to answer, a threaded outcome.
 
 Each send mints a review link (:class:`~tapgate.decisions.review_links.ReviewLinks`,
 bound to the request or batch and this address, ending with the request),

@@ -120,7 +120,7 @@ def batch_page(
         f"call{'s' if n != 1 else ''} from <b>{e(batch.agent)}</b>. Nothing is decided "
         "until you press a button.</p>"
         f'{calls}<form method="post" action="{e(action)}">{_hidden(csrf)}'
-        f'{_reason("Reason (optional; sent to the agent with a deny)")}'
+        f"{_reason('Reason (optional; sent to the agent with a deny)')}"
         f'<div class="buttons">{buttons}</div></form>'
     )
     return _page("Review batch", body)

@@ -112,9 +112,12 @@ def call_html(view: ApprovalView, *, outcome: str | None = None, page: bool = Fa
     """One call as HTML (every value escaped), for the mail (cut) or the page (``page``)."""
     heading = question_heading(view) if view.is_question else view.tool
     cells = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts(view))
-    body = f'<p class="label"><b>{e(_label(view))}</b></p><pre>{e(_cut(view.body, page=page))}</pre>'
+    body = (
+        f'<p class="label"><b>{e(_label(view))}</b></p><pre>{e(_cut(view.body, page=page))}</pre>'
+    )
     if view.extra:
-        body += f'<p class="label"><b>Other arguments</b></p><pre>{e(_cut(view.extra, page=page))}</pre>'
+        extra = e(_cut(view.extra, page=page))
+        body += f'<p class="label"><b>Other arguments</b></p><pre>{extra}</pre>'
     done = f'<p class="outcome"><b>{e(outcome)}</b></p>' if outcome else ""
     return (
         f'<section class="card risk-{e(view.risk)}"><h2>{e(heading)} '

@@ -29,7 +29,7 @@ from tapgate.channels.contract import Handler
 from tapgate.channels.email.page import CSP, batch_page, message_page, request_page
 from tapgate.decisions.remember import offer_for
 from tapgate.decisions.review_links import OpenLink, ReviewLinks
-from tapgate.decisions.taps import ANSWER_MAX
+from tapgate.decisions.taps import ANSWER_MAX, TapOutcome
 from tapgate.decisions.texts import already_message
 from tapgate.delivery.batch_view import present_batch
 from tapgate.delivery.presentation import present
@@ -86,11 +86,7 @@ class ReviewPages:
     async def show(self, request: web.Request) -> web.StreamResponse:
         """Render the request (or batch) and its form; never changes anything."""
         try:
-            token = _token(request)
-            opened = await self.links.open(token)
-            if opened is None:
-                raise _Refused(404, "This link is not valid.")
-            html = await self._page(opened, token)
+            html = await self._show(request)
         except _Refused as refused:
             return _html(message_page(refused.message), refused.status)
         return _html(html, 200)
@@ -98,31 +94,45 @@ class ReviewPages:
     async def answer(self, request: web.Request) -> web.StreamResponse:
         """Decide, once, as the link's approver; the sentence the tapper is told."""
         try:
-            token = _token(request)
-            if not self._same_origin(request):
-                raise _Refused(403, "This form did not come from this server.")
-            fields = await _form(request)
-            action = fields.get("action", "")
-            if action not in _ACTIONS | _BATCH_ACTIONS:
-                raise _Refused(400, "Unknown answer.")
-            reason = (fields.get("reason") or "").strip() or None
-            if reason is not None and len(reason) > ANSWER_MAX:
-                raise _Refused(400, f"The reason is longer than {ANSWER_MAX} characters.")
-            if action == "reply" and reason is None:
-                raise _Refused(400, "A reply needs its answer.")
-            try:
-                outcome = await self.links.decide(
-                    token, fields.get("csrf", ""), action, reason=reason
-                )
-            except ValueError:  # a request's action on a batch's link, or the other way
-                raise _Refused(400, "Unknown answer.") from None
-            if outcome is None:
-                raise _Refused(403, "This form is not valid: open the link from the mail again.")
+            outcome = await self._answer(request)
         except _Refused as refused:
             _log.info("review page refused a POST: %s", refused.message)
             return _html(message_page(refused.message), refused.status)
         status = 200 if outcome.kind in _APPLIED else 409
         return _html(message_page(outcome.message), status)
+
+    async def _show(self, request: web.Request) -> str:
+        token = _token(request)
+        opened = await self.links.open(token)
+        if opened is None:
+            raise _Refused(404, "This link is not valid.")
+        return await self._page(opened, token)
+
+    async def _answer(self, request: web.Request) -> TapOutcome:
+        token = _token(request)
+        if not self._same_origin(request):
+            raise _Refused(403, "This form did not come from this server.")
+        fields = await _form(request)
+        action = fields.get("action", "")
+        if action not in _ACTIONS | _BATCH_ACTIONS:
+            raise _Refused(400, "Unknown answer.")
+        reason = (fields.get("reason") or "").strip() or None
+        if reason is not None and len(reason) > ANSWER_MAX:
+            raise _Refused(400, f"The reason is longer than {ANSWER_MAX} characters.")
+        if action == "reply" and reason is None:
+            raise _Refused(400, "A reply needs its answer.")
+        outcome = await self._decide(token, fields.get("csrf", ""), action, reason)
+        if outcome is None:
+            raise _Refused(403, "This form is not valid: open the link from the mail again.")
+        return outcome
+
+    async def _decide(
+        self, token: str, csrf: str, action: str, reason: str | None
+    ) -> TapOutcome | None:
+        try:
+            return await self.links.decide(token, csrf, action, reason=reason)
+        except ValueError:  # a request's action on a batch's link, or the other way
+            raise _Refused(400, "Unknown answer.") from None
 
     async def _page(self, opened: OpenLink, token: str) -> str:
         link = opened.link

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, Self
 
 from pydantic import Field, model_validator
-from typing_extensions import Self
 
 from tapgate.config.fields import Duration, NonEmptyStr, Port, Secret, Section
 from tapgate.errors import ConfigError
