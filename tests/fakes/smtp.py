@@ -41,7 +41,7 @@ class Mail:
         """The ``text/plain`` or ``text/html`` part, decoded."""
         body = self.message.get_body(preferencelist=(subtype,))
         assert body is not None, f"no text/{subtype} part"
-        content: str = body.get_content()  # type: ignore[attr-defined]  # EmailMessage part
+        content: str = body.get_content()
         return content
 
 

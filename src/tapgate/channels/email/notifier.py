@@ -171,7 +171,7 @@ class EmailNotifier:
 
     async def update(self, request: Request, receipt: Receipt) -> None:
         """Once decided, the thread's outcome mail (once per address, however many were sent)."""
-        if request.is_pending:
+        if request.status == "pending":
             return
         by = clean(request.resolved_by) if request.resolved_by else None
         at = request.resolved_at or request.expires_at

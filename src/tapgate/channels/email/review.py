@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping
-from typing import cast
 from urllib.parse import urlsplit
 
 from aiohttp import hdrs, web
@@ -202,7 +201,7 @@ async def _form(request: web.Request) -> Mapping[str, str]:
         form = await request.post()
     except (ValueError, LookupError):
         raise _Refused(400, "This form could not be read.") from None
-    return {k: cast(str, v) for k, v in form.items() if isinstance(v, str)}
+    return {k: v for k, v in form.items() if isinstance(v, str)}
 
 
 def _html(text: str, status: int) -> web.Response:
