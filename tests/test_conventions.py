@@ -115,6 +115,7 @@ EXPORTS: dict[str, set[str]] = {
         "Route",
     },
     "tapgate.channels.console": {"channel"},
+    "tapgate.channels.email": {"channel"},
     "tapgate.channels.line": {"channel"},
     "tapgate.channels.slack": {"channel"},
     "tapgate.server": {"build_app"},
@@ -260,7 +261,12 @@ FORBIDDEN_EXTERNAL = {
     "__main__": set(),
     "integrations": {"aiohttp", "yaml", "linebot", "slack_sdk", "slack_bolt", "sqlalchemy"},
 }
-PLATFORM_SDKS = {"linebot": "line", "slack_sdk": "slack", "slack_bolt": "slack"}
+PLATFORM_SDKS = {
+    "linebot": "line",
+    "slack_sdk": "slack",
+    "slack_bolt": "slack",
+    "aiosmtplib": "email",
+}
 """Each platform's SDK, and the one channel folder that may import it."""
 
 
@@ -414,7 +420,7 @@ def test_the_built_in_channels_register_through_the_entry_point_group() -> None:
     from tapgate.channels import registry
 
     built_in = {m.split(".")[2] for m in _modules() if _channel_of(m) is not None}
-    assert built_in == {"console", "line", "slack", "telegram"}
+    assert built_in == {"console", "email", "line", "slack", "telegram"}
     assert built_in <= set(registry.names())
     for name in built_in:
         channel = registry.get(name)

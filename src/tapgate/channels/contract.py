@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
     from tapgate.decisions.chat_commands import LinkMaker
     from tapgate.decisions.remember import Offer
+    from tapgate.decisions.review_links import ReviewLinks
     from tapgate.decisions.webhook_inbox import Inbox
     from tapgate.delivery.notifier import Notifier
     from tapgate.gate.gate import Gate
@@ -110,6 +111,9 @@ class DeliveryHost:
     """The config file the server runs with (the console's copy-paste commands name it)."""
     public_url: str | None = None
     """``server.public_url``: where links in messages point, when set."""
+    review_links: Callable[[str], ReviewLinks] | None = None
+    """Makes the single-use review links a message may carry, for the named channel
+    (a channel that answers on a web page, as email does); ``None`` without a store."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -166,6 +170,14 @@ class Channel(Protocol):
 
     def enabled(self, settings: BaseModel) -> bool:
         """Whether a present section turns the channel on (``enabled: false`` turns it off)."""
+        ...
+
+    def validate(self, settings: BaseModel, *, public_url: str | None) -> None:
+        """Checks across config sections (``server.public_url``), once the whole file is read.
+
+        Raises :class:`~tapgate.errors.ConfigError` naming the YAML path; a
+        channel with nothing to check across sections does nothing.
+        """
         ...
 
     def notifier(self, settings: BaseModel, host: DeliveryHost) -> Notifier:

@@ -64,6 +64,15 @@ class Config(Section):
             except ConfigError as exc:
                 errors.append(exc)
         errors += [ConfigError(path, message) for path, message in problems(self.policy_spec())]
+        public = None if self.server.public_url is None else str(self.server.public_url)
+        for name in self.enabled_channels:
+            section = self.channels.section(name)
+            if section is None:
+                continue
+            try:
+                registry.installed()[name].validate(section, public_url=public)
+            except ConfigError as exc:
+                errors.append(exc)
         ConfigErrors.raise_any(errors)
         return self
 

@@ -18,6 +18,7 @@ from aiohttp import web
 from tapgate.channels import DeliveryHost, registry
 from tapgate.config import Config
 from tapgate.decisions.remember import offer_for
+from tapgate.decisions.review_links import ReviewLinks
 from tapgate.decisions.sign_in import SignIns
 from tapgate.decisions.webhook_inbox import Inbox
 from tapgate.delivery import Dispatcher, Notifier
@@ -94,8 +95,13 @@ def _webhook_refusals(metrics: Metrics) -> Callable[[str], None]:
     return count
 
 
-def notifiers_for(config: Config, *, config_path: str | None = None) -> list[Notifier]:
-    """The notifiers the config's enabled channels call for, in delivery order."""
+def notifiers_for(
+    config: Config, *, config_path: str | None = None, gate: Gate | None = None
+) -> list[Notifier]:
+    """The notifiers the config's enabled channels call for, in delivery order.
+
+    ``gate``: the store review links are kept in (none without it: a dry run).
+    """
     public = config.server.public_url
     host = DeliveryHost(
         tool_shell_args={t.name: t.shell for t in config.policy_spec().tools if t.shell},
@@ -103,6 +109,7 @@ def notifiers_for(config: Config, *, config_path: str | None = None) -> list[Not
         inbox_button=public is not None,  # "Open inbox": a link needs a public URL
         config_path=config_path,
         public_url=None if public is None else str(public),
+        review_links=None if gate is None else partial(_review_links, gate),
     )
     out: list[Notifier] = []
     for name in config.enabled_channels:
@@ -110,6 +117,10 @@ def notifiers_for(config: Config, *, config_path: str | None = None) -> list[Not
         section = config.channels.section(name) or channel.settings_model()
         out.append(channel.notifier(section, host))
     return out
+
+
+def _review_links(gate: Gate, channel: str) -> ReviewLinks:
+    return ReviewLinks(gate, channel=channel)
 
 
 def _paces(config: Config) -> dict[str, float]:
@@ -141,7 +152,9 @@ def _core(
         app[METRICS].watch(gate.bus)
         app[METRICS].waiters.set_function(lambda: gate.waiting)
         channels = list(
-            notifiers if notifiers is not None else notifiers_for(config, config_path=config_path)
+            notifiers
+            if notifiers is not None
+            else notifiers_for(config, config_path=config_path, gate=gate)
         )
         console = next((n for n in channels if isinstance(n, Announcer)), None)
         unreachable = Unreachable(gate, app[METRICS], console)

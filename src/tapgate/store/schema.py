@@ -41,6 +41,8 @@ __all__ = [
     "outbox",
     "pending_reasons",
     "requests",
+    "review_links",
+    "review_outcomes",
     "web_sessions",
     "web_sign_ins",
     "webhook_events",
@@ -321,6 +323,33 @@ web_sessions = Table(
     Column("expires_at", UTCDateTime, nullable=False),
     Column("revoked_at", UTCDateTime),
     Index("ix_web_sessions_approver", "approver"),
+)
+
+# Review links (migration 0012): the answer links of mailed requests. Only the
+# token's SHA-256 is kept; ``used_at`` makes a link decide once, by one
+# compare-and-set. ``review_outcomes``: one outcome message per address.
+review_links = Table(
+    "review_links",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column("subject", String(64), nullable=False),
+    Column("batch", Boolean, nullable=False),
+    Column("approver", String(200), nullable=False),
+    Column("address", String(320), nullable=False),
+    Column("csrf", String(64), nullable=False),
+    Column("outbox_key", String(64), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("used_at", UTCDateTime),
+    Index("ix_review_links_subject", "subject", "address"),
+    Index("ix_review_links_expires_at", "expires_at"),
+)
+review_outcomes = Table(
+    "review_outcomes",
+    metadata,
+    Column("subject", String(64), primary_key=True),
+    Column("address", String(320), primary_key=True),
+    Column("sent_at", UTCDateTime, nullable=False),
 )
 
 # What an approver types next on LINE after "Deny…" or a question's Reply: one row

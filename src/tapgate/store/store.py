@@ -48,6 +48,7 @@ from tapgate.store.notify import DecisionListener
 from tapgate.store.outbox import Outbox
 from tapgate.store.owned_grants import OwnedGrants
 from tapgate.store.reasons import PendingReasons
+from tapgate.store.review_links import ReviewLinks
 from tapgate.store.web_sessions import WebSessions
 from tapgate.store.webhook_inbox import WebhookInbox
 
@@ -66,6 +67,7 @@ class Store(AuditLog):
         self.approvals = Approvals(runner)
         self.inbox = WebhookInbox(runner)
         self.web = WebSessions(runner)
+        self.review_links = ReviewLinks(runner)
         self.reasons = PendingReasons(runner)
         self.owned_grants = OwnedGrants(runner)
 

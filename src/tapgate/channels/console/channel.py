@@ -33,6 +33,9 @@ class ConsoleChannel:
     def enabled(self, settings: BaseModel) -> bool:
         return cast(ConsoleConfig, settings).enabled
 
+    def validate(self, settings: BaseModel, *, public_url: str | None) -> None:
+        del settings, public_url  # nothing across sections
+
     def notifier(self, settings: BaseModel, host: DeliveryHost) -> Notifier:
         del settings
         return ConsoleNotifier(

@@ -44,6 +44,9 @@ class LineChannel:
         del settings
         return True
 
+    def validate(self, settings: BaseModel, *, public_url: str | None) -> None:
+        del settings, public_url  # nothing across sections
+
     def notifier(self, settings: BaseModel, host: DeliveryHost) -> Notifier:
         from tapgate.channels.line.notifier import LineNotifier  # the SDK loads only when used
 

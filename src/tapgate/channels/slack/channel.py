@@ -43,6 +43,9 @@ class SlackChannel:
         del settings
         return True
 
+    def validate(self, settings: BaseModel, *, public_url: str | None) -> None:
+        del settings, public_url  # nothing across sections
+
     def notifier(self, settings: BaseModel, host: DeliveryHost) -> Notifier:
         from tapgate.channels.slack.notifier import SlackNotifier  # the SDK loads only when used
 

@@ -46,6 +46,11 @@ class TelegramChannel:
         del settings
         return True
 
+    def validate(self, settings: BaseModel, *, public_url: str | None) -> None:
+        # Webhook mode without a public URL is allowed: the receiver logs the
+        # setWebhook command to run by hand.
+        del settings, public_url
+
     def notifier(self, settings: BaseModel, host: DeliveryHost) -> Notifier:
         from tapgate.channels.telegram.notifier import TelegramNotifier
 

@@ -1,0 +1,210 @@
+"""The review page's routes: ``GET``/``HEAD`` show, only a ``POST`` of the form decides.
+
+    GET  /email/review/{token}  ─► ReviewLinks.open (writes nothing) ─► the page and its form
+    HEAD /email/review/{token}  ─► the same, without the body
+    POST /email/review/{token}  ─► Origin, nonce ─► ReviewLinks.decide ─► one sentence
+
+Mail scanners, link previews and "Safe Links" rewriters fetch a mail's links
+before the person reads it, possibly many times: a fetch must never decide,
+use a link up or write an audit line. The form's ``POST`` carries the
+link's CSRF nonce (the page shows it; a scanner that does not submit forms
+never sees a decision) and, from a browser, an ``Origin`` of this server.
+Deciding is the domain's (:mod:`tapgate.decisions.review_links`, then
+:mod:`tapgate.decisions.taps`): who answers is the address the link was
+sent to, never a field of the form. Bad input (an undecodable form, an
+unknown action, a reason too long) is a 400 that changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+from aiohttp import hdrs, web
+
+from tapgate.channels.contract import Handler
+from tapgate.channels.email.page import CSP, batch_page, message_page, request_page
+from tapgate.decisions.remember import offer_for
+from tapgate.decisions.review_links import OpenLink, ReviewLinks
+from tapgate.decisions.taps import ANSWER_MAX, TapOutcome
+from tapgate.decisions.texts import already_message
+from tapgate.delivery.batch_view import present_batch
+from tapgate.delivery.presentation import present
+from tapgate.errors import RequestNotFound
+from tapgate.gate.batching import read_batch
+from tapgate.gate.gate import Gate
+from tapgate.gate.models import Request
+
+__all__ = ["ReviewPages", "review_path"]
+
+_log = logging.getLogger("tapgate.channels.email")
+
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{20,100}")
+_ACTIONS = frozenset({"approve", "deny", "approve_session", "approve_always", "reply", "dismiss"})
+_BATCH_ACTIONS = frozenset({"approve_all", "deny_all", "approve_all_session"})
+_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    # The token is in the URL: it must not travel to another site in a Referer.
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+    "X-Robots-Tag": "noindex",
+}
+_APPLIED = frozenset({"applied", "partial", "counted"})
+
+
+def review_path(token: str) -> str:
+    """The page of one link, as the mail's URL ends."""
+    return f"/email/review/{token}"
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+class ReviewPages:
+    """The email channel's :class:`~tapgate.channels.contract.Receiver`: the review page."""
+
+    def __init__(self, gate: Gate, *, public_url: str | None) -> None:
+        self.gate = gate
+        self.links = ReviewLinks(gate, channel="email")
+        self.public_url = public_url
+
+    def handler(self, route: str) -> Handler:
+        """``show`` for GET and HEAD, ``answer`` for POST."""
+        return {"show": self.show, "answer": self.answer}[route]
+
+    async def close(self) -> None:
+        """Nothing to stop: the page holds no connection."""
+
+    async def show(self, request: web.Request) -> web.StreamResponse:
+        """Render the request (or batch) and its form; never changes anything."""
+        try:
+            html = await self._show(request)
+        except _Refused as refused:
+            return _html(message_page(refused.message), refused.status)
+        return _html(html, 200)
+
+    async def answer(self, request: web.Request) -> web.StreamResponse:
+        """Decide, once, as the link's approver; the sentence the tapper is told."""
+        try:
+            outcome = await self._answer(request)
+        except _Refused as refused:
+            _log.info("review page refused a POST: %s", refused.message)
+            return _html(message_page(refused.message), refused.status)
+        status = 200 if outcome.kind in _APPLIED else 409
+        return _html(message_page(outcome.message), status)
+
+    async def _show(self, request: web.Request) -> str:
+        token = _token(request)
+        opened = await self.links.open(token)
+        if opened is None:
+            raise _Refused(404, "This link is not valid.")
+        return await self._page(opened, token)
+
+    async def _answer(self, request: web.Request) -> TapOutcome:
+        token = _token(request)
+        if not self._same_origin(request):
+            raise _Refused(403, "This form did not come from this server.")
+        fields = await _form(request)
+        action = fields.get("action", "")
+        if action not in _ACTIONS | _BATCH_ACTIONS:
+            raise _Refused(400, "Unknown answer.")
+        reason = (fields.get("reason") or "").strip() or None
+        if reason is not None and len(reason) > ANSWER_MAX:
+            raise _Refused(400, f"The reason is longer than {ANSWER_MAX} characters.")
+        if action == "reply" and reason is None:
+            raise _Refused(400, "A reply needs its answer.")
+        outcome = await self._decide(token, fields.get("csrf", ""), action, reason)
+        if outcome is None:
+            raise _Refused(403, "This form is not valid: open the link from the mail again.")
+        return outcome
+
+    async def _decide(
+        self, token: str, csrf: str, action: str, reason: str | None
+    ) -> TapOutcome | None:
+        try:
+            return await self.links.decide(token, csrf, action, reason=reason)
+        except ValueError:  # a request's action on a batch's link, or the other way
+            raise _Refused(400, "Unknown answer.") from None
+
+    async def _page(self, opened: OpenLink, token: str) -> str:
+        link = opened.link
+        if opened.state == "used":
+            raise _Refused(410, "This link was already used to answer. Each link answers once.")
+        if link.batch:
+            return await self._batch_page(link.subject, link.approver, link.csrf, token)
+        try:
+            found = await self.gate.get_request(link.subject)
+        except RequestNotFound:
+            raise _Refused(404, "This request no longer exists.") from None
+        if not found.is_pending or found.expires_at <= self.gate.clock.now():
+            status = found.status if not found.is_pending else "expired"
+            raise _Refused(410, already_message(found, status))
+        view = present(
+            found,
+            tool_shell_arg=self._shell_arg(found),
+            now=self.gate.clock.now(),
+            offer=offer_for(self.gate.policy, found),
+        )
+        return request_page(view, approver=link.approver, csrf=link.csrf, action=review_path(token))
+
+    async def _batch_page(self, batch_id: str, approver: str, csrf: str, token: str) -> str:
+        try:
+            state = await read_batch(self.gate, batch_id)
+        except RequestNotFound:
+            raise _Refused(404, "This batch no longer exists.") from None
+        members = [state.requests[i] for i in state.batch.request_ids if i in state.requests]
+        mine = [r for r in members if approver in r.approvers] or members
+        now = self.gate.clock.now()
+        open_calls = [r.id for r in mine if r.is_pending and r.expires_at > now]
+        if not open_calls:
+            raise _Refused(410, "Every call of this batch is decided already.")
+        shell = {r.tool: arg for r in mine if (arg := self._shell_arg(r)) is not None}
+        batch = present_batch(mine, tool_shell_args=shell, now=now)
+        return batch_page(
+            batch, approver=approver, csrf=csrf, action=review_path(token), open_calls=open_calls
+        )
+
+    def _shell_arg(self, request: Request) -> str | None:
+        spec = self.gate.policy.tool_spec(request.tool)
+        return None if spec is None else spec.shell
+
+    def _same_origin(self, request: web.Request) -> bool:
+        """A browser's ``Origin`` (when sent) names this server; a form from elsewhere does not."""
+        origin = request.headers.get(hdrs.ORIGIN)
+        if origin is None:
+            return True  # not a browser's cross-site POST (those always send Origin)
+        ours = {request.host}
+        if self.public_url is not None:
+            ours.add(urlsplit(self.public_url).netloc)
+        return urlsplit(origin).netloc in ours
+
+
+def _token(request: web.Request) -> str:
+    token = request.match_info.get("token", "")
+    if not _TOKEN.fullmatch(token):
+        raise _Refused(404, "This link is not valid.")
+    return token
+
+
+async def _form(request: web.Request) -> Mapping[str, str]:
+    """The posted form's text fields, or a 400 (undecodable bytes, a charset, no boundary)."""
+    if request.content_type not in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        raise _Refused(415, "Send the page's form.")
+    try:
+        form = await request.post()
+    except (ValueError, LookupError):
+        raise _Refused(400, "This form could not be read.") from None
+    return {k: v for k, v in form.items() if isinstance(v, str)}
+
+
+def _html(text: str, status: int) -> web.Response:
+    response = web.Response(text=text, status=status, content_type="text/html")
+    response.headers.update(_HEADERS)
+    return response
