@@ -80,7 +80,8 @@ class DiscordInteractions:
         self._tap_log = tap_log
         self._on_reject = on_reject
         self._now = now
-        self._budget = budget
+        self.budget = budget
+        """Seconds a decision may take before the answer is deferred (tests shorten it)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         inbox.register("discord", self._replay)
 
@@ -126,7 +127,7 @@ class DiscordInteractions:
     async def _answer(self, interaction: Interaction, started: float) -> Response:
         """The decision's response if it comes within the budget; else a deferred update."""
         work = self._start(self._apply(interaction, started))
-        left = self._budget - (time.perf_counter() - started)
+        left = self.budget - (time.perf_counter() - started)
         done, _ = await asyncio.wait({work}, timeout=max(left, 0.0))
         if work in done:
             return work.result() or DEFERRED
