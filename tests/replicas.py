@@ -61,6 +61,8 @@ async def start_replica(
     slack_url: str | None = None,
     env: dict[str, str] | None = None,
     port: int | None = None,
+    channels: str = "",
+    approver: str = "",
 ) -> Replica:
     """Start ``tapgate serve`` on a free port and wait until ``/readyz`` says 200.
 
@@ -68,7 +70,8 @@ async def start_replica(
     for the ``server`` and ``channels.line`` sections; ``slack_url`` adds a
     Slack channel talking to the fake Slack API there (alice is
     :data:`SLACK_APPROVER` on it); ``env`` is added to the process environment;
-    ``port`` is for a server restarted where its agents expect it (the restart tests).
+    ``port`` is for a server restarted where its agents expect it (the restart tests);
+    ``channels`` and ``approver`` are extra flow-mapping entries for ``channels`` and alice.
     """
     slack = (
         f", slack: {{bot_token: '{DEFAULT_BOT_TOKEN}', signing_secret: '{SLACK_SECRET}', "
@@ -82,10 +85,11 @@ async def start_replica(
         f"server: {{host: 127.0.0.1, port: {port}{', ' + server if server else ''}}}\n"
         f"store: {{url: '{db_url}'}}\n"
         f"agents: [{{name: ci, token: '{TOKEN}', max_pending: 0, asks_per_minute: 0}}]\n"
-        f"approvers: [{{name: alice, line: '{APPROVER}', slack: '{SLACK_APPROVER}'}}]\n"
+        f"approvers: [{{name: alice, line: '{APPROVER}', slack: '{SLACK_APPROVER}'"
+        f"{', ' + approver if approver else ''}}}]\n"
         f"channels: {{line: {{channel_access_token: '{LINE_TOKEN}', "
         f"channel_secret: '{SECRET}', api_base_url: '{line_url}'"
-        f"{', ' + line if line else ''}}}{slack}}}\n"
+        f"{', ' + line if line else ''}}}{slack}{', ' + channels if channels else ''}}}\n"
         f"policy: {policy}\n"
     )
     exe = str(Path(sys.executable).with_name("tapgate"))
