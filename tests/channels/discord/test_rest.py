@@ -11,6 +11,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
+from pydantic import SecretStr
 
 from tapgate.channels.discord.notifier import DiscordNotifier
 from tapgate.channels.discord.ratelimit import RateLimits, RouteKey
@@ -221,3 +222,24 @@ async def test_a_5xx_is_retried_with_backoff(discord: FakeDiscord) -> None:
         assert len(sleeps.waits) == 2 and len(discord.messages) == 2
     finally:
         await sent.close()
+
+
+async def test_check_asks_who_the_bot_is_and_opens_a_dm_per_approver() -> None:
+    from tapgate.channels import registry
+    from tapgate.channels.discord.settings import DiscordConfig
+
+    channel = registry.get("discord")
+    assert channel is not None
+    async with FakeDiscord(users={ALICE}) as fake:
+        section = {"application_id": "1" * 18, "public_key": "ab" * 32, "bot_token": BOT_TOKEN}
+        settings = DiscordConfig.model_validate({**section, "api_base_url": fake.url})
+        results = await channel.check(settings, {"alice": ALICE, "bob": "100000000000000077"})
+        assert [(r.what, r.ok) for r in results] == [
+            ("bot token", True),
+            (f"approver alice ({ALICE})", True),
+            ("approver bob (100000000000000077)", False),
+        ]
+        assert "Copy User ID" in results[2].detail
+        wrong = settings.model_copy(update={"bot_token": SecretStr("MTEx.wrong.token")})
+        results = await channel.check(wrong, {"alice": ALICE})
+        assert len(results) == 1 and not results[0].ok and "Reset Token" in results[0].detail
