@@ -186,3 +186,17 @@ def test_signatures_are_checked_on_the_raw_bytes_and_the_clock() -> None:
         )
     stranger = Signer().headers(body, timestamp=1_700_000_000)["X-Signature-Ed25519"]
     assert verifier.check(body, timestamp=ts, signature=stranger, now=1_700_000_010) == "mismatch"
+
+
+def test_an_approver_only_discord_reaches_is_refused_without_the_discord_channel() -> None:
+    from tapgate.config import parse_config
+
+    with pytest.raises(ConfigError, match="alice"):
+        parse_config(
+            {
+                "approvers": [{"name": "alice", "discord": "123456789012345678"}],
+                "channels": {"line": {"channel_access_token": "t", "channel_secret": "s"}},
+                "policy": {"rules": [{"tool": "x", "action": "ask", "approvers": ["alice"]}]},
+            },
+            env={},
+        )
