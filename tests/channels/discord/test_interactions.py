@@ -341,3 +341,17 @@ async def test_a_slow_decision_is_deferred_and_a_refusal_follows_up(
     assert len(served.discord.follow_ups) == 1
     token, told = served.discord.follow_ups[0]
     assert token == late["token"] and told["flags"] == 64
+
+
+async def test_a_submission_that_decides_nothing_leaves_no_stored_row(
+    served: DiscordServed,
+) -> None:
+    request_id = await served.ask("deploy")
+    empty = served.signer.submit(postback_data("reply", request_id), ALICE_D, {"answer": "  "})
+    _, answer = await served.interact(empty)
+    assert answer["type"] == 4 and "Type an answer" in answer["data"]["content"]
+    unknown = served.signer.submit(postback_data("approve", request_id), ALICE_D, {"x": "y"})
+    _, answer = await served.interact(unknown)  # no modal of ours has this id
+    assert answer["type"] == 4 and "no longer valid" in answer["data"]["content"]
+    assert await served.app[INBOX].pending() == 0
+    assert (await served.status(request_id))["status"] == "pending"

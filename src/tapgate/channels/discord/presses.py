@@ -83,9 +83,12 @@ class DiscordPresses:
     @staticmethod
     def may_decide(interaction: Interaction) -> bool:
         """A press that decides (stored before it is applied), or a modal's submission."""
-        if interaction.kind == "modal":
-            return True
         data = interaction.custom_id
+        if interaction.kind == "modal":
+            replied = parse_postback_data(data)
+            return parse_deny_reason_postback_data(data) is not None or (
+                replied is not None and replied[0] == "reply"
+            )
         parsed = parse_postback_data(data)
         if parsed is not None:
             return parsed[0] not in ("deny", "reply")
@@ -117,11 +120,14 @@ class DiscordPresses:
             self._tap_log.decided(action, user, batch_id, outcome, started)
             return await self._answer(outcome, user, batch_id=batch_id)
         tapped = self._tap(interaction)
-        if tapped is None:
-            return ephemeral(NO_LONGER_VALID)
+        if tapped is None or (tapped[0].action == "reply" and not tapped[1]):
+            # Decides nothing: claimed here, which also settles its inbox row.
+            if not await self._gate.remember_event("discord", event):
+                return None
+            if tapped is None:
+                return ephemeral(NO_LONGER_VALID)
+            return ephemeral(_TOO_LONG if tapped[1] is None else "Type an answer to reply.")
         answer, reason = tapped
-        if answer.action == "reply" and not reason:
-            return ephemeral(_TOO_LONG if reason is None else "Type an answer to reply.")
         outcome = await tap(self._gate, answer, reason=reason, event=event)
         self._tap_log.decided(answer.action, user, answer.request_id, outcome, started)
         return await self._answer(outcome, user, batch_id=None)
