@@ -41,8 +41,10 @@ async def test_a_discord_press_killed_between_ack_and_apply_is_applied_once_on_r
             f"discord: {{application_id: '{APPLICATION_ID}', public_key: '{signer.public_key}', "
             f"bot_token: '{BOT_TOKEN}', api_base_url: '{discord.url}'}}"
         )
-        extra = {"channels": section, "approver": f"discord: '{ALICE_D}'"}
-        a = await start_replica(tmp_path, "a", db_url, line.url, env=DELAY, **extra)
+        approver = f"discord: '{ALICE_D}'"
+        a = await start_replica(
+            tmp_path, "a", db_url, line.url, env=DELAY, channels=section, approver=approver
+        )
         replicas = [a]
         try:
             rid = await ask(session, a.url, 1)
@@ -60,7 +62,9 @@ async def test_a_discord_press_killed_between_ack_and_apply_is_applied_once_on_r
             assert await inbox_rows(db_url) == 1  # acknowledged, stored, not yet applied
             await a.kill()
 
-            b = await start_replica(tmp_path, "b", db_url, line.url, **extra)
+            b = await start_replica(
+                tmp_path, "b", db_url, line.url, channels=section, approver=approver
+            )
             replicas.append(b)
             decided = await long_poll(session, b, rid)
             assert (decided["status"], decided["decided_by"]) == ("approved", "alice")
