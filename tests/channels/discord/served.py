@@ -1,0 +1,99 @@
+"""The real app with Discord (and LINE) on local fakes, for the Discord channel's served tests.
+
+alice is on Discord, bob on Discord and LINE, carol on LINE only; the fake
+Discord API and the interaction :class:`~tests.fakes.discord_api.Signer`
+(its key pair generated per test) stand in for Discord.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, cast
+
+from tapgate.channels.discord.webhook import DiscordInteractions
+from tapgate.config import Config, parse_config
+from tapgate.server.routes import RECEIVERS
+from tests.fakes.discord_api import APPLICATION_ID, BOT_TOKEN, DiscordMessage, FakeDiscord, Signer
+from tests.fakes.served import AGENT_TOKEN, BOB, CAROL, LineServed, channels, until
+
+__all__ = ["ALICE_D", "AUTH", "BOB_D", "DiscordServed", "discord_config"]
+
+ALICE_D = "100000000000000001"
+BOB_D = "100000000000000002"
+STRANGER_D = "100000000000000009"
+AUTH = {"Authorization": f"Bearer {AGENT_TOKEN}"}
+
+
+def discord_config(
+    discord_url: str, line_url: str, db_url: str, public_key: str, rules: list[dict[str, Any]]
+) -> Config:
+    found = channels(line_url=line_url)
+    found["discord"] = {
+        "application_id": APPLICATION_ID,
+        "public_key": public_key,
+        "bot_token": BOT_TOKEN,
+        "api_base_url": discord_url,
+        "timeout": 5,
+    }
+    return parse_config(
+        {
+            "server": {"max_wait": 60, "heartbeat_interval": 3600},
+            "store": {"url": db_url},
+            "agents": [{"name": "ci", "token": AGENT_TOKEN}],
+            "approvers": [
+                {"name": "alice", "discord": ALICE_D, "groups": ["oncall"]},
+                {"name": "bob", "discord": BOB_D, "line": BOB[1], "groups": ["oncall"]},
+                {"name": "carol", "line": CAROL[1]},
+            ],
+            "channels": found,
+            "policy": {"rules": rules},
+        },
+        env={},
+    )
+
+
+@dataclass
+class DiscordServed(LineServed):
+    """The served app, the fake Discord API and Discord's signer."""
+
+    discord: FakeDiscord
+    signer: Signer
+
+    @property
+    def receiver(self) -> DiscordInteractions:
+        return cast(DiscordInteractions, self.app[RECEIVERS]["discord"])
+
+    async def interact(
+        self, payload: dict[str, Any], *, headers: dict[str, str] | None = None
+    ) -> tuple[int, Any]:
+        """POST ``payload`` signed (or with ``headers``) to the endpoint; status and JSON answer."""
+        body = json.dumps(payload).encode()
+        sent = headers if headers is not None else self.signer.headers(body)
+        async with self.client.post("/webhooks/discord", data=body, headers=sent) as response:
+            status = response.status
+            answer = await response.json(content_type=None)
+        return status, answer
+
+    async def ask(self, tool: str, arguments: dict[str, Any] | None = None) -> str:
+        body = {"tool": tool, "arguments": arguments or {"env": "prod"}}
+        async with self.client.post("/v1/tool-calls", json=body, headers=AUTH) as response:
+            answer: dict[str, Any] = await response.json()
+            assert response.status in (200, 201, 202), answer
+            return str(answer["id"])
+
+    async def status(self, request_id: str) -> dict[str, Any]:
+        async with self.client.get(f"/v1/tool-calls/{request_id}", headers=AUTH) as response:
+            answer: dict[str, Any] = await response.json()
+            return answer
+
+    async def card(self, user: str, needle: str = "") -> DiscordMessage:
+        """The card in ``user``'s DM that mentions ``needle``, once the outbox sent it."""
+
+        def found() -> DiscordMessage | None:
+            return next((m for m in self.discord.cards_to(user) if needle in m.text), None)
+
+        await until(lambda: found() is not None)
+        card = found()
+        assert card is not None
+        return card
