@@ -95,9 +95,11 @@ class LineTaps:
         if event.kind == "postback":
             return await self._postback(event, user_id, started)
         if event.command is not None:  # "grants", "inbox", "help": never a reason, ends nothing
+            if not await self.claim(event):  # a redelivery: answered (a link minted) once
+                return None
             return await run(self._gate, event.command, user_id, links=self._links)
         if event.answer is not None:  # addressed to one question: whatever was pending ends
-            before = await self._reasons.interrupt(user_id=user_id)
+            before = await self._reasons.interrupt(user_id=user_id, event=event.event_id)
             reference, answer = event.answer
             said = await self._answer(event, user_id, reference, answer, started)
             return _joined(before, said)
@@ -131,7 +133,7 @@ class LineTaps:
             )
             _log.info("LINE %s tap by %s on request %s", asked.action, user_id, request_id)
             return await self._reasons.ask(asked, event=event.event_id)
-        before = await self._reasons.interrupt(user_id=user_id)
+        before = await self._reasons.interrupt(user_id=user_id, event=event.event_id)
         return _joined(before, await self._button(event, user_id, started))
 
     async def _button(self, event: Event, user_id: str, started: float | None) -> str | None:
