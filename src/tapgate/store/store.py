@@ -361,7 +361,7 @@ class Store(AuditLog):
         return await self.runner.run(lambda c: event_ids.remember(c, source, event_id, now))
 
     async def seen_event(self, source: str, event_id: str) -> bool:
-        """Whether the event was applied already, without remembering it (see ``event_ids.seen``)."""
+        """Whether the event was applied already; asking remembers nothing (``event_ids.seen``)."""
         return await self.runner.read(lambda c: event_ids.seen(c, source, event_id))
 
     async def forget_events(self, before: datetime) -> int:

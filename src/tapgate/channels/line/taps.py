@@ -95,9 +95,7 @@ class LineTaps:
         if event.kind == "postback":
             return await self._postback(event, user_id, started)
         if event.command is not None:  # "grants", "inbox", "help": never a reason, ends nothing
-            if not await self.claim(event):  # a redelivery: answered (a link minted) once
-                return None
-            return await run(self._gate, event.command, user_id, links=self._links)
+            return await self._command(event, event.command, user_id)
         if event.answer is not None:  # addressed to one question: whatever was pending ends
             before = await self._reasons.interrupt(user_id=user_id, event=event.event_id)
             reference, answer = event.answer
@@ -106,6 +104,12 @@ class LineTaps:
         if event.text is not None and not event.is_id_command:
             return await self._reasons.typed(user_id=user_id, text=event.text, event=event.event_id)
         return f"Your LINE user id is {user_id}; add it to tapgate.yaml under approvers."
+
+    async def _command(self, event: Event, command: str, user_id: str) -> LineAnswer | None:
+        """A typed command, answered once: a redelivery mints no second link, says nothing."""
+        if not await self.claim(event):
+            return None
+        return await run(self._gate, command, user_id, links=self._links)
 
     async def _postback(
         self, event: Event, user_id: str, started: float | None
