@@ -2,7 +2,7 @@
 
 Argument wiring, output and exit status; the checks are
 :mod:`~tapgate.cli.doctor_checks` and the test card
-:mod:`~tapgate.cli.test_card`. It reads the whole config (the chat secrets
+:mod:`~tapgate.cli.send_test`. It reads the whole config (the chat secrets
 are what it checks) and asks the platforms over the network, so it belongs
 where ``tapgate serve`` runs, with the same environment.
 
@@ -97,13 +97,13 @@ def _checks(config: Config) -> list[CheckResult]:
 
 def _send_test(config: Config, name: str, wait: float) -> list[CheckResult]:
     from tapgate.cli.database import open_existing, store_errors
-    from tapgate.cli.test_card import send_test, test_policy
+    from tapgate.cli.send_test import send_test, card_policy
     from tapgate.gate.gate import Gate
 
     async def run() -> list[CheckResult]:
         store = await open_existing(config.store_url)
         try:
-            policy = test_policy(name, wait=wait)
+            policy = card_policy(name, wait=wait)
             gate = Gate(store=store, policy=policy, directory=config.directory())
             return await send_test(gate, name, wait=wait)
         finally:

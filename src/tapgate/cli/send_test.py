@@ -39,7 +39,7 @@ from tapgate.policy.engine import Policy
 from tapgate.policy.rules import PolicySpec, Rule
 from tapgate.store.delivery_states import DeliveryState, delivery_states
 
-__all__ = ["SOURCE", "TEST_AGENT", "TEST_TOOL", "send_test", "test_policy"]
+__all__ = ["SOURCE", "TEST_AGENT", "TEST_TOOL", "send_test", "card_policy"]
 
 TEST_TOOL = "tapgate.test_card"
 """The tool a test card asks about: no agent has it, so approving it runs nothing."""
@@ -51,7 +51,7 @@ _POLL = 0.25
 _GRACE = 60.0
 
 
-def test_policy(name: str, *, wait: float) -> Policy:
+def card_policy(name: str, *, wait: float) -> Policy:
     """The policy a test card is planned with: ask ``name`` about :data:`TEST_TOOL`, no reminder.
 
     The request lives a minute past the wait, should this command die before cancelling it.
@@ -64,7 +64,7 @@ def test_policy(name: str, *, wait: float) -> Policy:
 async def send_test(gate: Gate, name: str, *, wait: float) -> list[CheckResult]:
     """Send ``name`` a test card per channel, wait up to ``wait`` seconds; one result per channel.
 
-    ``gate`` plans with :func:`test_policy` for ``name`` over the server's directory and store.
+    ``gate`` plans with :func:`card_policy` for ``name`` over the server's directory and store.
     """
     deliveries = gate.directory.deliveries([name])
     if gate.directory.get(name) is None:
