@@ -39,7 +39,7 @@ from tapgate.policy.engine import Policy
 from tapgate.policy.rules import PolicySpec, Rule
 from tapgate.store.delivery_states import DeliveryState, delivery_states
 
-__all__ = ["SOURCE", "TEST_AGENT", "TEST_TOOL", "send_test", "card_policy"]
+__all__ = ["SOURCE", "TEST_AGENT", "TEST_TOOL", "card_policy", "send_test"]
 
 TEST_TOOL = "tapgate.test_card"
 """The tool a test card asks about: no agent has it, so approving it runs nothing."""
