@@ -1,4 +1,4 @@
-"""``tapgate inbox-link --as NAME``: a sign-in link from the server's shell, for a console-only setup.
+"""``tapgate inbox-link --as NAME``: a sign-in link from the shell, for a console-only setup.
 
 The command runs as the operator runs it (``main``, with a config that holds
 the store, the approvers and the server's address only); the link it prints
@@ -67,7 +67,7 @@ async def sign_in(http: aiohttp.ClientSession, link: str) -> tuple[int, str]:
         if page.status != 200:
             return page.status, await page.text()
         fields = dict(_HIDDEN.findall(await page.text()))
-    base = link.split("/inbox/")[0]
+    base = link.split("/inbox/", maxsplit=1)[0]
     async with http.post(base + "/inbox/sign-in", data=fields) as done:
         return done.status, await done.text()
 
@@ -79,7 +79,7 @@ def browser() -> aiohttp.ClientSession:
 async def test_the_link_signs_in_once_through_the_real_app(
     tmp_path: Path, served: TestServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = cli_config(tmp_path, {"host": "0.0.0.0", "port": served.port})  # noqa: S104 - read only
+    config = cli_config(tmp_path, {"host": "0.0.0.0", "port": served.port})
     code, link, err = await inbox_link(capsys, config, "alice")
     assert code == 0, err
     base = f"http://127.0.0.1:{served.port}"  # a wildcard bind is linked as loopback
