@@ -23,11 +23,13 @@ from tapgate.config import load_config
 from tapgate.gate.models import Request
 from tapgate.server.app import build_app
 from tapgate.server.keys import GATE
-from tests.bot.test_cli_doctor import fakes as _fakes  # noqa: F401  (a fixture: by name)
+from tests.bot import test_cli_doctor
 from tests.bot.test_cli_doctor import write_config
 from tests.fakes import FakeLine, FakeSlack
 from tests.fakes.served import ALICE, LINE_SECRET, SLACK_SECRET, click, until
 from tests.fakes.taps import free_port, signed_line_tap, slack_form, slack_headers
+
+fakes = test_cli_doctor.fakes  # the fixture
 
 
 async def send_test(config: Path, *argv: str) -> asyncio.Task[int]:

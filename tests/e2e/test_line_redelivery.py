@@ -18,10 +18,10 @@ import uuid
 from typing import Any
 
 from tapgate.gate.models import CONTACT_TOOL, Request, ToolCall
+from tests.e2e import test_line_reasons as reasons
 from tests.e2e.test_line_reasons import Served, asked, button, denied, deny_tap, text
-from tests.e2e.test_line_reasons import db_url as _db_url  # noqa: F401  (fixtures: by name)
-from tests.e2e.test_line_reasons import fake_line as _fake_line  # noqa: F401
-from tests.e2e.test_line_reasons import served as _served  # noqa: F401
+
+db_url, fake_line, served = reasons.db_url, reasons.fake_line, reasons.served  # the fixtures
 
 
 def again(event: dict[str, Any]) -> dict[str, Any]:

@@ -97,7 +97,8 @@ def _checks(config: Config) -> list[CheckResult]:
 
 def _send_test(config: Config, name: str, wait: float) -> list[CheckResult]:
     from tapgate.cli.database import open_existing, store_errors
-    from tapgate.cli.send_test import card_policy, send_test
+    from tapgate.cli.send_test import send_test
+    from tapgate.decisions.check_cards import card_policy
     from tapgate.gate.gate import Gate
 
     async def run() -> list[CheckResult]:
