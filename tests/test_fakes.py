@@ -311,7 +311,10 @@ async def test_line_accepts_a_buttons_template_within_limits(line: FakeLine) -> 
 
 
 async def test_line_unknown_path_is_recorded_as_404(line: FakeLine) -> None:
-    async with aiohttp.ClientSession() as session, session.get(f"{line.url}/v2/bot/info") as r:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"{line.url}/v2/bot/message/quota") as r,
+    ):
         assert r.status == 404
     assert [r.endpoint for r in line.requests] == ["unknown"]
 

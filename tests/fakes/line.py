@@ -4,7 +4,11 @@ Point the real SDK at it with ``Configuration(host=fake.url, access_token=...)``
 It behaves like ``api.line.me`` where tapgate depends on it: bearer-token
 auth (401), body validation (400 with ``details``), single-use reply tokens,
 and ``X-Line-Retry-Key`` idempotency (a key already accepted answers 409 with
-``x-line-accepted-request-id`` and is *not* delivered again).
+``x-line-accepted-request-id`` and is *not* delivered again). ``GET
+/v2/bot/info`` answers for a valid token only; ``GET /v2/bot/profile/{userId}``
+answers 404 for a user who has not added the bot (``friends``: who has;
+``None``, the default, for every well-formed user id). :meth:`revoke` makes
+the token fail as a reissued channel's old token does.
 """
 
 from __future__ import annotations
@@ -22,9 +26,13 @@ from tests.fakes._server import Clock, FakeServer, RecordedRequest
 
 PUSH_PATH = "/v2/bot/message/push"
 REPLY_PATH = "/v2/bot/message/reply"
+BOT_INFO_PATH = "/v2/bot/info"
+PROFILE_PATH = "/v2/bot/profile/{user_id}"
 DEFAULT_TOKEN = "line-test-channel-access-token"
+BOT_USER_ID = "U" + "b07" * 10 + "ab"
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
+_USER_ID = re.compile(r"^U[0-9a-f]{32}$")
 _FIRST_MESSAGE_ID = 500_000_000_000_000_001
 
 
@@ -71,7 +79,7 @@ class FakeLine(FakeServer):
     request, including rejected and faulted ones.
     """
 
-    endpoints = ("push", "reply")
+    endpoints = ("push", "reply", "bot_info", "profile")
 
     def __init__(self, *, access_token: str = DEFAULT_TOKEN, clock: Clock = time.monotonic) -> None:
         super().__init__(clock=clock)
@@ -83,6 +91,10 @@ class FakeLine(FakeServer):
         self._next_message_id = _FIRST_MESSAGE_ID
         self._app.router.add_post(PUSH_PATH, self._endpoint("push", self._push))
         self._app.router.add_post(REPLY_PATH, self._endpoint("reply", self._reply))
+        self._app.router.add_get(BOT_INFO_PATH, self._endpoint("bot_info", self._bot_info))
+        self._app.router.add_get(PROFILE_PATH, self._endpoint("profile", self._profile))
+        self.friends: set[str] | None = None
+        self._revoked: set[str] = set()
         self._app.router.add_route("*", "/{tail:.*}", self._endpoint("unknown", self._not_found))
 
     def pushed_to(self, to: str) -> list[dict[str, Any]]:
@@ -93,7 +105,34 @@ class FakeLine(FakeServer):
         """Make ``reply_token`` invalid, as LINE does after about a minute."""
         self._used_reply_tokens.add(reply_token)
 
+    def revoke(self) -> None:
+        """Make the current access token invalid (reissued in the console, or revoked)."""
+        self._revoked.add(self.access_token)
+
     # actions
+
+    async def _bot_info(self, req: RecordedRequest) -> web.Response:
+        if (denied := self._authenticate(req)) is not None:
+            return denied
+        body = {
+            "userId": BOT_USER_ID,
+            "basicId": "@123tapgt",
+            "displayName": "tapgate (fake)",
+            "chatMode": "bot",
+            "markAsReadMode": "auto",
+        }
+        return self._json(body)
+
+    async def _profile(self, req: RecordedRequest) -> web.Response:
+        if (denied := self._authenticate(req)) is not None:
+            return denied
+        user_id = req.path.rsplit("/", 1)[-1]
+        known = self.friends is None or user_id in self.friends
+        if not _USER_ID.match(user_id) or not known:
+            return self._json({"message": "Not found"}, 404)
+        return self._json(
+            {"displayName": f"user {user_id[-4:]}", "userId": user_id, "language": "en"}
+        )
 
     async def _push(self, req: RecordedRequest) -> web.Response:
         if (denied := self._authenticate(req)) is not None:
@@ -157,7 +196,7 @@ class FakeLine(FakeServer):
                 "Must follow the scheme, 'Authorization: Bearer <ACCESS TOKEN>'"
             )
             return self._json({"message": message}, 401)
-        if token != self.access_token:
+        if token != self.access_token or token in self._revoked:
             message = (
                 "Authentication failed. Confirm that the access token "
                 "in the authorization header is valid."

@@ -14,6 +14,14 @@ and Socket Mode: ``apps.connections.open`` (app-level token) returns a
 envelopes with ``await fake.socket_send(...)`` and reads the client's
 acknowledgements from ``fake.socket_acks``.
 
+Every Web API answer to a valid token carries ``X-OAuth-Scopes`` (``fake.scopes``:
+what the token was granted). ``users.info`` needs ``users:read`` (``missing_scope``
+otherwise, with ``needed`` and ``provided``), finds a ``U``/``W`` id
+(``members``: which exist; ``None``, the default, for every one) and reports
+``deleted`` for a deactivated one (``deactivated``), whose DM
+``conversations.open`` refuses with ``user_disabled``; :meth:`revoke` makes the bot
+token answer ``token_revoked``, as an uninstalled app's does.
+
 Message timestamps follow the wall clock (``wall_clock``, strictly increasing)
 as Slack's do, so ``conversations.history(oldest=...)`` computed from the
 caller's clock finds what was posted; message ``metadata`` is stored and
@@ -38,6 +46,8 @@ from tests.fakes._server import Action, Clock, FakeServer, RecordedRequest
 DEFAULT_BOT_TOKEN = "xoxb-test-bot-token"
 DEFAULT_APP_TOKEN = "xapp-test-app-token"
 TEAM_ID = "T0FAKETEAM"
+DEFAULT_SCOPES = ("chat:write", "im:write", "im:history", "commands")
+"""What an install from docs/slack-app-manifest.yaml grants (no ``users:read``)."""
 BOT_USER_ID = "U0FAKEBOT"
 BOT_ID = "B0FAKEBOT"
 
@@ -177,6 +187,7 @@ class FakeSlack(FakeServer):
         "conversations.open",
         "conversations.history",
         "views.open",
+        "users.info",
         "apps.connections.open",
         "response_url",
     )
@@ -201,6 +212,10 @@ class FakeSlack(FakeServer):
         self.views: list[SlackView] = []
         self.responses: list[SlackResponse] = []
         self.socket_acks: list[dict[str, Any]] = []
+        self.scopes: tuple[str, ...] = DEFAULT_SCOPES
+        self.members: set[str] | None = None
+        self.deactivated: set[str] = set()
+        self._revoked: set[str] = set()
         self._sockets: list[web.WebSocketResponse] = []
         self._socket_changed = asyncio.Condition()
         self._channels: set[str] = set()
@@ -214,6 +229,7 @@ class FakeSlack(FakeServer):
             "conversations.open": self._conversations_open,
             "conversations.history": self._conversations_history,
             "views.open": self._views_open,
+            "users.info": self._users_info,
         }
         for name, method in methods.items():
             self._app.router.add_route("*", f"/api/{name}", self._endpoint(name, self._rpc(method)))
@@ -267,7 +283,29 @@ class FakeSlack(FakeServer):
         resolved = self._resolve(channel) or channel
         return [p.time for p in self.posts if p.channel == resolved]
 
+    def revoke(self) -> None:
+        """Make the current bot token answer ``token_revoked`` (the app was uninstalled)."""
+        self._revoked.add(self.bot_token)
+
     # methods: each takes the merged arguments and returns the ok payload
+
+    def _users_info(self, args: dict[str, Any], now: float) -> dict[str, Any]:
+        if "users:read" not in self.scopes:
+            raise SlackError("missing_scope")
+        user = str(args.get("user") or "")
+        exists = self.members is None or user in self.members
+        if not user.startswith(("U", "W")) or not exists:
+            raise SlackError("user_not_found")
+        deleted = user in self.deactivated
+        return {
+            "user": {
+                "id": user,
+                "team_id": TEAM_ID,
+                "name": f"user-{user[-4:].lower()}",
+                "deleted": deleted,
+                "is_bot": False,
+            }
+        }
 
     def _auth_test(self, args: dict[str, Any], now: float) -> dict[str, Any]:
         return {
@@ -291,6 +329,10 @@ class FakeSlack(FakeServer):
             raise SlackError("users_list_not_supplied")
         if any(not u.startswith(("U", "W")) for u in users):
             raise SlackError("user_not_found")
+        if self.members is not None and any(u not in self.members for u in users):
+            raise SlackError("user_not_found")
+        if any(u in self.deactivated for u in users):
+            raise SlackError("user_disabled")
         channel = dm_channel_for(users[0]) if len(users) == 1 else _mpim_for(users)
         already = channel in self._channels
         self._channels.add(channel)
@@ -452,11 +494,18 @@ class FakeSlack(FakeServer):
         async def action(req: RecordedRequest) -> web.Response:
             try:
                 self._authorize(req)
+            except SlackError as error:
+                return self._json({"ok": False, "error": error.error})
+            scopes = {"x-oauth-scopes": ",".join(self.scopes)}
+            try:
                 args = _decode_args(req)
                 payload = method(args, req.time)
             except SlackError as error:
-                return self._json({"ok": False, "error": error.error})
-            return self._json({"ok": True, **payload})
+                body: dict[str, Any] = {"ok": False, "error": error.error}
+                if error.error == "missing_scope":
+                    body |= {"needed": "users:read", "provided": ",".join(self.scopes)}
+                return self._json(body, headers=scopes)
+            return self._json({"ok": True, **payload}, headers=scopes)
 
         return action
 
@@ -469,6 +518,8 @@ class FakeSlack(FakeServer):
             token = str(req.args.get("token") or "")
         if not token:
             raise SlackError("not_authed")
+        if token in self._revoked:
+            raise SlackError("token_revoked")
         if token != self.bot_token:
             raise SlackError("invalid_auth")
 

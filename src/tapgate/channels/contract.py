@@ -95,6 +95,10 @@ class CheckResult:
     what: str
     ok: bool
     detail: str = ""
+    approver: str | None = None
+    """The approver whose reachability this line checked (``None``: the credentials, or
+    anything else); ``tapgate doctor`` counts an approver reachable on a channel whose
+    line naming them passed."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

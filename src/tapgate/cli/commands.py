@@ -36,12 +36,14 @@ def load(path: str | None) -> Config:
     return load_config(path) if path else parse_config({})
 
 
-def load_store(path: str | None, *, with_policy: bool = False) -> Config:
+def load_store(path: str | None, *, with_policy: bool = False, with_server: bool = False) -> Config:
     """The store section and approver names at ``path`` (the operator's commands need no more);
-    ``with_policy``: the policy section too (see ``load_store_config``)."""
+    ``with_policy`` / ``with_server``: that section too (see ``load_store_config``)."""
     from tapgate.config import load_store_config, parse_config
 
-    return load_store_config(path, with_policy=with_policy) if path else parse_config({})
+    if not path:
+        return parse_config({})
+    return load_store_config(path, with_policy=with_policy, with_server=with_server)
 
 
 def _check_config(args: argparse.Namespace) -> int:
@@ -90,6 +92,18 @@ def _inbox(args: argparse.Namespace) -> int:
     from tapgate.cli import inbox
 
     return inbox.inbox(args, load(args.config))
+
+
+def _inbox_link(args: argparse.Namespace) -> int:
+    from tapgate.cli import inbox_link
+
+    return inbox_link.inbox_link(args, load_store(args.config, with_server=True))
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from tapgate.cli import doctor
+
+    return doctor.doctor(args, load(args.config))
 
 
 def _grants_list(args: argparse.Namespace) -> int:
@@ -142,6 +156,8 @@ COMMANDS: Final[Mapping[str, Command]] = {
     "pending": _pending,
     "resolve": _resolve,
     "inbox": _inbox,
+    "inbox-link": _inbox_link,
+    "doctor": _doctor,
     "grants list": _grants_list,
     "grants revoke": _grants_revoke,
     "audit": _audit,

@@ -141,6 +141,18 @@ def _inbox(sub: Any) -> None:
     inbox.set_defaults(func=COMMANDS["inbox"])
 
 
+def _inbox_link(sub: Any) -> None:
+    from tapgate.cli.inbox_link import add_inbox_link_command
+
+    add_inbox_link_command(sub, COMMANDS["inbox-link"], _config_option)
+
+
+def _doctor(sub: Any) -> None:
+    from tapgate.cli.doctor import add_doctor_command
+
+    add_doctor_command(sub, COMMANDS["doctor"], _config_option)
+
+
 def _grants(sub: Any) -> None:
     grants = sub.add_parser("grants", help="list or revoke remembered approvals")
     grants_sub = grants.add_subparsers(dest="grants_command", required=True)
@@ -215,6 +227,8 @@ SUBCOMMANDS: dict[str, Callable[[Any], None]] = {
     "pending": _pending,
     "resolve": _resolve,
     "inbox": _inbox,
+    "inbox-link": _inbox_link,
+    "doctor": _doctor,
     "grants": _grants,
     "audit": _audit,
     "hook": _agent,

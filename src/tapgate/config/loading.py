@@ -45,6 +45,7 @@ def load_store_config(
     env: Mapping[str, str] | None = None,
     *,
     with_policy: bool = False,
+    with_server: bool = False,
 ) -> Config:
     """The file's ``store`` section and approver names only, as a :class:`Config`.
 
@@ -55,16 +56,20 @@ def load_store_config(
     returned config holds the defaults; it is not the server's config.
     ``with_policy`` keeps the ``policy`` section too: ``resolve --scope
     session|always`` grants what the policy lets a card offer, for as long
-    (``always_ttl``, ``always_uses``), never more.
+    (``always_ttl``, ``always_uses``), never more. ``with_server`` keeps the
+    ``server`` section too: ``inbox-link`` builds its link from ``public_url``
+    (or the listen address), and the section holds no secret.
     """
-    return parse_config(_store_part(_read_yaml(os.fspath(path)), with_policy), env)
+    part = _store_part(_read_yaml(os.fspath(path)), with_policy, with_server)
+    return parse_config(part, env)
 
 
-def _store_part(data: object, with_policy: bool) -> object:
+def _store_part(data: object, with_policy: bool, with_server: bool = False) -> object:
     if not isinstance(data, dict):
         return data  # refused by the model with its usual message
     part: dict[str, object] = {}
-    for section in ("store", "policy") if with_policy else ("store",):
+    kept = ("store",) + (("policy",) if with_policy else ()) + (("server",) if with_server else ())
+    for section in kept:
         if section in data:
             part[section] = data[section]
     approvers = data.get("approvers")

@@ -150,14 +150,20 @@ class Reasons:
         outcome = await self._finish(current)  # "stale": ended just now, without the text
         return outcome.message or None if outcome is not None else None  # "": a duplicate
 
-    async def interrupt(self, *, user_id: str) -> str | None:
+    async def interrupt(self, *, user_id: str, event: str | None = None) -> str | None:
         """A tap elsewhere: end the approver's pending reason without text first.
 
         Returns the sentence of the decision it made (a deny without a
-        reason), or ``None`` when there was nothing to decide.
+        reason), or ``None`` when there was nothing to decide. ``event`` is
+        the tap's id: a redelivery of an event applied before is not a tap
+        elsewhere (it was applied before this reason was asked for), so it
+        ends nothing. Asked only when a reason is pending: the common tap
+        pays no extra read.
         """
         pending = await self._pending_of(user_id)
         if pending is None:
+            return None
+        if event is not None and await self._gate.seen_event(self._channel, event):
             return None
         return "\n".join(_applied(await self._finish(pending))) or None
 

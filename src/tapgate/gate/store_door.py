@@ -115,6 +115,10 @@ class StoreDoor:
         """Remember a platform event id; False if it was seen before (a redelivery)."""
         return await self.store.remember_event(channel, event_id, self.clock.now())
 
+    async def seen_event(self, channel: str, event_id: str) -> bool:
+        """Whether a platform event id was applied already; nothing is remembered by asking."""
+        return await self.store.seen_event(channel, event_id)
+
     async def forget_events(self, before: datetime) -> int:
         """Forget event ids remembered before ``before`` (redeliveries stop after a day)."""
         return await self.store.forget_events(before)

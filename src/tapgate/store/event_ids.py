@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Connection, delete
+from sqlalchemy import Connection, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from tapgate.store.prepared import Prepared
 from tapgate.store.schema import webhook_events
 from tapgate.store.webhook_inbox import settle
 
-__all__ = ["forget", "remember"]
+__all__ = ["forget", "remember", "seen"]
 
 # Runs on every tap: prepared to skip SQLAlchemy's per-call work (see prepared).
 _REMEMBER = {
@@ -39,6 +39,14 @@ def remember(conn: Connection, source: str, event_id: str, now: datetime) -> boo
     seen = {"source": source, "event_id": event_id, "received_at": now}
     settle(conn, source, event_id)
     return _REMEMBER[conn.dialect.name].rowcount(conn, seen) == 1
+
+
+def seen(conn: Connection, source: str, event_id: str) -> bool:
+    """Whether ``(source, event_id)`` was applied already (a read: nothing is remembered)."""
+    found = select(webhook_events.c.event_id).where(
+        webhook_events.c.source == source, webhook_events.c.event_id == event_id
+    )
+    return conn.execute(found).first() is not None
 
 
 def forget(conn: Connection, before: datetime) -> int:

@@ -362,6 +362,10 @@ class Store(AuditLog):
         """Record a platform event id; False if it was seen before (a redelivery)."""
         return await self.runner.run(lambda c: event_ids.remember(c, source, event_id, now))
 
+    async def seen_event(self, source: str, event_id: str) -> bool:
+        """Whether the event was applied already; asking remembers nothing (``event_ids.seen``)."""
+        return await self.runner.read(lambda c: event_ids.seen(c, source, event_id))
+
     async def forget_events(self, before: datetime) -> int:
         """Drop event ids older than ``before`` (platforms stop redelivering long before)."""
         return await self.runner.run(lambda c: event_ids.forget(c, before))

@@ -43,7 +43,13 @@ async def check_line(settings: LineConfig, addresses: Mapping[str, str]) -> list
             ok = status == 200
             detail = "" if ok else f"{status}: {body} (the user must add the bot as a friend)"
             out.append(
-                CheckResult(channel="line", what=f"approver {name} ({user})", ok=ok, detail=detail)
+                CheckResult(
+                    channel="line",
+                    what=f"approver {name} ({user})",
+                    ok=ok,
+                    detail=detail,
+                    approver=name,
+                )
             )
     return out
 

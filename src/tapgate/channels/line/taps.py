@@ -95,15 +95,21 @@ class LineTaps:
         if event.kind == "postback":
             return await self._postback(event, user_id, started)
         if event.command is not None:  # "grants", "inbox", "help": never a reason, ends nothing
-            return await run(self._gate, event.command, user_id, links=self._links)
+            return await self._command(event, event.command, user_id)
         if event.answer is not None:  # addressed to one question: whatever was pending ends
-            before = await self._reasons.interrupt(user_id=user_id)
+            before = await self._reasons.interrupt(user_id=user_id, event=event.event_id)
             reference, answer = event.answer
             said = await self._answer(event, user_id, reference, answer, started)
             return _joined(before, said)
         if event.text is not None and not event.is_id_command:
             return await self._reasons.typed(user_id=user_id, text=event.text, event=event.event_id)
         return f"Your LINE user id is {user_id}; add it to tapgate.yaml under approvers."
+
+    async def _command(self, event: Event, command: str, user_id: str) -> LineAnswer | None:
+        """A typed command, answered once: a redelivery mints no second link, says nothing."""
+        if not await self.claim(event):
+            return None
+        return await run(self._gate, command, user_id, links=self._links)
 
     async def _postback(
         self, event: Event, user_id: str, started: float | None
@@ -131,7 +137,7 @@ class LineTaps:
             )
             _log.info("LINE %s tap by %s on request %s", asked.action, user_id, request_id)
             return await self._reasons.ask(asked, event=event.event_id)
-        before = await self._reasons.interrupt(user_id=user_id)
+        before = await self._reasons.interrupt(user_id=user_id, event=event.event_id)
         return _joined(before, await self._button(event, user_id, started))
 
     async def _button(self, event: Event, user_id: str, started: float | None) -> str | None:

@@ -1,8 +1,14 @@
 """Slack's live setup check: the bot token works with the scopes tapgate needs, and
-each approver is a member of the workspace.
+each approver can be sent a DM.
 
-``auth.test`` answers ``ok`` only for a valid token and reports the granted
-scopes in the ``X-OAuth-Scopes`` header; ``users.info`` finds each approver.
+``auth.test`` answers ``ok`` only for a valid token (``invalid_auth``,
+``token_revoked``, ``account_inactive`` otherwise) and reports the granted
+scopes in the ``X-OAuth-Scopes`` header. The scopes needed are the app
+manifest's (docs/slack-app-manifest.yaml), which leaves ``users:read`` out on
+purpose; so each approver is looked up with ``users.info`` where the token
+has that scope (a deactivated account reads ``deleted``), and otherwise
+with ``conversations.open``, the very call that opens their DM before the
+first card (``user_not_found``, ``user_disabled``).
 """
 
 from __future__ import annotations
@@ -16,8 +22,9 @@ from tapgate.channels.slack.settings import SlackConfig
 
 __all__ = ["NEEDED_SCOPES", "check_slack"]
 
-NEEDED_SCOPES = ("chat:write", "im:write", "commands", "users:read")
-"""What tapgate calls: post and update cards, open DMs, ``/tapgate``, and this check."""
+NEEDED_SCOPES = ("chat:write", "im:write", "im:history", "commands")
+"""What tapgate calls: post and update cards, open DMs, find a message a lost
+response posted (``conversations.history``), ``/tapgate``."""
 
 
 async def check_slack(settings: SlackConfig, addresses: Mapping[str, str]) -> list[CheckResult]:
@@ -51,13 +58,34 @@ async def check_slack(settings: SlackConfig, addresses: Mapping[str, str]) -> li
             )
         )
         for name, user in addresses.items():
-            info, _ = await _call(session, base + "users.info", {"user": user})
-            ok = bool(info.get("ok")) and not _deleted(info)
-            detail = "" if ok else f"users.info: {info.get('error', 'deactivated')}"
+            ok, detail = await _reach(session, base, user, scopes)
             out.append(
-                CheckResult(channel="slack", what=f"approver {name} ({user})", ok=ok, detail=detail)
+                CheckResult(
+                    channel="slack",
+                    what=f"approver {name} ({user})",
+                    ok=ok,
+                    detail=detail,
+                    approver=name,
+                )
             )
     return out
+
+
+async def _reach(
+    session: aiohttp.ClientSession, base: str, user: str, scopes: set[str] | None
+) -> tuple[bool, str]:
+    """Whether ``user`` can be sent a DM, and if not, what Slack said."""
+    if scopes is not None and "users:read" in scopes:
+        info, _ = await _call(session, base + "users.info", {"user": user})
+        if info.get("ok") and _deleted(info):
+            return False, "users.info: the account is deactivated"
+        method = "users.info"
+    else:
+        info, _ = await _call(session, base + "conversations.open", {"users": user})
+        method = "conversations.open"
+    if info.get("ok"):
+        return True, ""
+    return False, f"{method}: {info.get('error', 'no answer')} (check the member id and team)"
 
 
 async def _call(

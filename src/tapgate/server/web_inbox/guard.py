@@ -7,7 +7,7 @@ One middleware for everything under ``/inbox``:
   anything (decision 0006-identity-from-config), so no bearer credential opens the inbox;
 - **a session or nothing**: every path but the sign-in page and the static
   files needs the session cookie of a live session (401 otherwise: a page
-  that says to ask the chat for a link);
+  that says to ask the chat, or ``tapgate inbox-link``, for a link);
 - **CSRF**: every POST carries the session's CSRF token (form field ``csrf``
   or header ``X-CSRF-Token``) and, when the browser sends one, an ``Origin``
   of this server; anything else is a 403 that changes nothing. The cookie is
@@ -128,7 +128,11 @@ async def _admit(request: web.Request) -> None:
         return
     session = await request.app[SIGN_INS].session(request.cookies.get(COOKIE))
     if session is None:
-        raise WebError(401, "signed_out", "Signed out: ask the chat for a new link.")
+        raise WebError(
+            401,
+            "signed_out",
+            "Signed out: ask the chat for a new link, or run tapgate inbox-link --as NAME.",
+        )
     if request.method == "POST" and not csrf_matches(session, await _csrf_token(request)):
         raise WebError(403, "csrf", "Missing or wrong CSRF token: reload the inbox.")
     request[SESSION] = session

@@ -22,10 +22,22 @@ from tapgate.server.keys import SIGN_INS
 from tapgate.server.web_inbox.guard import COOKIE, SESSION, WebError, cookie_options, read_form
 from tapgate.server.web_inbox.layout import e, message_page, page
 
-__all__ = ["revoke_session", "sessions_page", "sign_in", "sign_in_page", "sign_out"]
+__all__ = [
+    "LINK_GONE",
+    "NEW_LINK",
+    "SIGNED_OUT",
+    "revoke_session",
+    "sessions_page",
+    "sign_in",
+    "sign_in_page",
+    "sign_out",
+]
 
 _PRE = "tapgate_pre"
-LINK_GONE = "This sign-in link was used or has expired. Ask the chat for a new one."
+NEW_LINK = "ask the chat for a new link, or run tapgate inbox-link --as NAME where tapgate runs"
+"""Where a link comes from: a chat, or the server's shell when there is no chat."""
+LINK_GONE = f"This sign-in link was used or has expired: {NEW_LINK}."
+SIGNED_OUT = f"Signed out. To come back, {NEW_LINK}."
 
 
 def _html(text: str, status: int = 200) -> web.Response:
@@ -94,7 +106,7 @@ async def sign_out(request: web.Request) -> web.Response:
     """End this browser's session for good (a replayed cookie opens nothing after this)."""
     session = request[SESSION]
     await request.app[SIGN_INS].revoke(session.id, approver=session.approver)
-    response = _html(message_page("Signed out. Ask the chat for a new link to come back."))
+    response = _html(message_page(SIGNED_OUT))
     response.del_cookie(COOKIE, path="/inbox")
     return response
 
@@ -128,7 +140,7 @@ async def revoke_session(request: web.Request) -> web.Response:
     if not await request.app[SIGN_INS].revoke(target, approver=session.approver):
         raise WebError(404, "not_found", "No such session of yours.")
     if target == session.id:
-        response = _html(message_page("Signed out. Ask the chat for a new link to come back."))
+        response = _html(message_page(SIGNED_OUT))
         response.del_cookie(COOKIE, path="/inbox")
         return response
     raise web.HTTPSeeOther("/inbox/sessions")
