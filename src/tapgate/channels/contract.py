@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from tapgate.delivery.notifier import Notifier
     from tapgate.gate.gate import Gate
     from tapgate.gate.models import Request
+    from tapgate.store.conversations import Conversations
 
 __all__ = [
     "AddressField",
@@ -110,6 +111,9 @@ class DeliveryHost:
     """The config file the server runs with (the console's copy-paste commands name it)."""
     public_url: str | None = None
     """``server.public_url``: where links in messages point, when set."""
+    conversations: Conversations | None = None
+    """Conversation references a receiver learned (Teams: where each approver installed
+    the app): a notifier that cannot open a chat from a user id reads them here."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -94,7 +94,9 @@ def _webhook_refusals(metrics: Metrics) -> Callable[[str], None]:
     return count
 
 
-def notifiers_for(config: Config, *, config_path: str | None = None) -> list[Notifier]:
+def notifiers_for(
+    config: Config, *, config_path: str | None = None, store: Store | None = None
+) -> list[Notifier]:
     """The notifiers the config's enabled channels call for, in delivery order."""
     public = config.server.public_url
     host = DeliveryHost(
@@ -103,6 +105,7 @@ def notifiers_for(config: Config, *, config_path: str | None = None) -> list[Not
         inbox_button=public is not None,  # "Open inbox": a link needs a public URL
         config_path=config_path,
         public_url=None if public is None else str(public),
+        conversations=None if store is None else store.conversations,
     )
     out: list[Notifier] = []
     for name in config.enabled_channels:
@@ -141,7 +144,7 @@ def _core(
         app[METRICS].watch(gate.bus)
         app[METRICS].waiters.set_function(lambda: gate.waiting)
         channels = list(
-            notifiers if notifiers is not None else notifiers_for(config, config_path=config_path)
+            notifiers if notifiers is not None else notifiers_for(config, config_path=config_path, store=store)
         )
         console = next((n for n in channels if isinstance(n, Announcer)), None)
         unreachable = Unreachable(gate, app[METRICS], console)
