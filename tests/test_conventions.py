@@ -109,6 +109,7 @@ EXPORTS: dict[str, set[str]] = {
         "Channel",
         "ChannelHost",
         "CheckResult",
+        "ConversationBook",
         "DeliveryHost",
         "Handler",
         "Receiver",
@@ -260,7 +261,7 @@ FORBIDDEN_EXTERNAL = {
     "__main__": set(),
     "integrations": {"aiohttp", "yaml", "linebot", "slack_sdk", "slack_bolt", "sqlalchemy"},
 }
-PLATFORM_SDKS = {"linebot": "line", "slack_sdk": "slack", "slack_bolt": "slack"}
+PLATFORM_SDKS = {"linebot": "line", "slack_sdk": "slack", "slack_bolt": "slack", "jwt": "teams"}
 """Each platform's SDK, and the one channel folder that may import it."""
 
 
@@ -414,7 +415,7 @@ def test_the_built_in_channels_register_through_the_entry_point_group() -> None:
     from tapgate.channels import registry
 
     built_in = {m.split(".")[2] for m in _modules() if _channel_of(m) is not None}
-    assert built_in == {"console", "line", "slack"}
+    assert built_in == {"console", "line", "slack", "teams"}
     assert built_in <= set(registry.names())
     for name in built_in:
         channel = registry.get(name)

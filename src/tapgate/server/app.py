@@ -144,7 +144,9 @@ def _core(
         app[METRICS].watch(gate.bus)
         app[METRICS].waiters.set_function(lambda: gate.waiting)
         channels = list(
-            notifiers if notifiers is not None else notifiers_for(config, config_path=config_path, store=store)
+            notifiers
+            if notifiers is not None
+            else notifiers_for(config, config_path=config_path, store=store)
         )
         console = next((n for n in channels if isinstance(n, Announcer)), None)
         unreachable = Unreachable(gate, app[METRICS], console)

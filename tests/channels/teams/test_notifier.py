@@ -55,9 +55,7 @@ def sleeps() -> Sleeps:
 
 
 @pytest.fixture
-async def notifier(
-    teams: FakeTeams, store: Store, sleeps: Sleeps
-) -> AsyncIterator[TeamsNotifier]:
+async def notifier(teams: FakeTeams, store: Store, sleeps: Sleeps) -> AsyncIterator[TeamsNotifier]:
     n = TeamsNotifier(
         app_id=APP_ID,
         app_password=APP_PASSWORD,
@@ -171,9 +169,7 @@ async def test_huge_arguments_and_batches_stay_under_28_kb(
 ) -> None:
     huge = request_(arguments={"blob": "é" * 200_000, "more": ["x" * 5000] * 20})
     await notifier.send(huge, ALICE, key="k1")
-    batch = [
-        request_(batch_id="b" * 16, arguments={"cmd": "y" * 5000, "n": n}) for n in range(20)
-    ]
+    batch = [request_(batch_id="b" * 16, arguments={"cmd": "y" * 5000, "n": n}) for n in range(20)]
     await notifier.send_batch(batch, ALICE, key="k2")
     for sent in teams.requests_to("send"):
         assert len(sent.raw_body) <= MAX_BYTES + 512, len(sent.raw_body)  # + JSON spacing

@@ -162,9 +162,7 @@ BAD_TOKENS: dict[str, Callable[[FakeTeams, float], str]] = {
     "wrong issuer": lambda t, now: t.sign(now=now, issuer="https://evil.example"),
     "wrong serviceUrl": lambda t, now: t.sign(now=now, service_url="https://evil.example/"),
     "unsigned": lambda t, now: t.sign(now=now, algorithm="none"),
-    "HS256 with the public key": lambda t, now: t.sign(
-        now=now, algorithm="HS256", key=b"x" * 32
-    ),
+    "HS256 with the public key": lambda t, now: t.sign(now=now, algorithm="HS256", key=b"x" * 32),
 }
 
 

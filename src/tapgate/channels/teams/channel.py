@@ -19,13 +19,13 @@ from tapgate.channels.contract import (
     AddressField,
     ChannelHost,
     CheckResult,
+    ConversationBook,
     DeliveryHost,
     Receiver,
     Route,
 )
 from tapgate.channels.teams.settings import TeamsConfig, parse_teams_user
 from tapgate.delivery.notifier import Notifier
-from tapgate.store.conversations import Conversations
 
 __all__ = ["TeamsChannel"]
 
@@ -83,6 +83,7 @@ class TeamsChannel:
             on_reject=host.on_reject,
             on_decision=host.on_decision,
             tap_log=host.tap_log,
+            conversations=host.conversations,
         )
         directory = host.gate.directory
         addresses = {
@@ -90,7 +91,10 @@ class TeamsChannel:
             for name in directory.names
             if (address := _address(directory.get(name), self.name)) is not None
         }
-        for name in await missing_conversations(host.gate.store.conversations, addresses):
+        missing: list[str] = []
+        if host.conversations is not None:
+            missing = await missing_conversations(host.conversations, addresses)
+        for name in missing:
             _log.warning(
                 "Teams approver %s cannot be reached yet: they must install the tapgate app "
                 "in Teams (or message the bot) once",
@@ -102,7 +106,7 @@ class TeamsChannel:
         self,
         settings: BaseModel,
         addresses: Mapping[str, str],
-        conversations: Conversations | None = None,
+        conversations: ConversationBook | None = None,
     ) -> list[CheckResult]:
         """The credentials; with ``conversations`` (the store's), each approver's reachability."""
         from tapgate.channels.teams.check import check_teams

@@ -14,11 +14,10 @@ from collections.abc import Mapping
 
 import aiohttp
 
-from tapgate.channels.contract import CheckResult
+from tapgate.channels.contract import CheckResult, ConversationBook
 from tapgate.channels.teams.connector import BotTokens
 from tapgate.channels.teams.settings import TeamsConfig
 from tapgate.errors import DeliveryError
-from tapgate.store.conversations import Conversations
 
 __all__ = ["check_teams", "missing_conversations"]
 
@@ -28,7 +27,7 @@ _INSTALL = "no conversation yet: the approver must install the tapgate app in Te
 async def check_teams(
     settings: TeamsConfig,
     addresses: Mapping[str, str],
-    conversations: Conversations | None = None,
+    conversations: ConversationBook | None = None,
 ) -> list[CheckResult]:
     """One result for the credentials, then one per approver (when the store is given)."""
     timeout = aiohttp.ClientTimeout(total=settings.timeout)
@@ -62,7 +61,7 @@ async def check_teams(
 
 
 async def missing_conversations(
-    conversations: Conversations, addresses: Mapping[str, str]
+    conversations: ConversationBook, addresses: Mapping[str, str]
 ) -> list[str]:
     """The approvers (by name) tapgate has no Teams conversation with, in config order."""
     known = await conversations.addresses("teams")

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import aiohttp
 
+from tapgate.channels.contract import ConversationBook
 from tapgate.channels.teams.batch_cards import render_batch
 from tapgate.channels.teams.cards import render_request
 from tapgate.channels.teams.connector import BotTokens, Connector
@@ -37,7 +38,6 @@ from tapgate.delivery.retry import (
 )
 from tapgate.errors import PermanentDeliveryError
 from tapgate.gate.models import Delivery, Request
-from tapgate.store.conversations import Conversations
 
 __all__ = ["NO_CONVERSATION", "TeamsNotifier"]
 
@@ -61,7 +61,7 @@ class TeamsNotifier:
         app_id: str,
         app_password: str,
         token_url: str,
-        conversations: Conversations | None,
+        conversations: ConversationBook | None,
         timeout: float = 10.0,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,

@@ -111,8 +111,7 @@ class TeamsTaps:
 
     async def _batch_card(self, batch_id: str, notice: str | None, *, by: str) -> dict[str, Any]:
         """The batch card as the presser sees it: the calls they decide, as they are now."""
-        batch = await self._gate.store.get_batch(batch_id)
-        requests = [await self._gate.get_request(i) for i in batch.request_ids] if batch else []
+        requests = await self._gate.batch_requests(batch_id)
         approver = self._gate.directory.identify(_CHANNEL, by)
         mine = [r for r in requests if approver in r.approvers] or requests
         if not mine:

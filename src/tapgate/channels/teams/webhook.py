@@ -32,7 +32,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from tapgate.channels.contract import Handler
+from tapgate.channels.contract import ConversationBook, Handler
 from tapgate.channels.tap_log import TapLog
 from tapgate.channels.teams.activities import Activity, Malformed, decode, encode, read
 from tapgate.channels.teams.auth import BotAuth, Refused
@@ -76,8 +76,10 @@ class TeamsWebhook:
         on_reject: Callable[[str], None] | None = None,
         on_decision: Callable[[float], None] | None = None,
         tap_log: int | None = logging.INFO,
+        conversations: ConversationBook | None = None,
     ) -> None:
         self._gate = gate
+        self._conversations = conversations
         self._settings = settings
         self._auth = BotAuth(
             app_id=settings.app_id,
@@ -163,7 +165,7 @@ class TeamsWebhook:
         if not personal or removed or activity.kind not in _CAPTURED:
             return
         approver = self._gate.directory.identify(_CHANNEL, activity.presser)
-        if approver is None:
+        if approver is None or self._conversations is None:
             return  # only approvers' chats are kept: anyone in the tenant can install the app
         reference = {
             "service_url": activity.service_url,
@@ -171,7 +173,7 @@ class TeamsWebhook:
             "tenant_id": activity.tenant_id or "",
         }
         try:
-            await self._gate.store.conversations.put(
+            await self._conversations.put(
                 _CHANNEL, activity.presser, reference, self._gate.clock.now()
             )
         except Exception:  # Teams sends the next message's reference again
