@@ -152,7 +152,7 @@ class FakeTeams(FakeServer):
         headers = {"kid": kid or self.kid}
         signing = key if key is not None else self.key
         if algorithm == "none":
-            return jwt.encode(claims, None, algorithm="none", headers=headers)
+            return jwt.encode(claims, "", algorithm="none", headers=headers)
         return jwt.encode(claims, signing, algorithm=algorithm, headers=headers)
 
     def headers(self, token: str) -> dict[str, str]:

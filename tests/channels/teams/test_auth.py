@@ -17,8 +17,10 @@ from tests.fakes.teams import APP_ID, FakeTeams
 NOW = 1_767_225_600.0
 
 
-def auth_for(teams: FakeTeams, **options: float) -> BotAuth:
-    return BotAuth(app_id=APP_ID, metadata_url=teams.metadata_url, now=lambda: NOW, **options)
+def auth_for(teams: FakeTeams, min_refresh: float = 60.0) -> BotAuth:
+    return BotAuth(
+        app_id=APP_ID, metadata_url=teams.metadata_url, now=lambda: NOW, min_refresh=min_refresh
+    )
 
 
 async def test_a_valid_token_names_its_service_url() -> None:

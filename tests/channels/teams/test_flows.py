@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -22,11 +23,11 @@ from tests.fakes.served import LINE_SECRET, LINE_TOKEN, Client, channels, until
 from tests.fakes.taps import signed_line_tap
 
 BOB_LINE = "U" + "b2" * 16
-APPROVERS = [
+APPROVERS: list[dict[str, Any]] = [
     {"name": "alice", "teams": address(1)},
     {"name": "bob", "teams": address(2), "line": BOB_LINE},
 ]
-RULES = [
+RULES: list[dict[str, Any]] = [
     {"tool": "deploy", "action": "ask", "approvers": ["alice", "bob"]},
     {"tool": "migrate", "action": "ask", "approvers": ["alice"], "remind_every": 120},
     {

@@ -11,6 +11,7 @@ import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,7 +70,7 @@ async def notifier(teams: FakeTeams, store: Store, sleeps: Sleeps) -> AsyncItera
     await n.close()
 
 
-def request_(**fields: object) -> Request:
+def request_(**fields: Any) -> Request:
     return make_request(NOW, tool="deploy", **fields)
 
 

@@ -25,11 +25,11 @@ from tests.channels.teams.served import TeamsServed, address, served_teams
 from tests.fakes.served import Client, until
 from tests.fakes.teams import APP_ID, FakeTeams
 
-APPROVERS = [
+APPROVERS: list[dict[str, Any]] = [
     {"name": "alice", "teams": address(1)},
     {"name": "bob", "teams": address(2)},
 ]
-RULES = [
+RULES: list[dict[str, Any]] = [
     {"tool": "deploy", "action": "ask", "approvers": ["alice", "bob"]},
     {"tool": "release", "action": "ask", "approvers": ["alice", "bob"], "quorum": 2},
 ]
