@@ -112,7 +112,9 @@ async def run(n: int) -> dict[str, tuple[list[float], list[float]]]:
             config = parse_config(
                 {
                     "store": {"url": f"sqlite:///{tmp}/bench.db"},
-                    "agents": [{"name": "ci", "token": AGENT}],
+                    "agents": [
+                        {"name": "ci", "token": AGENT, "max_pending": 0, "asks_per_minute": 0}
+                    ],
                     "approvers": [
                         {"name": "tina", "teams": f"{TENANT}/{oid(1)}"},
                         {"name": "lena", "line": LINE_USER},
