@@ -109,6 +109,7 @@ EXPORTS: dict[str, set[str]] = {
         "Channel",
         "ChannelHost",
         "CheckResult",
+        "ConversationBook",
         "DeliveryHost",
         "Handler",
         "Receiver",
@@ -266,6 +267,7 @@ PLATFORM_SDKS = {
     "slack_sdk": "slack",
     "slack_bolt": "slack",
     "aiosmtplib": "email",
+    "jwt": "teams",
 }
 """Each platform's SDK, and the one channel folder that may import it."""
 
@@ -420,7 +422,7 @@ def test_the_built_in_channels_register_through_the_entry_point_group() -> None:
     from tapgate.channels import registry
 
     built_in = {m.split(".")[2] for m in _modules() if _channel_of(m) is not None}
-    assert built_in == {"console", "discord", "email", "line", "slack", "telegram"}
+    assert built_in == {"console", "discord", "email", "line", "slack", "teams", "telegram"}
     assert built_in <= set(registry.names())
     for name in built_in:
         channel = registry.get(name)

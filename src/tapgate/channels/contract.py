@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
@@ -52,6 +53,7 @@ __all__ = [
     "Channel",
     "ChannelHost",
     "CheckResult",
+    "ConversationBook",
     "DeliveryHost",
     "Handler",
     "Receiver",
@@ -101,6 +103,28 @@ class CheckResult:
     line naming them passed."""
 
 
+class ConversationBook(Protocol):
+    """Conversations a receiver learned it may post in, per channel and approver address.
+
+    For platforms where a bot cannot open a chat from a user id (Teams: the
+    user installs the app first); the store's ``conversations`` is one.
+    """
+
+    async def get(self, channel: str, address: str) -> dict[str, str] | None:
+        """The stored reference for ``address`` on ``channel``, or ``None``."""
+        ...
+
+    async def put(
+        self, channel: str, address: str, reference: Mapping[str, str], now: datetime
+    ) -> None:
+        """Store ``reference`` for ``address`` on ``channel``."""
+        ...
+
+    async def addresses(self, channel: str) -> frozenset[str]:
+        """Every address ``channel`` has a reference for."""
+        ...
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class DeliveryHost:
     """What a channel's notifier may use of the host: nothing that can decide."""
@@ -118,6 +142,9 @@ class DeliveryHost:
     review_links: Callable[[str], ReviewLinks] | None = None
     """Makes the single-use review links a message may carry, for the named channel
     (a channel that answers on a web page, as email does); ``None`` without a store."""
+    conversations: ConversationBook | None = None
+    """Conversation references a receiver learned (Teams: where each approver installed
+    the app): a notifier that cannot open a chat from a user id reads them here."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -140,6 +167,8 @@ class ChannelHost:
     on_decision: Callable[[float], None]
     tap_log: int | None
     public_url: str | None = None
+    conversations: ConversationBook | None = None
+    """Where the channel stores the conversations it learns (see :class:`DeliveryHost`)."""
 
 
 @runtime_checkable

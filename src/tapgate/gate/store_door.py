@@ -56,6 +56,14 @@ class StoreDoor:
             offset=offset,
         )
 
+    async def batch_requests(self, batch_id: str) -> list[Request]:
+        """A batch's calls that have a request, in the agent's order (none: no such batch)."""
+        batch = await self.store.get_batch(batch_id)
+        if batch is None:
+            return []
+        found = {r.id: r for r in await self.store.get_requests(batch.request_ids)}
+        return [found[i] for i in batch.request_ids if i in found]
+
     async def get_request(self, request_id: str) -> Request:
         """The request as the store has it now."""
         return await self.store.get_request(request_id)

@@ -96,11 +96,16 @@ def _webhook_refusals(metrics: Metrics) -> Callable[[str], None]:
 
 
 def notifiers_for(
-    config: Config, *, config_path: str | None = None, gate: Gate | None = None
+    config: Config,
+    *,
+    config_path: str | None = None,
+    gate: Gate | None = None,
+    store: Store | None = None,
 ) -> list[Notifier]:
     """The notifiers the config's enabled channels call for, in delivery order.
 
-    ``gate``: the store review links are kept in (none without it: a dry run).
+    ``gate``: the store review links are kept in; ``store``: where conversation
+    references are read (neither without a store: a dry run).
     """
     public = config.server.public_url
     host = DeliveryHost(
@@ -110,6 +115,7 @@ def notifiers_for(
         config_path=config_path,
         public_url=None if public is None else str(public),
         review_links=None if gate is None else partial(_review_links, gate),
+        conversations=None if store is None else store.conversations,
     )
     out: list[Notifier] = []
     for name in config.enabled_channels:
@@ -154,7 +160,7 @@ def _core(
         channels = list(
             notifiers
             if notifiers is not None
-            else notifiers_for(config, config_path=config_path, gate=gate)
+            else notifiers_for(config, config_path=config_path, gate=gate, store=store)
         )
         console = next((n for n in channels if isinstance(n, Announcer)), None)
         unreachable = Unreachable(gate, app[METRICS], console)

@@ -21,7 +21,7 @@ from aiohttp import web
 from tapgate.channels import ChannelHost, Receiver, registry
 from tapgate.channels.tap_log import TAP_LOG_LEVELS
 from tapgate.decisions.chat_commands import LinkMaker
-from tapgate.server.keys import CONFIG, GATE, INBOX, METRICS, SIGN_INS
+from tapgate.server.keys import CONFIG, GATE, INBOX, METRICS, SIGN_INS, STORE
 from tapgate.server.web_inbox import sign_in_url
 
 __all__ = ["RECEIVERS", "setup_channels"]
@@ -63,6 +63,7 @@ def _receivers(enabled: list[str]) -> Callable[[web.Application], AsyncIterator[
                     on_decision=metrics.tap_latency.observe,
                     tap_log=TAP_LOG_LEVELS[config.channels.tap_log],
                     public_url=_public_url(app),
+                    conversations=app[STORE].conversations,
                 )
                 channel = registry.installed()[name]
                 receiver = await channel.start(config.channels.sections[name], host)

@@ -34,6 +34,7 @@ __all__ = [
     "approvals",
     "audit",
     "batches",
+    "channel_conversations",
     "client_calls",
     "decision_seq",
     "grants",
@@ -384,4 +385,14 @@ client_calls = Table(
     Column("decision", Text),
     Column("created_at", UTCDateTime, nullable=False),
     CheckConstraint("(request_id IS NULL) <> (decision IS NULL)", name="one_answer"),
+)
+
+
+channel_conversations = Table(
+    "channel_conversations",
+    metadata,
+    Column("channel", String(32), primary_key=True),
+    Column("address", String(200), primary_key=True),
+    Column("reference", Text, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
 )

@@ -6,7 +6,7 @@ reads with ``runner.read``, writes with ``runner.run``. Each lives with its conc
 
 ``lifecycle``, ``expiry``, ``requests``, ``grants``, ``reminders``, ``events``,
 ``batches``; ``store.outbox`` / ``calls`` / ``inbox`` / ``reasons`` /
-``owned_grants`` / ``web`` are attributes.
+``owned_grants`` / ``web`` / ``conversations`` are attributes.
 Methods stay here, thin: callers see one object, concept modules no ``async``.
 The audit log's methods (``record``, ``audit_log``, ``audit_chain``,
 ``verify_audit``) are inherited from :class:`~tapgate.store.audit.AuditLog`:
@@ -41,6 +41,7 @@ from tapgate.store.approvals import Approvals
 from tapgate.store.audit import AuditLog
 from tapgate.store.batches import Ask, Batch, ItemFor
 from tapgate.store.calls import ClientCalls
+from tapgate.store.conversations import Conversations
 from tapgate.store.grants import GrantKey
 from tapgate.store.leader import Leadership
 from tapgate.store.lifecycle import Created, TargetStatus, Transition
@@ -70,6 +71,7 @@ class Store(AuditLog):
         self.review_links = ReviewLinks(runner)
         self.reasons = PendingReasons(runner)
         self.owned_grants = OwnedGrants(runner)
+        self.conversations = Conversations(runner)
 
     @classmethod
     async def open(cls, url: str, *, migrate: bool = True) -> Store:

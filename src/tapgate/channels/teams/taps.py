@@ -1,0 +1,131 @@
+"""What one press of a Teams card means, and the card it is answered with.
+
+The press is already verified (:mod:`.auth`) and stored in the webhook inbox
+(:mod:`.webhook`); here it becomes a :class:`~tapgate.decisions.taps.Tap` by
+``<conversation.tenantId>/<from.aadObjectId>`` and goes through the one
+door of :mod:`tapgate.decisions.taps` (authorised against *this* request's
+approvers inside the compare-and-set, decided once, refusals audited)::
+
+    "v=1&a=<action>&r=<id>"  ──tap (reason: the card's box)──► the request's card now
+    "v=1&a=<all>&b=<batch>"  ──tap_batch──────────────────────► the batch's card now
+    anything else            ──claimed, refused───────────────► "no longer valid"
+
+The answer is always the card *as stored after the press* (decided: no
+buttons, who and when; still open: the same card), with the outcome's
+sentence on top when the press did not decide (not an approver, already
+decided, counted towards a quorum). A redelivery of a press that was applied
+says nothing new: it gets the card as it is.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from typing import Any
+
+from tapgate.channels.tap_log import TapLog
+from tapgate.channels.teams.activities import Activity
+from tapgate.channels.teams.batch_cards import render_batch
+from tapgate.channels.teams.card_parts import attachment_activity, card, line
+from tapgate.channels.teams.cards import render_request
+from tapgate.decisions.buttons import parse_batch_postback_data, parse_postback_data
+from tapgate.decisions.remember import offer_for
+from tapgate.decisions.taps import BatchTap, Tap, TapOutcome, tap, tap_batch
+from tapgate.delivery.batch_view import present_batch
+from tapgate.delivery.presentation import present
+from tapgate.errors import RequestNotFound
+from tapgate.gate.gate import Gate
+from tapgate.gate.models import Request
+
+__all__ = ["NO_LONGER_VALID", "TYPE_ANSWER_FIRST", "TeamsTaps"]
+
+_log = logging.getLogger("tapgate.channels.teams.webhook")
+
+NO_LONGER_VALID = "This button is no longer valid."
+TYPE_ANSWER_FIRST = "Type your answer in the box, then press Reply."
+_CHANNEL = "teams"
+
+
+class TeamsTaps:
+    """Decides presses for the webhook and draws the card each is answered with."""
+
+    def __init__(self, gate: Gate, tap_log: TapLog) -> None:
+        self._gate = gate
+        self._tap_log = tap_log
+        self._shell = {t.name: t.shell for t in gate.policy.spec.tools if t.shell}
+        self._offers = partial(offer_for, gate.policy)
+
+    async def press(self, activity: Activity, started: float | None) -> dict[str, Any]:
+        """Apply the press; the message activity (one card) to answer it with."""
+        data = activity.action
+        batch = parse_batch_postback_data(data)
+        if batch is not None:
+            every, batch_id = batch
+            answer_all = BatchTap(
+                channel=_CHANNEL, user_id=activity.presser, action=every, batch_id=batch_id
+            )
+            reason = activity.input("reason") if every == "deny_all" else None
+            outcome = await tap_batch(
+                self._gate, answer_all, reason=reason, event=activity.activity_id
+            )
+            self._tap_log.decided(every, activity.presser, batch_id, outcome, started)
+            notice = None if outcome.kind == "duplicate" else outcome.message
+            return await self._batch_card(batch_id, notice, by=activity.presser)
+        parsed = parse_postback_data(data)
+        if parsed is None:
+            await self._gate.remember_event(_CHANNEL, activity.activity_id)
+            _log.info("Teams press %s carries unknown data; refused", activity.activity_id)
+            return _notice_only(NO_LONGER_VALID)
+        action, request_id = parsed
+        reason = activity.input("answer") if action == "reply" else None
+        if action == "deny":
+            reason = activity.input("reason")
+        if action == "reply" and not reason:
+            await self._gate.remember_event(_CHANNEL, activity.activity_id)
+            return await self._request_card(request_id, TYPE_ANSWER_FIRST, by=activity.presser)
+        presser = activity.presser
+        answer = Tap(channel=_CHANNEL, user_id=presser, action=action, request_id=request_id)
+        outcome = await tap(self._gate, answer, reason=reason, event=activity.activity_id)
+        self._tap_log.decided(action, activity.presser, request_id, outcome, started)
+        notice = _notice(outcome)
+        return await self._request_card(request_id, notice, outcome.request, by=activity.presser)
+
+    async def _request_card(
+        self, request_id: str, notice: str | None, known: Request | None = None, *, by: str
+    ) -> dict[str, Any]:
+        request = known
+        if request is None or request.is_pending:  # a quorum's count, a refusal: read it now
+            try:
+                request = await self._gate.get_request(request_id)
+            except RequestNotFound:
+                return _notice_only(notice or NO_LONGER_VALID)
+        if request.batch_id is not None:  # a call's own button on a batch card
+            return await self._batch_card(request.batch_id, notice, by=by)
+        view = present(
+            request,
+            tool_shell_arg=self._shell.get(request.tool),
+            now=self._gate.clock.now(),
+            offer=self._offers(request),
+        )
+        return render_request(view, request, notice=notice)
+
+    async def _batch_card(self, batch_id: str, notice: str | None, *, by: str) -> dict[str, Any]:
+        """The batch card as the presser sees it: the calls they decide, as they are now."""
+        requests = await self._gate.batch_requests(batch_id)
+        approver = self._gate.directory.identify(_CHANNEL, by)
+        mine = [r for r in requests if approver in r.approvers] or requests
+        if not mine:
+            return _notice_only(notice or NO_LONGER_VALID)
+        view = present_batch(mine, tool_shell_args=self._shell, now=self._gate.clock.now())
+        return render_batch(view, notice=notice)
+
+
+def _notice(outcome: TapOutcome) -> str | None:
+    """The sentence shown on top of the card, when the press did not simply decide."""
+    if outcome.applied or outcome.kind == "duplicate":
+        return None
+    return outcome.message or None
+
+
+def _notice_only(text: str) -> dict[str, Any]:
+    return attachment_activity(card([line(text, weight="Bolder")], []), text)
