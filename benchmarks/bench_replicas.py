@@ -17,11 +17,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
@@ -30,12 +28,9 @@ import aiohttp
 import bench_gate
 import bench_server
 from _util import QUICK_HELP, machine, verdict
+from resume_floor import pct, timed_tap
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def pct(values: list[float], q: int) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
 class PostgreSQL:
@@ -107,21 +102,12 @@ async def cross_replica(db_url: str, n: int = 300) -> list[float]:
             aiohttp.ClientSession() as tapper,
         ):
             for i in range(n):
+                pushed = len(line.pushes)
                 rid = await bench_server.ask(agent, a.url, i)
-                await bench_server.drained(line, len(line.pushes) + 1)
-                poll = asyncio.create_task(
-                    agent.get(f"{a.url}/v1/tool-calls/{rid}?wait=30", headers=bench_server.AUTH)
-                )
-                await asyncio.sleep(0.01)
-                body, headers = signed_line_tap(bench_server.SECRET, bench_server.APPROVER, rid)
-                start = time.perf_counter()
-                async with tapper.post(b.url + "/webhooks/line", data=body, headers=headers) as r:
-                    assert r.status == 200
-                response = await poll
-                decided = await response.json()
-                out.append((time.perf_counter() - start) * 1000)
-                response.release()
-                assert decided["status"] == "approved", decided
+                await bench_server.drained(line, pushed + 1)
+                tap = signed_line_tap(bench_server.SECRET, bench_server.APPROVER, rid)
+                auth = bench_server.AUTH
+                out.append(await timed_tap(agent, a.url, tapper, b.url, rid, tap, auth))
     return out
 
 
