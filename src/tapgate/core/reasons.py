@@ -40,6 +40,7 @@ from datetime import timedelta
 from sqlalchemy.exc import IntegrityError
 
 from tapgate.core.gate import Gate
+from tapgate.core.lookahead import Lookahead
 from tapgate.core.models import Request
 from tapgate.core.store.reasons import Busy, PendingReason, ReasonKind
 from tapgate.core.tap_texts import (
@@ -69,6 +70,15 @@ class Reasons:
         self._gate = gate
         self._channel = channel
         self._window = timedelta(seconds=window)
+        self._ahead: Lookahead[PendingReason | None] = Lookahead()
+
+    def look_ahead(self, *, user_id: str, event: str) -> None:
+        """Start :meth:`interrupt`'s read for ``event`` now, beside its record (``lookahead``)."""
+        self._ahead.start(event, self._pending_of(user_id))
+
+    def drop(self, events: list[str]) -> None:
+        """Forget the reads started for ``events`` that :meth:`interrupt` did not take."""
+        self._ahead.drop(events)
 
     async def ask(self, answer: Tap, *, event: str | None) -> str | None:
         """ "Deny…" or Reply tapped: store the pending reason and say what to type.
@@ -150,13 +160,15 @@ class Reasons:
         outcome = await self._finish(current)  # "stale": ended just now, without the text
         return outcome.message or None if outcome is not None else None  # "": a duplicate
 
-    async def interrupt(self, *, user_id: str) -> str | None:
+    async def interrupt(self, *, user_id: str, event: str | None = None) -> str | None:
         """A tap elsewhere: end the approver's pending reason without text first.
 
         Returns the sentence of the decision it made (a deny without a
-        reason), or ``None`` when there was nothing to decide.
+        reason), or ``None`` when there was nothing to decide. ``event``'s
+        read started by :meth:`look_ahead` is used if there is one.
         """
-        pending = await self._pending_of(user_id)
+        ahead = self._ahead.take(event)
+        pending = await ahead if ahead is not None else await self._pending_of(user_id)
         if pending is None:
             return None
         return "\n".join(_applied(await self._finish(pending))) or None
