@@ -30,7 +30,7 @@ from acp import PROTOCOL_VERSION, Client, text_block
 from acp.client.connection import ClientSideConnection
 from acp.stdio import spawn_agent_process
 
-from _util import machine
+from _util import QUICK_HELP, machine, verdict
 
 AGENT = str(Path(__file__).resolve().parent.parent / "tests" / "fakes" / "acp_agent.py")
 TAPGATE = str(Path(sys.executable).with_name("tapgate"))
@@ -77,7 +77,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help=QUICK_HELP)
     args = parser.parse_args()
+    if args.quick:
+        args.messages, args.rounds = 20, 1
     print(f"# {machine()}; {args.messages} prompts per round, each way, interleaved")
     added = []
     for index in range(1, args.rounds + 1):
@@ -91,7 +94,7 @@ def main() -> int:
     print(f"added: median {median:.3f} ms, spread {min(added):.3f} - {max(added):.3f} ms")
     met = median < TARGET_MS
     print(f"target: under {TARGET_MS:g} ms added: {'met' if met else 'MISSED'}")
-    return 0 if met else 1
+    return verdict(met, quick=args.quick)
 
 
 if __name__ == "__main__":

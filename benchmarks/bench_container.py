@@ -23,6 +23,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from _util import QUICK_HELP, verdict
+
 MAX_BYTES = 250_000_000
 MAX_READY_S = 3.0
 CONFIG = Path(__file__).resolve().parents[1] / "examples" / "docker" / "tapgate.yaml"
@@ -75,7 +77,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--image", default="tapgate")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help=QUICK_HELP)
     args = parser.parse_args()
+    if args.quick:
+        args.runs = 1
     size = int(docker("image", "inspect", "--format", "{{.Size}}", args.image))
     layers = json.loads(
         docker("image", "inspect", "--format", "{{json .RootFS.Layers}}", args.image)
@@ -88,7 +93,7 @@ def main() -> int:
     print(f"image {args.image}: {size / 1e6:.0f} MB in {len(layers)} layers (target < 250 MB)")
     print(f"cold container to /readyz: {spread(ready)} over {args.runs} runs (target < 3 s)")
     print(f"docker run of `true` (baseline): {spread(floor)}; load average {load:.1f}")
-    return 0 if size < MAX_BYTES and statistics.median(ready) < MAX_READY_S else 1
+    return verdict(size < MAX_BYTES and statistics.median(ready) < MAX_READY_S, quick=args.quick)
 
 
 if __name__ == "__main__":

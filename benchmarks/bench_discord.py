@@ -41,7 +41,7 @@ from tests.fakes import FakeLine
 from tests.fakes.discord_api import APPLICATION_ID, BOT_TOKEN, FakeDiscord, Signer
 from tests.fakes.taps import free_port, signed_line_tap
 
-from _util import machine
+from _util import machine, pct, verdict
 
 SECRET = "bench-channel-secret"
 LINE_TOKEN = "bench-line-token"
@@ -162,10 +162,6 @@ async def one_round(
     assert decided["status"] == "approved", decided
 
 
-def pct(values: list[float], q: int) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
-
-
 async def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
@@ -192,8 +188,7 @@ async def main() -> int:
             f"spread x{min(ratios):.2f}-x{max(ratios):.2f} (target <= 1.5)"
         )
     ok = statistics.median(press_ratios) <= 1.5 and statistics.median(ask_ratios) <= 1.5
-    print("targets:", "met" if ok else "MISSED")
-    return 0 if ok else 1
+    return verdict(ok, quick=args.quick)
 
 
 if __name__ == "__main__":

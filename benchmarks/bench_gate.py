@@ -1,6 +1,6 @@
 """Gate overhead on an allowed call, and ask -> resolve cycles per second on SQLite.
 
-Run: ``python benchmarks/bench_gate.py``. Targets: ``gate.check`` on an allowed
+Run: ``python benchmarks/bench_gate.py [--quick]``. Targets: ``gate.check`` on an allowed
 call adds <= 20 us over awaiting a bare coroutine; >= 1,000 ask -> resolve
 cycles per second in one process on a SQLite file. Baselines measured in the
 same run: a bare ``await`` for the first, and for the second the same engine
@@ -9,7 +9,9 @@ doing one bare INSERT + one UPDATE per cycle (the least any durable gate must do
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import itertools
 import statistics
 import sys
 import tempfile
@@ -18,7 +20,7 @@ from pathlib import Path
 
 from sqlalchemy import Column, Connection, Integer, MetaData, String, Table, insert, update
 
-from _util import machine
+from _util import QUICK_HELP, machine, verdict
 from tapgate.gate.directory import Approver, Directory
 from tapgate.gate.gate import Gate
 from tapgate.gate.models import ToolCall
@@ -31,6 +33,18 @@ SPEC = PolicySpec(
     rules=(Rule(tool="deploy", action="ask", source="policy.rules[0]"),),
 )
 DIRECTORY = Directory([Approver(name="alice", addresses=(("slack", "UA"),))], ("slack",))
+
+_CALLS = itertools.count()
+"""Numbers every asked call of the process: each cycle must ask a call never asked before.
+
+An identical re-issue of a call already approved consumes that approval
+instead of asking again (no request, so no ``request_id``), so a warm-up and
+the runs after it must not repeat one another's arguments.
+"""
+
+
+def _new_call(agent: str) -> ToolCall:
+    return ToolCall(tool="deploy", arguments={"build": next(_CALLS)}, agent=agent)
 
 
 async def _noop() -> None:
@@ -54,8 +68,8 @@ async def overhead_us(gate: Gate, n: int = 20_000, repeat: int = 9) -> tuple[flo
 
 async def cycles_per_second(gate: Gate, n: int) -> float:
     start = time.perf_counter()
-    for i in range(n):
-        ticket = await gate.submit(ToolCall(tool="deploy", arguments={"build": i}, agent="ci"))
+    for _ in range(n):
+        ticket = await gate.submit(_new_call("ci"))
         assert ticket.request_id is not None
         await gate.resolve(ticket.request_id, "approve", by="alice")
         decision = await gate.wait(ticket.request_id)
@@ -89,9 +103,8 @@ async def concurrent_cycles_per_second(gate: Gate, agents: int, each: int) -> fl
     """``agents`` agents asking at once, each running ``each`` cycles back to back."""
 
     async def agent(a: int) -> None:
-        for i in range(each):
-            call = ToolCall(tool="deploy", arguments={"build": i, "agent": a}, agent=f"a{a}")
-            ticket = await gate.submit(call)
+        for _ in range(each):
+            ticket = await gate.submit(_new_call(f"a{a}"))
             assert ticket.request_id is not None
             await gate.resolve(ticket.request_id, "approve", by="alice")
             decision = await gate.wait(ticket.request_id)
@@ -102,10 +115,12 @@ async def concurrent_cycles_per_second(gate: Gate, agents: int, each: int) -> fl
     return agents * each / (time.perf_counter() - start)
 
 
-async def gate_cycles(url: str, n: int, repeat: int, agents: int = 1) -> float:
+async def gate_cycles(
+    url: str, n: int, repeat: int, agents: int = 1, *, warmup: int = 200
+) -> float:
     store = await Store.open(url)
     async with Gate(store=store, policy=Policy(SPEC), directory=DIRECTORY) as gate:
-        await cycles_per_second(gate, min(n, 200))  # warm-up
+        await cycles_per_second(gate, min(n, warmup))
         if agents == 1:
             runs = [await cycles_per_second(gate, n) for _ in range(repeat)]
         else:
@@ -116,17 +131,20 @@ async def gate_cycles(url: str, n: int, repeat: int, agents: int = 1) -> float:
     return statistics.median(runs)
 
 
-async def main() -> int:
+async def main(quick: bool) -> int:
+    n, repeat, overhead_n = (50, 1, 500) if quick else (1000, 3, 20_000)
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{Path(tmp) / 'bench.db'}"
         store = await Store.open(url)
         async with Gate(store=store, policy=Policy(SPEC), directory=DIRECTORY) as gate:
-            ours, bare = await overhead_us(gate)
+            ours, bare = await overhead_us(gate, overhead_n, 3 if quick else 9)
         await store.close()
-        rate = await gate_cycles(url, 1000, 3)
-        concurrent = await gate_cycles(f"sqlite:///{Path(tmp) / 'c.db'}", 2000, 3, agents=32)
-        aiosqlite_rate = await gate_cycles(f"sqlite+aiosqlite:///{Path(tmp) / 'aio.db'}", 200, 1)
-        floor = await bare_cycles_per_second(f"sqlite:///{Path(tmp) / 'bare.db'}", 2000)
+        rate = await gate_cycles(url, n, repeat, warmup=n // 5)
+        c_url = f"sqlite:///{Path(tmp) / 'c.db'}"
+        concurrent = await gate_cycles(c_url, 2 * n, repeat, agents=32, warmup=n // 5)
+        aio_url = f"sqlite+aiosqlite:///{Path(tmp) / 'aio.db'}"
+        aiosqlite_rate = await gate_cycles(aio_url, n // 5, 1, warmup=n // 5)
+        floor = await bare_cycles_per_second(f"sqlite:///{Path(tmp) / 'bare.db'}", 2 * n)
     overhead = ours - bare
     print(f"# gate ({machine()}, SQLite file in a temp dir)")
     print(
@@ -137,10 +155,10 @@ async def main() -> int:
     print(f"ask -> resolve cycles, one agent back to back: {rate:.0f}/s")
     print(f"  baseline, same gate over sqlite+aiosqlite: {aiosqlite_rate:.0f}/s")
     print(f"  baseline, bare INSERT tx + UPDATE tx on the same runner: {floor:.0f}/s")
-    ok = overhead <= 20 and concurrent >= 1000
-    print("targets:", "met" if ok else "MISSED")
-    return 0 if ok else 1
+    return verdict(overhead <= 20 and concurrent >= 1000, quick=quick)
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    cli = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    cli.add_argument("--quick", action="store_true", help=QUICK_HELP)
+    sys.exit(asyncio.run(main(cli.parse_args().quick)))

@@ -1,6 +1,6 @@
 """Start-up cost of the agent-side and operator commands, against baselines in the same run.
 
-Run: ``python benchmarks/bench_hook.py [--tapgate PATH] [--runs 15] [--rounds 3]``.
+Run: ``python benchmarks/bench_hook.py [--tapgate PATH] [--runs 15] [--rounds 3] [--quick]``.
 ``--tapgate`` picks the ``tapgate`` script to time (another checkout's
 ``.venv/bin/tapgate`` measures that checkout: how "before" was measured); its
 interpreter runs the ``python -c`` baselines and its ``tapgate serve`` is the
@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the test fake
 
 from tests.fakes.taps import free_port
 
-from _util import machine
+from _util import QUICK_HELP, machine, verdict
 
 TOKEN = "bench-hook-agent-token-0123456789"
 HOOK_INPUT = {
@@ -260,7 +260,10 @@ def main() -> int:
     parser.add_argument("--tapgate", default=default, help="the tapgate script to time")
     parser.add_argument("--runs", type=int, default=15, help="runs of each command per round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds, for the spread")
+    parser.add_argument("--quick", action="store_true", help=QUICK_HELP)
     args = parser.parse_args()
+    if args.quick:
+        args.runs, args.rounds = 1, 1
     tapgate = os.path.abspath(args.tapgate)
     print(f"bench_hook: {machine()}; timing {tapgate}; {args.runs} runs x {args.rounds} rounds")
     if shutil.which("curl") is None:
@@ -282,7 +285,7 @@ def main() -> int:
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(30)
-    return 0 if report(rounds) else 1
+    return verdict(report(rounds), quick=args.quick)
 
 
 if __name__ == "__main__":

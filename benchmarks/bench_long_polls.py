@@ -1,6 +1,6 @@
 """Memory of parked long-polls: ``tapgate serve`` against a bare aiohttp long-poll, same run.
 
-Run: ``python benchmarks/bench_long_polls.py [--polls 10000] [--rounds 3]``.
+Run: ``python benchmarks/bench_long_polls.py [--polls 10000] [--rounds 3] [--quick]``.
 
 The same poller process (``bench_server.POLLER``: one aiohttp session,
 ``GET /v1/tool-calls/{id}?wait=120`` for every id at once, retrying a refused
@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the test fake
 import aiohttp
 from tests.fakes import FakeLine
 
-from _util import machine
+from _util import QUICK_HELP, machine, verdict
 from bench_server import AGENT_TOKEN, LINE_TOKEN, POLLER, Server, ask
 
 RATIO_TARGET = 1.2
@@ -88,6 +88,10 @@ BARE = textwrap.dedent("""
 """)
 
 
+SETTLE = [1.0]
+"""Seconds to let allocation settle before reading RSS (``--quick``: a tenth)."""
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -126,7 +130,7 @@ async def park(
         for rid in (ids * 200)[:200]:
             async with session.get(f"{url}/v1/tool-calls/{rid}", headers=headers) as r:
                 assert r.status == 200, await r.text()
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(SETTLE[0] / 2)
         readings = [rss_mb(pid)]
         (tmp / "poller.py").write_text(POLLER)
         half = len(ids) // 2
@@ -141,7 +145,7 @@ async def park(
                     if time.monotonic() > deadline:
                         raise RuntimeError(f"only {held} of {hi} polls were parked")
                     await asyncio.sleep(0.1)
-                await asyncio.sleep(1.0)  # let allocation settle
+                await asyncio.sleep(SETTLE[0])  # let allocation settle
                 readings.append(rss_mb(pid))
             return readings[0], readings[1], readings[2]
         finally:
@@ -223,7 +227,11 @@ async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--polls", type=int, default=AT)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help=QUICK_HELP)
     args = parser.parse_args()
+    if args.quick:
+        args.polls, args.rounds = 200, 1
+        SETTLE[0] = 0.1
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     print(f"bench_long_polls: {machine()}; {args.polls} polls x {args.rounds} rounds")
     print(f"load average at the start: {os.getloadavg()}")
@@ -241,7 +249,7 @@ async def main() -> int:
                         results[name] = await bare_round(tmp, ids)
                 rounds.append({name: results[name] for name in ("tapgate", "bare")})
     print(f"load average at the end: {os.getloadavg()}")
-    return 0 if report(rounds, args.polls) else 1
+    return verdict(report(rounds, args.polls), quick=args.quick)
 
 
 if __name__ == "__main__":

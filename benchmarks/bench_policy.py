@@ -1,6 +1,6 @@
 """Policy decisions at 1,000 rules against a naive glob loop, interleaved in one process.
 
-Run: ``python benchmarks/bench_policy.py [--runs 3] [--rounds 15] [--before PATH]``.
+Run: ``python benchmarks/bench_policy.py [--runs 3] [--rounds 15] [--before PATH] [--quick]``.
 Targets at 1,000 rules: a decision under 5 us on the mix of
 calls and under 10 us for the tool with the most rules (``Bash``, 160
 command rules), and >= 50x faster than the naive loop over the same rules.
@@ -26,7 +26,7 @@ import timeit
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from _util import machine
+from _util import QUICK_HELP, machine, verdict
 from tapgate.gate.models import Action, ToolCall, canonical_json
 from tapgate.policy.engine import Policy
 from tapgate.policy.rules import PolicySpec, Rule, ToolSpec
@@ -165,7 +165,10 @@ def main() -> int:
     cli.add_argument("--rounds", type=int, default=15)
     cli.add_argument("--rules", type=int, default=1000)
     cli.add_argument("--before", help="another policy.py to time beside this one")
+    cli.add_argument("--quick", action="store_true", help=QUICK_HELP)
     opts = cli.parse_args()
+    if opts.quick:
+        opts.runs, opts.rounds = 1, 2
     rng = random.Random(opts.rules)
     spec = PolicySpec(tools=(BASH,), rules=make_rules(opts.rules, rng))
     engines: dict[str, Any] = {"after": Policy(spec), "naive": NaivePolicy(spec)}
@@ -197,10 +200,10 @@ def main() -> int:
     for key, values in summary.items():
         low, high = min(values), max(values)
         print(f"{key:>23}: {statistics.median(values):8.2f} ({low:.2f} - {high:.2f})")
-    return report(summary)
+    return verdict(report(summary), quick=opts.quick)
 
 
-def report(summary: dict[str, list[float]]) -> int:
+def report(summary: dict[str, list[float]]) -> bool:
     """Targets on the medians over runs; the ratios hold on a loaded machine, the us may not."""
     checks: dict[str, Callable[[], bool]] = {
         "mix < 5 us": lambda: statistics.median(summary["mix after us"]) < 5.0,
@@ -210,7 +213,7 @@ def report(summary: dict[str, list[float]]) -> int:
     }
     results = {name: check() for name, check in checks.items()}
     print("targets:", ", ".join(f"{n}: {'met' if ok else 'MISSED'}" for n, ok in results.items()))
-    return 0 if all(results.values()) else 1
+    return all(results.values())
 
 
 if __name__ == "__main__":

@@ -6,19 +6,22 @@ engines share every other module and the 1,000 rules of ``bench_policy``;
 rounds alternate which goes first, so load on a shared machine hits both.
 Reported: the median and best-round ratio, for calls without a path argument
 (the target: no slower) and with a clean absolute ``path`` (reported).
+``--quick`` times this build's ``policy.py`` against itself, two rounds.
 """
 
 from __future__ import annotations
 
+import argparse
 import random
 import statistics
 import sys
 import timeit
 from typing import Any
 
-from _util import machine
+from _util import QUICK_HELP, machine
 from bench_policy import load_policy_class, make_rules
 from tapgate.gate.models import ToolCall
+from tapgate.policy import engine as policy_module
 from tapgate.policy.engine import Policy
 from tapgate.policy.rules import PolicySpec
 
@@ -29,13 +32,20 @@ def _run(engine: Any, batch: list[ToolCall]) -> Any:
 
 
 def main() -> int:
-    if len(sys.argv) < 2:
+    cli = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    cli.add_argument("before", nargs="?", help="the policy.py from before")
+    cli.add_argument("rounds", nargs="?", type=int, default=40)
+    cli.add_argument("--quick", action="store_true", help=QUICK_HELP)
+    opts = cli.parse_args()
+    if opts.quick:
+        opts.before, opts.rounds = opts.before or policy_module.__file__, 2
+    if opts.before is None:
         print(__doc__)
         return 2
-    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 40
+    rounds = opts.rounds
     rng = random.Random(1000)
     spec = PolicySpec(rules=make_rules(1000, rng))
-    engines = {"before": load_policy_class(sys.argv[1])(spec), "after": Policy(spec)}
+    engines = {"before": load_policy_class(opts.before)(spec), "after": Policy(spec)}
     calls: dict[str, list[ToolCall]] = {"no path": [], "path": []}
     for _ in range(200):
         i = rng.randrange(1000)

@@ -23,15 +23,17 @@ import sys
 import time
 from typing import Any
 
-from _util import machine
+from _util import QUICK_HELP, machine
 from tapgate.policy import shell
 from tapgate.policy.shell import _hazards, _model, _words
 
 try:
     import tree_sitter_bash
     from tree_sitter import Language, Node, Parser
+
+    HAVE_TREE_SITTER = True
 except ImportError:  # the trial is optional; tapgate does not depend on tree-sitter
-    tree_sitter_bash = None
+    HAVE_TREE_SITTER = False
 
 CORPUS = [
     "git status",
@@ -221,8 +223,11 @@ def main() -> int:
     cli.add_argument("--tests", action="store_true", help="run the shell tests on tree-sitter")
     cli.add_argument("--runs", type=int, default=5)
     cli.add_argument("--number", type=int, default=300)
+    cli.add_argument("--quick", action="store_true", help=QUICK_HELP)
     opts, extra = cli.parse_known_args()
-    if tree_sitter_bash is None:
+    if opts.quick:
+        opts.runs, opts.number = 2, 10
+    if not HAVE_TREE_SITTER:
         print("tree-sitter is not installed (pip install tree-sitter tree-sitter-bash): skipped")
         return 0
     parser = Parser(Language(tree_sitter_bash.language()))

@@ -35,7 +35,8 @@ from tests.fakes.taps import signed_line_tap
 from tests.fakes.telegram import BOT_TOKEN, FakeTelegram, webhook_headers
 
 import bench_server
-from bench_server import AUTH, LINE_TOKEN, SECRET, Server, ask, pct
+from _util import pct, verdict
+from bench_server import AUTH, LINE_TOKEN, SECRET, Server, ask
 
 TELEGRAM_USER = "111111111"
 WEBHOOK_SECRET = "bench-webhook-secret"
@@ -133,7 +134,7 @@ async def main() -> int:
         f"x{statistics.median(card):.2f} (spread {min(card):.2f}-{max(card):.2f})"
     )
     ok = statistics.median(press) <= 1.5 and statistics.median(card) <= 1.5
-    return 0 if ok else 1
+    return verdict(ok, quick=args.quick)
 
 
 if __name__ == "__main__":

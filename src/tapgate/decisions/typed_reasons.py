@@ -39,6 +39,7 @@ from datetime import timedelta
 
 from sqlalchemy.exc import IntegrityError
 
+from tapgate.decisions.lookahead import Lookahead
 from tapgate.decisions.taps import ANSWER_MAX, Tap, TapOutcome, check, tap
 from tapgate.decisions.texts import (
     REASON_SKIPPED,
@@ -69,6 +70,15 @@ class Reasons:
         self._gate = gate
         self._channel = channel
         self._window = timedelta(seconds=window)
+        self._ahead: Lookahead[PendingReason | None] = Lookahead()
+
+    def look_ahead(self, *, user_id: str, event: str) -> None:
+        """Start :meth:`interrupt`'s read for ``event`` now, beside its record (``lookahead``)."""
+        self._ahead.start(event, self._pending_of(user_id))
+
+    def drop(self, events: list[str]) -> None:
+        """Forget the reads started for ``events`` that :meth:`interrupt` did not take."""
+        self._ahead.drop(events)
 
     async def ask(self, answer: Tap, *, event: str | None) -> str | None:
         """ "Deny…" or Reply tapped: store the pending reason and say what to type.
@@ -155,12 +165,14 @@ class Reasons:
 
         Returns the sentence of the decision it made (a deny without a
         reason), or ``None`` when there was nothing to decide. ``event`` is
-        the tap's id: a redelivery of an event applied before is not a tap
+        the tap's id: its read started by :meth:`look_ahead` is used if there
+        is one, and a redelivery of an event applied before is not a tap
         elsewhere (it was applied before this reason was asked for), so it
         ends nothing. Asked only when a reason is pending: the common tap
         pays no extra read.
         """
-        pending = await self._pending_of(user_id)
+        ahead = self._ahead.take(event)
+        pending = await ahead if ahead is not None else await self._pending_of(user_id)
         if pending is None:
             return None
         if event is not None and await self._gate.seen_event(self._channel, event):

@@ -81,6 +81,16 @@ class LineTaps:
         self._tap_log = tap_log
         self._links = links
 
+    def look_ahead(self, events: list[Event]) -> None:
+        """Start the pending-reason reads the taps among ``events`` will make (``lookahead``)."""
+        for event in events:
+            if event.data is not None and event.user_id is not None:
+                self._reasons.look_ahead(user_id=event.user_id, event=event.event_id)
+
+    def drop(self, events: list[Event]) -> None:
+        """Forget the reads :meth:`look_ahead` started for ``events`` and nobody took."""
+        self._reasons.drop([event.event_id for event in events])
+
     async def claim(self, event: Event) -> bool:
         """Remember ``event`` as handled; False if it was (a redelivery: say nothing)."""
         return await self._gate.remember_event("line", event.event_id)

@@ -143,9 +143,11 @@ class LineWebhook:
         acting = [event for event in events if event.actionable or self._may_decide(event)]
         stored = [event for event in acting if self._may_decide(event)]
         if stored:
+            self._taps.look_ahead(stored)  # read beside the record, not after the 200
             try:
                 await self._inbox.record("line", [(e.event_id, encode(e)) for e in stored])
             except Exception:  # no 200: nothing was stored, nothing must be lost
+                self._taps.drop(stored)
                 _log.exception("LINE events could not be stored; answered 503")
                 return WebhookResult(status=503, body={"error": "try again"})
             self._start(self._apply(stored, started))
@@ -171,16 +173,22 @@ class LineWebhook:
         replies of the others go out in tasks of their own, so that no
         decision waits for the reply to the one before it.)
         """
-        await self._inbox.before_apply()
-        last = len(events) - 1
-        for index, event in enumerate(events):
-            reply = await self._handle_event(event, started)
-            if reply is None:
-                continue
-            if index == last:
-                await self._reply(*reply)
-            else:
-                self._start(self._reply(*reply))
+        try:
+            await self._inbox.before_apply()
+            last = len(events) - 1
+            for index, event in enumerate(events):
+                reply = await self._handle_event(event, started)
+                if reply is None:
+                    continue
+                if index == last:
+                    # The decision set the parked long-polls' futures: let them
+                    # answer (and consume) before the reply takes the loop.
+                    await asyncio.sleep(0)
+                    await self._reply(*reply)
+                else:
+                    self._start(self._reply(*reply))
+        finally:
+            self._taps.drop(events)
 
     def _start(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
