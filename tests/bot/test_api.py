@@ -162,9 +162,9 @@ async def within(awaitable: Awaitable[T], seconds: float = 10) -> T:
 
 
 @pytest.fixture
-def config(db_url: str, request: pytest.FixtureRequest) -> Config:
+def config(migrated_db_url: str, request: pytest.FixtureRequest) -> Config:
     """The test config; ``indirect`` parametrisation passes extra ``server`` keys."""
-    return make_config(db_url, **getattr(request, "param", {}))
+    return make_config(migrated_db_url, **getattr(request, "param", {}))
 
 
 @pytest.fixture

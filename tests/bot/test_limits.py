@@ -34,12 +34,12 @@ def limited_config(db_url: str, **limits: Any) -> Config:
 @pytest.fixture
 async def limited(
     request: pytest.FixtureRequest,
-    db_url: str,
+    migrated_db_url: str,
     clock: ManualClock,
     aiohttp_client: Callable[[web.Application], Awaitable[Client]],
 ) -> tuple[Api, RecordingNotifier]:
     notifier = RecordingNotifier("console")
-    config = limited_config(db_url, **request.param)
+    config = limited_config(migrated_db_url, **request.param)
     app = build_app(config, clock=clock, notifiers=[notifier])
     return Api(client=await aiohttp_client(app), clock=clock), notifier
 

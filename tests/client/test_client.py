@@ -452,8 +452,8 @@ class Served:
 
 
 @pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
-    config = make_config(f"sqlite:///{tmp_path / 'tapgate.db'}")
+async def served(migrated_sqlite_url: str) -> AsyncIterator[Served]:
+    config = make_config(migrated_sqlite_url)
     app = build_app(config, notifiers=[RecordingNotifier("console")])
     async with TestServer(app, host="127.0.0.1") as server:
         yield Served(app=app, url=str(server.make_url("")))

@@ -12,7 +12,6 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -100,8 +99,8 @@ async def slack_served(
 
 
 @pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'tapgate.db'}"
+def db_url(migrated_sqlite_url: str) -> str:
+    return migrated_sqlite_url
 
 
 def _buttons(message: Any) -> dict[str, dict[str, Any]]:

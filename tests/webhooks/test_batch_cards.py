@@ -15,7 +15,6 @@ import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -149,8 +148,8 @@ class Served(ServedApp):
 
 
 @pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'tapgate.db'}"
+def db_url(migrated_sqlite_url: str) -> str:
+    return migrated_sqlite_url
 
 
 @pytest.fixture

@@ -30,8 +30,8 @@ AUTH = {"Authorization": f"Bearer {AGENT_TOKEN}"}
 
 
 @pytest.fixture
-def db_url(tmp_path: Any) -> str:
-    return f"sqlite:///{tmp_path / 'tapgate.db'}"
+def db_url(migrated_sqlite_url: str) -> str:
+    return migrated_sqlite_url
 
 
 @pytest.fixture

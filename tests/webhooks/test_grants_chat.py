@@ -89,8 +89,8 @@ async def served(
 
 
 @pytest.fixture
-def db_url(tmp_path: Any) -> str:
-    return f"sqlite:///{tmp_path / 'tapgate.db'}"
+def db_url(migrated_sqlite_url: str) -> str:
+    return migrated_sqlite_url
 
 
 # -- helpers: what the platforms send -----------------------------------------------

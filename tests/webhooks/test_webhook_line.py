@@ -148,13 +148,13 @@ class Served(ServedApp):
 
 @pytest.fixture
 async def served(
-    db_url: str,  # first: the database must outlive the app's shutdown
+    migrated_db_url: str,  # first: the database must outlive the app's shutdown
     clock: ManualClock,
     aiohttp_client: Callable[[web.Application], Awaitable[Client]],
 ) -> AsyncIterator[Served]:
     async with FakeLine(access_token=TOKEN) as line:
         app = build_app(
-            config(line.url, db_url), clock=clock, notifiers=[RecordingNotifier("line")]
+            config(line.url, migrated_db_url), clock=clock, notifiers=[RecordingNotifier("line")]
         )
         client = await aiohttp_client(app)
         yield Served(app=app, client=client, line=line, clock=clock)

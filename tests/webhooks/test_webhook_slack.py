@@ -243,9 +243,9 @@ async def assert_untouched(served: Served, request: Request) -> None:
 
 
 @pytest.fixture
-def db_url(tmp_path: Path) -> str:
+def db_url(migrated_sqlite_url: str) -> str:
     """SQLite only: the store's own suite runs on PostgreSQL too; this one is about Slack."""
-    return f"sqlite:///{tmp_path / 'tapgate.db'}"
+    return migrated_sqlite_url
 
 
 @pytest.fixture
