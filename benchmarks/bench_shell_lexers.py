@@ -40,7 +40,7 @@ CORPUS = [
     "ls -la src/tapgate",
     "npm run build && npm test",
     "git log --oneline -n 20 | head -5",
-    "python -m pytest -q tests/core/test_shell.py -k 'not slow'",
+    "python -m pytest -q tests/policy/test_shell.py -k 'not slow'",
     "cd /work && make -j4 2>&1 | tail -n 50",
     'grep -rn "def parse" src/ --include=*.py',
     "sudo -u deploy systemctl restart web.service",
@@ -214,7 +214,13 @@ def run_tests(parser: Any, extra: list[str]) -> int:
     import pytest
 
     shell.parse = tree_sitter_parse(parser)  # the trial's swap
-    args = ["-q", "-p", "no:cacheprovider", "tests/core/test_shell.py", "tests/core/test_policy.py"]
+    args = [
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "tests/policy/test_shell.py",
+        "tests/policy/test_policy.py",
+    ]
     return int(pytest.main([*args, *extra]))
 
 

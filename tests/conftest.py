@@ -5,10 +5,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import os
-import shutil
 import socket
-import subprocess
-import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -18,6 +15,15 @@ import pytest
 
 from tapgate.gate.clock import ManualClock
 from tapgate.store import Store
+from tests.suites import (
+    has_postgresql,
+    mark_slow_folders,
+    start_postgresql,
+    start_shared_postgresql,
+    stop_postgresql,
+    stop_shared_postgresql,
+)
+from tests.templates import admin, copy_sqlite, database_url, migrated_pg, migrated_sqlite
 
 
 def _loopback(address: Any) -> bool:
@@ -60,9 +66,7 @@ def clock() -> ManualClock:
 
 def skip_without_postgresql() -> None:
     """Skip (with the one-line reason) where no PostgreSQL server binaries exist; CI has them."""
-    if shutil.which("initdb") is None and not list(
-        Path("/usr/lib/postgresql").glob("*/bin/initdb")
-    ):
+    if not has_postgresql():
         pytest.skip("no PostgreSQL server binaries (initdb) on this machine")
 
 
@@ -73,36 +77,76 @@ def pg_server() -> Iterator[str]:
     if url:
         yield url
         return
-    script = Path(__file__).parent.parent / "scripts" / "pg-test-server"
     skip_without_postgresql()
-    # Under /tmp itself: the server runs as an unprivileged user, who cannot
-    # enter pytest's root-owned temporary directories.
-    data = Path(tempfile.mkdtemp(prefix="tapgate-pg-"))
-    port = str(_free_port())
-    started = subprocess.run(
-        [str(script), "start", str(data), port], check=True, capture_output=True, text=True
-    )
+    url, data = start_postgresql()
     try:
-        yield started.stdout.strip()
+        yield url
     finally:
-        subprocess.run([str(script), "stop", str(data)], check=False, capture_output=True)
-        shutil.rmtree(data, ignore_errors=True)
+        stop_postgresql(data)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+def pytest_configure(config: pytest.Config) -> None:
+    start_shared_postgresql(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    stop_shared_postgresql()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    mark_slow_folders(items)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A fresh, empty database per test: a SQLite file, or a new PostgreSQL database."""
+    """A fresh database per test: a SQLite file, or a new PostgreSQL database.
+
+    Empty, unless the test uses ``store`` or ``migrated_db_url``: then a copy
+    of this process's migrated template (tests/templates.py), at the head.
+    """
+    migrated = not MIGRATED.isdisjoint(request.fixturenames)
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'tapgate.db'}"
+        url = f"sqlite:///{tmp_path / 'tapgate.db'}"
+        if migrated:
+            copy_sqlite(request.getfixturevalue("sqlite_template"), url)
+        yield url
         return
-    yield from _pg_database(request.getfixturevalue("pg_server"))
+    template = request.getfixturevalue("pg_template") if migrated else None
+    yield from _pg_database(request.getfixturevalue("pg_server"), template)
+
+
+MIGRATED = frozenset({"store", "migrated_db_url"})
+"""Fixtures whose tests get ``db_url`` migrated already (a server under test skips Alembic)."""
+
+
+@pytest.fixture
+def migrated_db_url(db_url: str) -> str:
+    """``db_url`` at the head revision, copied from the template: for an app under test."""
+    return db_url
+
+
+@pytest.fixture
+def migrated_sqlite_url(tmp_path: Path, sqlite_template: Path) -> str:
+    """A SQLite file at the head revision, copied from the template (the SQLite-only app tests)."""
+    url = f"sqlite:///{tmp_path / 'tapgate.db'}"
+    copy_sqlite(sqlite_template, url)
+    return url
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This process's migrated SQLite file, copied for each test's ``store``."""
+    return migrated_sqlite(tmp_path_factory.mktemp("template"))
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_server: str) -> Iterator[str]:
+    """This process's migrated PostgreSQL database, the template of each test's ``store``."""
+    name = migrated_pg(pg_server)
+    try:
+        yield name
+    finally:
+        asyncio.run(admin(pg_server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 @pytest.fixture
@@ -111,28 +155,19 @@ def pg_url(pg_server: str) -> Iterator[str]:
     yield from _pg_database(pg_server)
 
 
-def _pg_database(server: str) -> Iterator[str]:
+def _pg_database(server: str, template: str | None = None) -> Iterator[str]:
     name = f"t_{uuid.uuid4().hex[:12]}"
-    asyncio.run(_admin(server, f'CREATE DATABASE "{name}"'))
+    copy = f' TEMPLATE "{template}"' if template else ""
+    asyncio.run(admin(server, f'CREATE DATABASE "{name}"{copy}'))
     try:
-        yield server.rsplit("/", 1)[0] + "/" + name
+        yield database_url(server, name)
     finally:
-        asyncio.run(_admin(server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-
-
-async def _admin(url: str, statement: str) -> None:
-    import asyncpg
-
-    conn = await asyncpg.connect(url.replace("postgresql://", "postgres://", 1))
-    try:
-        await conn.execute(statement)
-    finally:
-        await conn.close()
+        asyncio.run(admin(server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 @pytest.fixture
 async def store(db_url: str) -> AsyncIterator[Store]:
-    """A migrated store on a real SQLite file."""
+    """A migrated store on ``db_url`` (SQLite or PostgreSQL), copied from a template."""
     s = await Store.open(db_url)
     try:
         yield s

@@ -44,10 +44,10 @@ from tapgate.errors import AlreadyResolved, RequestNotFound
 from tapgate.gate.models import Decision, ToolCall
 from tapgate.server.app import build_app
 from tapgate.server.keys import GATE
-from tests.bot.test_api import CI, make_config
 from tests.fakes import FakeLine
 from tests.fakes.receivers import line_webhook
 from tests.fakes.taps import signed_line_tap
+from tests.server.test_api import CI, make_config
 
 BASE = "http://tapgate.test"
 DEPLOY = ToolCall(tool="deploy", arguments={"env": "prod"})
@@ -452,8 +452,8 @@ class Served:
 
 
 @pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
-    config = make_config(f"sqlite:///{tmp_path / 'tapgate.db'}")
+async def served(migrated_sqlite_url: str) -> AsyncIterator[Served]:
+    config = make_config(migrated_sqlite_url)
     app = build_app(config, notifiers=[RecordingNotifier("console")])
     async with TestServer(app, host="127.0.0.1") as server:
         yield Served(app=app, url=str(server.make_url("")))

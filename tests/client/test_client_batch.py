@@ -1,7 +1,7 @@
 """The Python client's batches: ``check_many`` on both remote gates, and guarded turns.
 
 Against the real server (``build_app`` on a loopback port), with the policy of
-``tests/bot/test_api.py``: ``read_file`` is allowed, ``drop_db`` denied,
+``tests/server/test_api.py``: ``read_file`` is allowed, ``drop_db`` denied,
 ``deploy`` asks; the human is the test, deciding through the gate.
 """
 
@@ -22,8 +22,8 @@ from tapgate.client import (
 )
 from tapgate.gate.models import ToolCall
 from tapgate.server.keys import GATE
-from tests.bot.test_api import CI
 from tests.client.test_client import Served, served
+from tests.server.test_api import CI
 
 __all__ = ["served"]  # the fixture this module shares with test_client
 

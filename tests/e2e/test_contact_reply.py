@@ -23,7 +23,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -475,9 +474,9 @@ until = partial(served_world.until, timeout=5.0)  # a hang fails this suite in 5
 
 
 @pytest.fixture
-def db_url(tmp_path: Path) -> str:
+def db_url(migrated_sqlite_url: str) -> str:
     """SQLite: the store's own suite covers PostgreSQL; this one is about the chat paths."""
-    return f"sqlite:///{tmp_path / 'tapgate.db'}"
+    return migrated_sqlite_url
 
 
 async def ask(

@@ -11,7 +11,6 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -148,8 +147,8 @@ async def serve(
 
 
 @pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'tapgate.db'}"
+def db_url(migrated_sqlite_url: str) -> str:
+    return migrated_sqlite_url
 
 
 @pytest.fixture

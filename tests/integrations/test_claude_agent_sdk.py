@@ -28,8 +28,8 @@ from claude_agent_sdk import (
 from tapgate.client import RemoteGate, SyncRemoteGate
 from tapgate.integrations.claude_agent_sdk import can_use_tool, pre_tool_use_hook
 from tapgate.server.keys import GATE
-from tests.bot.test_api import CI
 from tests.client.test_client import Served
+from tests.server.test_api import CI
 
 CONTEXT = ToolPermissionContext(tool_use_id="toolu_01")
 HOOK_CONTEXT: HookContext = {"signal": None}

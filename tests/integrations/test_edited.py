@@ -2,7 +2,7 @@
 
 The real server (``tests.client.test_client.served``); the edit is made by
 :func:`tapgate.decisions.edits.approve_edit` as alice, the one core path the Slack
-modal's submission takes (``tests/webhooks/test_edit.py`` covers the modal).
+modal's submission takes (``tests/channels/slack/test_edit.py`` covers the modal).
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ from tapgate.integrations.langgraph import ainvoke_gated
 from tapgate.integrations.openai_agents import run_gated
 from tapgate.integrations.pydantic_ai import ApprovalToolset, resolve_deferred
 from tapgate.server.keys import GATE
-from tests.bot.test_api import CI
 from tests.client.test_client import Served
 from tests.integrations import test_langgraph as lg
 from tests.integrations import test_openai_agents as oa
 from tests.integrations import test_pydantic_ai as pa
 from tests.integrations.test_claude_agent_sdk import CONTEXT, HOOK_CONTEXT, pre_tool_use
+from tests.server.test_api import CI
 
 
 async def edit(served: Served, **changes: Any) -> None:

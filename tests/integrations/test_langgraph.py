@@ -30,8 +30,8 @@ from langgraph.types import Command
 
 from tapgate.client import RemoteGate, SyncRemoteGate
 from tapgate.integrations.langgraph import ainvoke_gated, decide_interrupts
-from tests.bot.test_api import CI
 from tests.client.test_client import Served
+from tests.server.test_api import CI
 
 
 class ToolCallingFake(GenericFakeChatModel):

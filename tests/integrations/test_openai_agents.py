@@ -29,8 +29,8 @@ from openai.types.responses import (
 from tapgate.client import RemoteGate, SyncRemoteGate
 from tapgate.integrations.openai_agents import decide_interruptions, run_gated
 from tapgate.server.keys import GATE
-from tests.bot.test_api import CI
 from tests.client.test_client import Served
+from tests.server.test_api import CI
 
 OFFLINE = RunConfig(tracing_disabled=True)
 

@@ -29,8 +29,8 @@ from tapgate.integrations.pydantic_ai import (
     deferred_handler,
     resolve_deferred,
 )
-from tests.bot.test_api import CI
 from tests.client.test_client import Served
+from tests.server.test_api import CI
 
 
 def tools(ran: list[str]) -> FunctionToolset[None]:

@@ -177,7 +177,11 @@ async def test_a_failed_leadership_probe_discards_the_session_that_holds_the_loc
         async with observer.connect() as conn:
             holders = (
                 await conn.execute(
-                    text("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = :key"),
+                    text(
+                        "SELECT pid FROM pg_locks WHERE locktype = 'advisory'"
+                        " AND objid = :key AND database = (SELECT oid FROM pg_database"
+                        " WHERE datname = current_database())"
+                    ),
                     {"key": HEARTBEAT_LOCK},
                 )
             ).scalars()

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -46,7 +45,7 @@ async def browser() -> AsyncIterator[object]:
 
 
 @pytest_asyncio.fixture(loop_scope="module")
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
+async def served(migrated_sqlite_url: str) -> AsyncIterator[Served]:
     """A fresh database, server and fake chats for each test."""
-    async with serving(f"sqlite:///{tmp_path / 'tapgate.db'}") as found:
+    async with serving(migrated_sqlite_url) as found:
         yield found

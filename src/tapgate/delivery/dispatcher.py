@@ -95,6 +95,7 @@ class Dispatcher:
         self._backlog: dict[tuple[str, str], int] = {}
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+        self._stop = asyncio.Event()  # set by close: a pacing wait ends at once
         self._unsubscribe: Callable[[], None] | None = None
 
     # -- lifecycle --------------------------------------------------------------------
@@ -118,6 +119,7 @@ class Dispatcher:
             self._unsubscribe = None
         if self._task is not None:
             self._stopping = True
+            self._stop.set()
             self.wake()
             try:
                 await asyncio.wait_for(asyncio.shield(self._task), grace)
@@ -232,6 +234,8 @@ class Dispatcher:
         whatever the network jitter. A row that would wait longer than half
         its lease is given back, due when its turn comes: a lease must never
         run out while a row waits (another replica could then send it too).
+        A row still waiting when the dispatcher closes is given back the same
+        way: the wait is on the dispatcher's clock, which need not move again.
         """
         key = (notifier.channel, item.delivery.address)
         backlog = self._backlog.get(key, 0)
@@ -244,12 +248,29 @@ class Dispatcher:
         try:
             async with self._pace_locks.setdefault(key, asyncio.Lock()):
                 due = self._next_send.get(key)
-                if due is not None and due > self.clock.now():
-                    await self.clock.sleep_until(due)
+                if due is not None and not await self._wait_turn(due):
+                    now = self.clock.now()
+                    await self.store.outbox.release(item.id, owner=self.owner, at=due, now=now)
+                    return
                 await self._send(notifier, item)
                 self._next_send[key] = self.clock.now() + timedelta(seconds=interval)
         finally:
             self._backlog[key] -= 1
+
+    async def _wait_turn(self, due: datetime) -> bool:
+        """Sleep until ``due``; False (at once) if the dispatcher is closing."""
+        if due <= self.clock.now():
+            return True
+        if self._stop.is_set():
+            return False
+        turn = asyncio.ensure_future(self.clock.sleep_until(due))
+        stop = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait([turn, stop], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            turn.cancel()
+            stop.cancel()
+        return not self._stop.is_set()
 
     async def _send(self, notifier: Notifier, item: OutboxItem) -> None:
         try:

@@ -9,7 +9,7 @@ raw bytes (``_line_signature``, in ``line.py``, before this module sees them):
   strict types, required fields, the three kinds of source) without the
   SDK's pydantic-v1 round trip, about a tenth of a tap's CPU. A test holds
   the two readers to the same answers on generated postbacks, valid and
-  broken (``tests/webhooks/test_line_events.py``);
+  broken (``tests/channels/line/test_line_events.py``);
 - every other body (messages, follows, and every event type tapgate ignores)
   goes through line-bot-sdk's ``WebhookParser``, which is needed there: it
   owns the many message content types, the other event types and how an

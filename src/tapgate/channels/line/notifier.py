@@ -206,7 +206,7 @@ class _CheckedPush(PushMessageRequest):  # type: ignore[misc]  # the SDK's model
     re-running pydantic's ``dict()`` over its whole subtree: 15 ms of
     event-loop time for a 20-call batch carousel, more than rendering and
     checking it (docs/benchmarks.md). Our Flex messages are exactly what
-    that round trip gives back (``tests/notifiers/test_render.py`` and
+    that round trip gives back (``tests/delivery/test_render.py`` and
     ``test_batch_render.py`` assert it for every card), so the checked
     request is sent as they are.
     """

@@ -1,1 +1,0 @@
-"""Tests of the domain: policy, shell parsing, the gate."""

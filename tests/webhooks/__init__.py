@@ -1,1 +1,0 @@
-"""Tests of inbound taps: LINE and Slack webhooks through the real app and the fake platforms."""
