@@ -24,7 +24,7 @@ import sys
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import aiohttp
 import pytest
@@ -277,6 +277,10 @@ def hook(
     async def call(url: str, payload: dict[str, Any] | str, *flags: str) -> dict[str, Any]:
         stdin = payload if isinstance(payload, str) else json.dumps(payload)
         monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        # The hook's watchdog leaves the process with os._exit when the server is slower
+        # than --timeout plus its grace: in process, that would take the test runner (an
+        # xdist worker) with it on a loaded machine. Here it fails this test instead.
+        monkeypatch.setattr(os, "_exit", _watchdog_fired)
         # main() blocks while it waits for a human: run it beside the server's loop.
         code = await asyncio.to_thread(cli, "hook", "claude-code", "--url", url, *flags)
         out, err = capsys.readouterr()
@@ -627,3 +631,7 @@ async def test_content_the_model_chose_is_denied_even_with_on_error_allow(
     decision, _ = verdict(await hook(served.url, broken, "--on-error", "allow"), "PreToolUse")
     assert decision == "deny"
     assert await served.requests() == []
+
+
+def _watchdog_fired(code: int) -> NoReturn:
+    raise AssertionError(f"the hook's watchdog gave up (os._exit({code})) in process")

@@ -18,11 +18,12 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 import shlex
 import sys
 from collections.abc import AsyncIterator, Coroutine
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import pytest
 
@@ -124,6 +125,10 @@ def hook(
     async def call(url: str, payload: dict[str, Any] | str, *flags: str) -> dict[str, Any]:
         stdin = payload if isinstance(payload, str) else json.dumps(payload)
         monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        # The hook's watchdog leaves the process with os._exit when the server is slower
+        # than --timeout plus its grace: in process, that would take the test runner (an
+        # xdist worker) with it on a loaded machine. Here it fails this test instead.
+        monkeypatch.setattr(os, "_exit", _watchdog_fired)
         code = await asyncio.to_thread(cli, "hook", "codex", "--url", url, *flags)
         out, err = capsys.readouterr()
         assert code == 0, err
@@ -324,3 +329,7 @@ async def test_the_fast_path_imports_only_built_in_modules(served: Served) -> No
 def test_importing_the_codex_hook_loads_no_server_stack() -> None:
     loaded = loaded_by("import tapgate.client._codex_hook, tapgate.cli.codex_hook")
     assert not {"aiohttp", "sqlalchemy", "pydantic", "asyncio", "httpx", "yaml"} & loaded
+
+
+def _watchdog_fired(code: int) -> NoReturn:
+    raise AssertionError(f"the hook's watchdog gave up (os._exit({code})) in process")

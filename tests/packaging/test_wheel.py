@@ -80,7 +80,7 @@ def test_the_wheel_installs_and_runs_on_the_shipped_examples(tmp_path: Path) -> 
     store = f"sqlite:///{tmp_path / 'wheel.db'}"
     assert "revision" in run(script, "db", "upgrade", "--url", store, env=env, cwd=elsewhere)
     # The web inbox's stylesheet and script ship as package data (no build step, no CDN).
-    static = Path(site) / "tapgate" / "bot" / "web" / "static"
+    static = Path(site) / "tapgate" / "server" / "web_inbox" / "static"
     assert {p.name for p in static.iterdir()} >= {"inbox.css", "inbox.js", "favicon.svg"}
     # The hook's fast command runs the wheel's file, and hands what it cannot answer (here a
     # server nobody listens at) to the wheel's `python -P -m tapgate hook claude-code`.
