@@ -18,6 +18,8 @@ async def gate(migrated_sqlite_url: str, clock: ManualClock) -> AsyncIterator[Ga
 
     A module of this folder that needs another policy defines its own ``gate``.
     """
-    async with await Store.open(migrated_sqlite_url) as store:
-        async with Gate(store=store, policy=POLICY, directory=DIRECTORY, clock=clock) as g:
-            yield g
+    async with (
+        await Store.open(migrated_sqlite_url) as store,
+        Gate(store=store, policy=POLICY, directory=DIRECTORY, clock=clock) as g,
+    ):
+        yield g

@@ -29,6 +29,7 @@ __all__ = [
     "audit",
     "batch_tap",
     "refusals",
+    "rule",
     "tap",
 ]
 
@@ -53,7 +54,8 @@ DIRECTORY = Directory(
 """alice, bob and carol are on call; dave is an approver of nothing these rules ask."""
 
 
-def _rule(n: int, tool: str, **terms: Any) -> Rule:
+def rule(n: int, tool: str, **terms: Any) -> Rule:
+    """``policy.rules[n]``: an "ask" for ``tool`` unless ``action`` says otherwise."""
     return Rule(tool=tool, action=terms.pop("action", "ask"), source=f"policy.rules[{n}]", **terms)
 
 
@@ -61,22 +63,22 @@ POLICY = Policy(
     PolicySpec(
         rules=(
             # quorum: two of the on-call approvers
-            _rule(0, "deploy", approvers=("oncall",), quorum=2),
+            rule(0, "deploy", approvers=("oncall",), quorum=2),
             # one approver suffices: refusals, batches, typed reasons
-            _rule(1, "restart", approvers=("alice", "bob")),
+            rule(1, "restart", approvers=("alice", "bob")),
             # separation of duties: carol owns the agent "ci"
-            _rule(2, "billing", approvers=("alice", "carol"), self_approval=False),
-            _rule(3, "payroll", approvers=("oncall",), quorum=2, self_approval=False),
+            rule(2, "billing", approvers=("alice", "carol"), self_approval=False),
+            rule(3, "payroll", approvers=("oncall",), quorum=2, self_approval=False),
             # remembering: allowed by default, narrowed here
-            _rule(4, "rotate_keys", approvers=("alice",), remember=frozenset({"once", "session"})),
-            _rule(5, "purge", approvers=("alice",), remember=frozenset({"once"})),
-            _rule(6, "tag", approvers=("alice",), always_ttl=2 * DAY),
+            rule(4, "rotate_keys", approvers=("alice",), remember=frozenset({"once", "session"})),
+            rule(5, "purge", approvers=("alice",), remember=frozenset({"once"})),
+            rule(6, "tag", approvers=("alice",), always_ttl=2 * DAY),
             # edits: the policy's second look at an edited "scale"
-            _rule(7, "scale", approvers=("alice",), args={"env": "staging"}),
-            _rule(8, "scale", approvers=("bob",), args={"env": "qa"}),
-            _rule(9, "scale", approvers=("alice", "bob"), args={"env": "eu"}, quorum=2),
-            _rule(10, "scale", action="deny", args={"env": "prod"}, reason="no prod scaling"),
-            _rule(11, "scale", action="allow", args={"env": "dev"}),
+            rule(7, "scale", approvers=("alice",), args={"env": "staging"}),
+            rule(8, "scale", approvers=("bob",), args={"env": "qa"}),
+            rule(9, "scale", approvers=("alice", "bob"), args={"env": "eu"}, quorum=2),
+            rule(10, "scale", action="deny", args={"env": "prod"}, reason="no prod scaling"),
+            rule(11, "scale", action="allow", args={"env": "dev"}),
         ),
         owners={"ci": "carol"},
         default_timeout=600,
@@ -106,7 +108,9 @@ def tap(who: str, action: TapAction, request: Request | str, *, channel: str = "
 
 def batch_tap(who: str, action: BatchAction, batch_id: str) -> BatchTap:
     """``who``'s tap on a batch card's own button, on Slack."""
-    return BatchTap(channel="slack", user_id=_user_id(who, "slack"), action=action, batch_id=batch_id)
+    return BatchTap(
+        channel="slack", user_id=_user_id(who, "slack"), action=action, batch_id=batch_id
+    )
 
 
 def _user_id(who: str, channel: str) -> str:

@@ -1,4 +1,4 @@
-"""A batch card's own buttons (tapgate.decisions.batch_taps): every open call, each on its own terms.
+"""A batch card's own buttons (decisions.batch_taps): every open call, each on its own terms.
 
 "restart" is alice's and bob's, "billing" alice's and carol's (carol owns the
 agent), "purge" alice's alone. Each call of a batch is checked against its own
@@ -21,7 +21,10 @@ from tests.decisions.rule_kit import audit, batch_tap, refusals, tap
 
 async def batch(gate: Gate, *tools: str, session: str | None = None) -> tuple[str, list[Request]]:
     """One batch of ``tools`` (each its own arguments); its id and its requests, in order."""
-    calls = [ToolCall(tool=t, arguments={"n": i}, agent="ci", session=session) for i, t in enumerate(tools)]
+    calls = [
+        ToolCall(tool=t, arguments={"n": i}, agent="ci", session=session)
+        for i, t in enumerate(tools)
+    ]
     ticket: BatchTicket = await gate.submit_many(calls)
     requests = [t.request for t in ticket.tickets]
     assert all(r is not None for r in requests)
@@ -37,7 +40,11 @@ async def test_approve_all_decides_each_call_against_its_own_approvers(gate: Gat
     outcome = await tap_batch(gate, batch_tap("bob", "approve_all", batch_id), event="ev-1")
     assert outcome.kind == "applied" and outcome.approver == "bob"
     assert outcome.message == f"Batch {batch_id[:8]}: 1 approved, 2 are not yours to decide."
-    assert await statuses(gate, calls) == [("approved", "bob"), ("pending", None), ("pending", None)]
+    assert await statuses(gate, calls) == [
+        ("approved", "bob"),
+        ("pending", None),
+        ("pending", None),
+    ]
     assert [r.status for r in outcome.requests] == ["approved", "pending", "pending"]
     for refused_call in calls[1:]:
         [line] = await refusals(gate, refused_call.id)
@@ -76,7 +83,9 @@ async def test_approve_all_when_everything_was_decided_decides_nothing(gate: Gat
         assert (await decide(gate, tap("bob", "deny", call))).applied
     outcome = await tap_batch(gate, batch_tap("alice", "approve_all", batch_id))
     assert outcome.kind == "already"
-    assert outcome.message == f"Batch {batch_id[:8]}: nothing decided; 2 were already denied by bob."
+    assert (
+        outcome.message == f"Batch {batch_id[:8]}: nothing decided; 2 were already denied by bob."
+    )
 
 
 async def test_approve_all_after_the_deadline_expires_the_calls_instead(
@@ -132,9 +141,13 @@ async def test_allow_all_for_session_grants_each_call_its_own_fingerprint(gate: 
     assert sorted((g.scope, g.session, g.fingerprint) for g in grants) == sorted(
         ("session", "s-1", c.fingerprint) for c in calls
     )
-    same = await gate.submit(ToolCall(tool="restart", arguments={"n": 1}, agent="ci", session="s-1"))
+    same = await gate.submit(
+        ToolCall(tool="restart", arguments={"n": 1}, agent="ci", session="s-1")
+    )
     assert same.decision is not None and same.decision.source == "grant"
-    other = await gate.submit(ToolCall(tool="restart", arguments={"n": 7}, agent="ci", session="s-1"))
+    other = await gate.submit(
+        ToolCall(tool="restart", arguments={"n": 7}, agent="ci", session="s-1")
+    )
     assert other.request is not None  # another call: its own ask
 
 

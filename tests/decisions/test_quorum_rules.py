@@ -20,7 +20,10 @@ async def test_two_approvals_decide_and_the_first_reports_its_progress(gate: Gat
     assert request.quorum == 2 and request.approvers == ("alice", "bob", "carol")
     first = await decide(gate, tap("alice", "approve", request))
     assert first.kind == "partial" and not first.applied
-    assert first.message == f"Approval counted, 1 of 2: alice approved - deploy (request {request.id[:8]})."
+    assert (
+        first.message
+        == f"Approval counted, 1 of 2: alice approved - deploy (request {request.id[:8]})."
+    )
     assert first.request is not None and first.request.approvals == ("alice",)
     stored = await gate.get_request(request.id)
     assert stored.status == "pending" and stored.approvals == ("alice",)
@@ -49,7 +52,10 @@ async def test_the_same_approver_is_counted_once(gate: Gate) -> None:
     stored = await gate.get_request(request.id)
     assert stored.status == "pending" and stored.approvals == ("alice",)
     [refused] = await refusals(gate, request.id)
-    assert refused.actor == "alice" and refused.detail["why"] == "already approved by them: counted once"
+    assert (
+        refused.actor == "alice"
+        and refused.detail["why"] == "already approved by them: counted once"
+    )
     assert refused.detail["channel"] == "line"
 
 
@@ -126,4 +132,5 @@ async def test_approve_returns_progress_or_the_decided_request(gate: Gate) -> No
     decided = await approve(gate, request.id, by="carol")
     assert not isinstance(decided, Progress)
     assert decided.status == "approved" and decided.approvals == ("alice", "carol")
-    assert decided.decision() is not None and decided.decision().allowed  # type: ignore[union-attr]
+    decision = decided.decision()
+    assert decision is not None and decision.allowed and decision.source == "approver"

@@ -22,7 +22,11 @@ from tests.decisions.rule_kit import ask, audit, refusals, tap
 async def test_an_approver_of_other_things_is_refused_and_audited(gate: Gate) -> None:
     request = await ask(gate, "restart")
     outcome = await decide(gate, tap("dave", "approve", request))
-    assert (outcome.kind, outcome.message, outcome.approver) == ("not_approver", NOT_APPROVER, "dave")
+    assert (outcome.kind, outcome.message, outcome.approver) == (
+        "not_approver",
+        NOT_APPROVER,
+        "dave",
+    )
     assert (await gate.get_request(request.id)).is_pending
     [line] = await refusals(gate, request.id)
     assert line.actor == "dave"
@@ -113,7 +117,9 @@ async def test_a_redelivered_event_does_nothing_and_says_nothing(gate: Gate) -> 
 
 async def test_a_redelivered_refusal_is_audited_once(gate: Gate) -> None:
     request = await ask(gate, "restart")
-    assert (await decide(gate, tap("dave", "approve", request), event="ev-2")).kind == "not_approver"
+    assert (
+        await decide(gate, tap("dave", "approve", request), event="ev-2")
+    ).kind == "not_approver"
     assert (await decide(gate, tap("dave", "approve", request), event="ev-2")).kind == "duplicate"
     assert len(await refusals(gate, request.id)) == 1
 

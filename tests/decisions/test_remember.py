@@ -47,12 +47,18 @@ async def test_allow_for_session_grants_the_call_in_its_session_only(gate: Gate)
         "alice",
         request.id,
     )
-    assert (grant.tool, grant.fingerprint, grant.expires_at) == ("restart", request.fingerprint, None)
+    assert (grant.tool, grant.fingerprint, grant.expires_at) == (
+        "restart",
+        request.fingerprint,
+        None,
+    )
     assert granted(await again(gate, request, session="s-1"))
     assert not granted(await again(gate, request, session="s-2"))  # another session asks
 
 
-async def test_always_grants_the_call_for_the_rules_lifetime(gate: Gate, clock: ManualClock) -> None:
+async def test_always_grants_the_call_for_the_rules_lifetime(
+    gate: Gate, clock: ManualClock
+) -> None:
     request = await ask(gate, "tag", session="s-1")
     assert offer_for(POLICY, request).always_ttl == 2 * DAY
     outcome = await decide(gate, tap("alice", "approve_always", request))
@@ -67,7 +73,9 @@ async def test_always_grants_the_call_for_the_rules_lifetime(gate: Gate, clock: 
     assert not granted(await again(gate, request, session="s-1"))  # the grant ended: asks again
 
 
-async def test_always_without_a_rule_lifetime_takes_the_default(gate: Gate, clock: ManualClock) -> None:
+async def test_always_without_a_rule_lifetime_takes_the_default(
+    gate: Gate, clock: ManualClock
+) -> None:
     request = await ask(gate, "restart")
     assert (await decide(gate, tap("bob", "approve_always", request))).applied
     [grant] = await gate.grants()
@@ -127,7 +135,9 @@ async def test_a_quorum_call_is_never_remembered(gate: Gate) -> None:
 async def test_the_grant_covers_the_fingerprint_not_other_arguments(gate: Gate) -> None:
     request = await ask(gate, "restart", session="s-1", n=1)
     assert (await decide(gate, tap("alice", "approve_session", request))).applied
-    other = await gate.submit(ToolCall(tool="restart", arguments={"n": 2}, agent="ci", session="s-1"))
+    other = await gate.submit(
+        ToolCall(tool="restart", arguments={"n": 2}, agent="ci", session="s-1")
+    )
     assert other.request is not None  # the default fingerprint is every argument
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tapgate.decisions.taps import ANSWER_MAX
+from tapgate.decisions.taps import ANSWER_MAX, Tap
 from tapgate.decisions.taps import tap as decide
 from tapgate.decisions.texts import NOT_APPROVER, reason_too_long
 from tapgate.decisions.typed_reasons import Reasons
@@ -25,7 +25,8 @@ def reasons(gate: Gate) -> Reasons:
     return Reasons(gate, channel="line", window=WINDOW)
 
 
-def deny(who: str, request: Request) -> object:
+def deny(who: str, request: Request) -> Tap:
+    """``who``'s "Deny…" on LINE, which asks for the reason."""
     return tap(who, "deny", request, channel="line")
 
 
@@ -44,7 +45,7 @@ async def test_the_next_text_within_the_window_is_the_reason(
     gate: Gate, reasons: Reasons, clock: ManualClock
 ) -> None:
     request = await ask(gate, "restart")
-    asked = await reasons.ask(tap("alice", "deny", request, channel="line"), event="tap-1")
+    asked = await reasons.ask(deny("alice", request), event="tap-1")
     assert asked == (
         f"Type the reason (or 'skip') to deny restart (request {request.id[:8]}) within "
         "5 minutes; after that, or if you tap another button, it is denied without a reason."
@@ -64,7 +65,7 @@ async def test_the_next_text_within_the_window_is_the_reason(
 
 async def test_skip_denies_without_a_reason(gate: Gate, reasons: Reasons) -> None:
     request = await ask(gate, "restart")
-    await reasons.ask(tap("alice", "deny", request, channel="line"), event="tap-2")
+    await reasons.ask(deny("alice", request), event="tap-2")
     said = await reasons.typed(user_id="LA", text="SKIP", event="text-3")
     assert said == f"Denied - restart (request {request.id[:8]})"
     assert await denial(gate, request) == ("denied", "alice", None)
@@ -74,17 +75,19 @@ async def test_a_text_too_long_is_refused_and_the_window_stays_open(
     gate: Gate, reasons: Reasons
 ) -> None:
     request = await ask(gate, "restart")
-    await reasons.ask(tap("alice", "deny", request, channel="line"), event="tap-3")
+    await reasons.ask(deny("alice", request), event="tap-3")
     said = await reasons.typed(user_id="LA", text="x" * (ANSWER_MAX + 1), event="text-4")
     assert said == reason_too_long(ANSWER_MAX)
-    assert (await gate.get_request(request.id)).is_pending and await waiting(gate, "alice") == "waiting"
+    assert (await gate.get_request(request.id)).is_pending and await waiting(
+        gate, "alice"
+    ) == "waiting"
     assert await reasons.typed(user_id="LA", text="shorter", event="text-5") is not None
     assert await denial(gate, request) == ("denied", "alice", "shorter")
 
 
 async def test_a_tap_elsewhere_ends_it_without_a_reason(gate: Gate, reasons: Reasons) -> None:
     request, other = await ask(gate, "restart", n=1), await ask(gate, "restart", n=2)
-    await reasons.ask(tap("alice", "deny", request, channel="line"), event="tap-4")
+    await reasons.ask(deny("alice", request), event="tap-4")
     ended = await reasons.interrupt(user_id="LA", event="tap-5")
     assert ended == f"Denied - restart (request {request.id[:8]})"
     assert await denial(gate, request) == ("denied", "alice", None)
@@ -98,8 +101,8 @@ async def test_deny_on_another_request_ends_the_first_without_a_reason(
     gate: Gate, reasons: Reasons
 ) -> None:
     first, second = await ask(gate, "restart", n=1), await ask(gate, "restart", n=2)
-    await reasons.ask(tap("alice", "deny", first, channel="line"), event="tap-6")
-    asked = await reasons.ask(tap("alice", "deny", second, channel="line"), event="tap-7")
+    await reasons.ask(deny("alice", first), event="tap-6")
+    asked = await reasons.ask(deny("alice", second), event="tap-7")
     assert asked is not None
     told, hint = asked.split("\n")
     assert told == f"Denied - restart (request {first.id[:8]})"
@@ -113,7 +116,7 @@ async def test_the_window_lapsing_denies_without_a_reason(
     gate: Gate, reasons: Reasons, clock: ManualClock
 ) -> None:
     request = await ask(gate, "restart")
-    await reasons.ask(tap("alice", "deny", request, channel="line"), event="tap-8")
+    await reasons.ask(deny("alice", request), event="tap-8")
     clock.advance(WINDOW - 1)
     assert await reasons.lapse_due() == 0  # not yet
     clock.advance(1)
@@ -128,18 +131,20 @@ async def test_a_text_after_the_window_is_not_the_reason_even_before_the_heartbe
     gate: Gate, reasons: Reasons, clock: ManualClock
 ) -> None:
     request = await ask(gate, "restart")
-    await reasons.ask(tap("alice", "deny", request, channel="line"), event="tap-9")
+    await reasons.ask(deny("alice", request), event="tap-9")
     clock.advance(WINDOW)
     said = await reasons.typed(user_id="LA", text="late reason", event="text-9")
     assert said == f"Denied - restart (request {request.id[:8]})"  # denied, not with the text
     assert await denial(gate, request) == ("denied", "alice", None)
 
 
-async def test_the_window_ends_with_the_request_at_the_latest(gate: Gate, clock: ManualClock) -> None:
+async def test_the_window_ends_with_the_request_at_the_latest(
+    gate: Gate, clock: ManualClock
+) -> None:
     request = await ask(gate, "restart")  # 600 s to live
     long_window = Reasons(gate, channel="line", window=3600)
     clock.advance(300)
-    asked = await long_window.ask(tap("alice", "deny", request, channel="line"), event="tap-10")
+    asked = await long_window.ask(deny("alice", request), event="tap-10")
     assert asked is not None and "within 5 minutes" in asked
     pending = await gate.store.reasons.of("alice")
     assert pending is not None and pending.deadline == request.expires_at
@@ -148,17 +153,22 @@ async def test_the_window_ends_with_the_request_at_the_latest(gate: Gate, clock:
 async def test_a_redelivered_event_ends_nothing(gate: Gate, reasons: Reasons) -> None:
     earlier, request = await ask(gate, "restart", n=1), await ask(gate, "restart", n=2)
     # an approval applied before the Deny… was tapped; LINE redelivers its event later
-    assert (await decide(gate, tap("alice", "approve", earlier, channel="line"), event="old")).applied
-    await reasons.ask(tap("alice", "deny", request, channel="line"), event="tap-11")
+    assert (
+        await decide(gate, tap("alice", "approve", earlier, channel="line"), event="old")
+    ).applied
+    await reasons.ask(deny("alice", request), event="tap-11")
     assert await reasons.interrupt(user_id="LA", event="old") is None
-    assert await waiting(gate, "alice") == "waiting" and (await gate.get_request(request.id)).is_pending
+    assert (
+        await waiting(gate, "alice") == "waiting"
+        and (await gate.get_request(request.id)).is_pending
+    )
     said = await reasons.typed(user_id="LA", text="still mine", event="text-10")
     assert said == f"Denied - restart (request {request.id[:8]}): still mine"
 
 
 async def test_a_decision_by_another_approver_ends_the_wait(gate: Gate, reasons: Reasons) -> None:
     request = await ask(gate, "restart")
-    await reasons.ask(tap("alice", "deny", request, channel="line"), event="tap-12")
+    await reasons.ask(deny("alice", request), event="tap-12")
     assert (await decide(gate, tap("bob", "approve", request))).applied
     said = await reasons.typed(user_id="LA", text="no!", event="text-11")
     assert said == "Already approved by bob at 00:00 UTC - restart."
@@ -172,12 +182,12 @@ async def test_a_decision_by_another_approver_ends_the_wait(gate: Gate, reasons:
     )
 
 
-async def test_a_strangers_deny_is_refused_and_waits_for_nothing(gate: Gate, reasons: Reasons) -> None:
+async def test_a_strangers_deny_is_refused_and_waits_for_nothing(
+    gate: Gate, reasons: Reasons
+) -> None:
     request = await ask(gate, "restart")
-    assert await reasons.ask(tap("dave", "deny", request, channel="line"), event="tap-13") == (
-        NOT_APPROVER
-    )
-    assert await reasons.ask(tap("dave", "deny", request, channel="line"), event="tap-13") is None
+    assert await reasons.ask(deny("dave", request), event="tap-13") == (NOT_APPROVER)
+    assert await reasons.ask(deny("dave", request), event="tap-13") is None
     assert await waiting(gate, "dave") is None
     assert await reasons.typed(user_id="LD", text="deny it", event="text-12") is None
     assert (await gate.get_request(request.id)).is_pending
