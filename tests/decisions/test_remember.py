@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
-
 from tapgate.decisions.remember import offer_for, reach_for
 from tapgate.decisions.taps import tap as decide
 from tapgate.decisions.taps import tap_batch
@@ -141,15 +139,10 @@ async def test_the_grant_covers_the_fingerprint_not_other_arguments(gate: Gate) 
     assert other.request is not None  # the default fingerprint is every argument
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FINDING: 'Allow all for session' grants a session grant to a call whose policy "
-    "allows remembering it once only (batch_taps.tap_batch does not check reach_for, "
-    "which a single 'Allow for session' tap is refused by)",
-)
-async def test_finding_allow_all_for_session_respects_what_the_policy_lets_be_remembered(
+async def test_allow_all_for_session_remembers_only_what_the_policy_lets_be_remembered(
     gate: Gate,
 ) -> None:
+    """A call whose rule allows remembering it once only is approved once, with no grant."""
     calls = [
         ToolCall(tool="restart", arguments={"n": 1}, agent="ci", session="s-1"),
         ToolCall(tool="purge", arguments={"n": 2}, agent="ci", session="s-1"),
@@ -157,5 +150,7 @@ async def test_finding_allow_all_for_session_respects_what_the_policy_lets_be_re
     ticket = await gate.submit_many(calls)
     purge = ticket.tickets[1].request
     assert purge is not None and not offer_for(POLICY, purge).session
-    await tap_batch(gate, batch_tap("alice", "approve_all_session", ticket.id))
+    outcome = await tap_batch(gate, batch_tap("alice", "approve_all_session", ticket.id))
+    assert outcome.kind == "applied"
     assert [g.tool for g in await gate.grants()] == ["restart"]
+    assert (await gate.get_request(purge.id)).status == "approved"

@@ -12,13 +12,17 @@ by the surfaces, like every other tap.
 
 from __future__ import annotations
 
+from functools import partial
+
 from tapgate.decisions.refusals import audit_refused
+from tapgate.decisions.remember import reach_for
 from tapgate.decisions.tap_records import BatchTap, TapKind, TapOutcome, audit_detail, identify
 from tapgate.decisions.texts import BATCH_NOT_FOUND, NOT_APPROVER_BATCH, batch_message
 from tapgate.errors import DuplicateEvent, RequestNotFound
 from tapgate.gate.batching import read_batch, resolve_batch
 from tapgate.gate.gate import Gate
-from tapgate.gate.models import Scope
+from tapgate.gate.models import Request, Scope
+from tapgate.policy.engine import Policy
 from tapgate.store import Transition
 
 __all__ = ["check_batch_tap", "tap_batch"]
@@ -46,12 +50,18 @@ async def tap_batch(
             reason=reason,
             detail=audit_detail(tapper),
             event=(answer.channel, event) if event is not None else None,
+            may_remember=partial(_may_remember, gate.policy),
         )
     except DuplicateEvent:
         return TapOutcome(kind="duplicate", approver=tapper.approver, message="")
     except RequestNotFound:
         return TapOutcome(kind="not_found", approver=tapper.approver, message=BATCH_NOT_FOUND)
     return _batch_outcome(tapper.approver, answer, transitions)
+
+
+def _may_remember(policy: Policy, request: Request) -> bool:
+    """Whether "Allow all for session" may remember this call, as its own card's button would."""
+    return not reach_for(policy, request, "session").refused
 
 
 def _batch_outcome(

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from tapgate.errors import AlreadyResolved, DuplicateEvent, RequestExpired, RequestNotFound
 from tapgate.gate.handlers import answer_ask
-from tapgate.gate.models import Decision, Request, Scope, Ticket, ToolCall
+from tapgate.gate.models import Decision, Grant, Request, Scope, Ticket, ToolCall
 from tapgate.gate.records import Asking, grant_decision, grant_maker, new_id
 from tapgate.store import Created, Transition
 from tapgate.store.batches import Ask, Batch, BatchItem
@@ -203,6 +203,7 @@ async def resolve_batch(
     reason: str | None = None,
     detail: dict[str, Any] | None = None,
     event: tuple[str, str] | None = None,
+    may_remember: Callable[[Request], bool] | None = None,
 ) -> list[Transition]:
     """ "Approve all" / "Deny all": each still-pending call decided by ``by``, in one transaction.
 
@@ -212,8 +213,13 @@ async def resolve_batch(
     Returns one transition per member, in the agent's order (``final`` for
     one decided before). Raises :class:`RequestNotFound` for an unknown
     batch and :class:`DuplicateEvent` for a redelivered ``event``.
+    ``may_remember`` says, per call, whether the policy lets its approval be
+    remembered: a call it refuses is approved once, with no grant, whatever
+    the batch's button asked (every answer narrows, never widens).
     """
     make_grant = grant_maker(verdict, by=by, scope=scope, now=gate.clock.now())
+    if make_grant is not None and may_remember is not None:
+        make_grant = _only_where(may_remember, make_grant)
     transitions = await gate.store.resolve_batch(
         batch_id,
         to="approved" if verdict == "approve" else "denied",
@@ -233,3 +239,14 @@ async def resolve_batch(
         if transition.outcome in ("applied", "expired") and transition.request is not None:
             gate.announce_decided(transition.request)
     return transitions
+
+
+def _only_where(
+    may_remember: Callable[[Request], bool], make_grant: Callable[[Request], Grant | None]
+) -> Callable[[Request], Grant | None]:
+    """``make_grant`` for the calls ``may_remember`` lets be remembered, no grant for the rest."""
+
+    def grant(request: Request) -> Grant | None:
+        return make_grant(request) if may_remember(request) else None
+
+    return grant
