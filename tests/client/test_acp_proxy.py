@@ -139,11 +139,26 @@ async def test_a_remembered_approval_selects_the_agents_allow_always(served: Ser
         turn = await ask(conn, session)  # the same calls again, answered at once:
         await asyncio.wait_for(turn, 30)  # the grant allows, the recent deny is reused
     assert editor.said == [
-        "execute -> yes-once",  # approved by a person: this call
+        "execute -> yes-always",  # the very call approved for the session
         "edit -> no-once",
         "execute -> yes-always",  # answered by the grant that approval recorded
         "edit -> no-once",
     ]
+
+
+async def test_always_tapped_in_line_selects_allow_always_on_the_call_it_decides(
+    served: Served,
+) -> None:
+    editor, seen = Editor(), set[str]()
+    async with editor_session(served.url, editor) as (conn, session):
+        turn = await ask(conn, session)
+        shell = await next_pending(served, seen)
+        await served.tap(shell.id, "approve_always")  # Alice's "Always allow" in LINE
+        write = await next_pending(served, seen)
+        await served.tap(write.id, "approve")  # this call only
+        await asyncio.wait_for(turn, 30)
+    assert editor.said == ["execute -> yes-always", "edit -> yes-once"]
+    assert (await served.app[GATE].get_request(shell.id)).scope == "always"
 
 
 async def test_a_cancelled_turn_withdraws_the_request(served: Served) -> None:

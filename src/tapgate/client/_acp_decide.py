@@ -10,8 +10,9 @@ from the transport, so the rules that matter for safety read on their own:
   ``input``) with its ``title`` added as ``title`` unless ``rawInput`` has
   one;
 - the answer: always one of the options *the agent offered*, by its own id.
-  An allow a grant answered (an approval remembered for the session or
-  always) selects the agent's ``allow_always`` where offered, else its
+  An approval remembered for the session or always (the decision's
+  ``scope``: the very call the approver decided) and an allow a grant
+  answered select the agent's ``allow_always`` where offered, else its
   ``allow_once``; any other allow ``allow_once``, else ``allow_always``; a
   deny ``reject_once``, and so an approval an approver edited (ACP cannot
   hand the agent other input, and the call as asked was not approved).
@@ -59,7 +60,8 @@ def permission_call(request: RequestPermissionRequest) -> ToolCall:
 def choose(decision: Decision, options: Sequence[PermissionOption]) -> str | None:
     """The id of the agent's option that says what tapgate decided; ``None``: none offered does."""
     if decision.allowed and not decision.edited:  # an edit ACP cannot carry: denied
-        remembered = decision.source == "grant"
+        # a server that does not send ``scope`` still says when a grant answered
+        remembered = decision.scope in ("session", "always") or decision.source == "grant"
         kinds: tuple[str, ...] = ("allow_always", "allow_once")
         if not remembered:
             kinds = ("allow_once", "allow_always")

@@ -24,6 +24,7 @@ from tapgate.gate.models import (
     DecisionSource,
     DecisionStatus,
     Request,
+    Scope,
     Ticket,
     ToolCall,
     Verdict,
@@ -43,6 +44,7 @@ __all__ = [
 _VERDICTS = frozenset(get_args(Verdict))
 _STATUSES = frozenset(get_args(DecisionStatus))
 _SOURCES = frozenset(get_args(DecisionSource))
+_SCOPES = frozenset(get_args(Scope))
 
 
 class Reply(Protocol):
@@ -132,6 +134,7 @@ def decision_from(body: dict[str, Any]) -> Decision | None:
         request_id=request_id if isinstance(request_id, str) else None,
         arguments=cast(dict[str, Any], arguments) if edited else None,
         edited=edited,
+        scope=_scope(body.get("scope")),
     )
 
 
@@ -164,6 +167,15 @@ def ticket_from(body: dict[str, Any], call: ToolCall) -> Ticket:
         expires_at=_time(body, "expires_at"),
     )
     return Ticket(decision=None, request=request, reused=body.get("reused") is True)
+
+
+def _scope(value: Any) -> Scope | None:
+    """An approval's ``scope``; ``None`` from a server that does not send one.
+
+    A value this client does not know (a newer server's) reads as ``None``
+    too: nothing then takes the approval for more than the call itself.
+    """
+    return cast(Scope, value) if isinstance(value, str) and value in _SCOPES else None
 
 
 def without_credentials(url: str) -> str:

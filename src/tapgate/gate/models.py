@@ -39,6 +39,7 @@ __all__ = [
     "Verdict",
     "args_digest",
     "canonical_json",
+    "remembered",
 ]
 
 Risk = Literal["read_only", "write", "destructive"]
@@ -65,6 +66,22 @@ Scope = Literal["once", "session", "always"]
 """How far an approval reaches: this call, this agent session, or durably."""
 
 GrantScope = Literal["session", "always"]
+
+
+def remembered(scope: Scope | None, *, grantable: bool, session: str | None) -> Scope:
+    """How far an approval asked with ``scope`` reaches: the scope of the grant it makes.
+
+    ``once`` where no grant is made: a call that may not be remembered (not
+    ``grantable``), or a session approval of a call without a session (nothing
+    to key the grant on). The one rule both the grant (``gate.records``) and
+    what agents are told of an approval (its ``scope`` on the wire) follow.
+    """
+    if scope is None or scope == "once" or not grantable:
+        return "once"
+    if scope == "session" and not session:
+        return "once"
+    return scope
+
 
 EventKind = Literal["requested", "notified", "resolved", "expired", "cancelled"]
 
@@ -130,6 +147,13 @@ class Decision:
     the edited call must not run the original one either.
     """
     edited: bool = False
+    scope: Scope | None = None
+    """How far an approval reaches: ``once`` (this call), the ``session`` or ``always``.
+
+    Set for an approver's approval (the scope of the grant it made, else
+    ``once``) and for a call a grant allowed (that grant's scope); ``None``
+    for every other decision.
+    """
     kind: Literal["decision"] = "decision"
 
     @property
@@ -189,6 +213,13 @@ class Request:
         """True until the request reaches a terminal status."""
         return self.status == "pending"
 
+    @property
+    def remembered(self) -> Scope | None:
+        """An approval's reach (:func:`remembered`); ``None`` unless approved."""
+        if self.status != "approved":
+            return None
+        return remembered(self.scope, grantable=self.grantable, session=self.session)
+
     def decision(self) -> Decision | None:
         """The agent's decision for a terminal request, ``None`` while pending."""
         if self.status == "pending":
@@ -218,6 +249,7 @@ class Request:
             request_id=self.id,
             arguments=self.edited_arguments if self.status == "approved" else None,
             edited=self.status == "approved" and self.edited_arguments is not None,
+            scope=self.remembered,
         )
 
 

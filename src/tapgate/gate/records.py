@@ -20,12 +20,12 @@ from tapgate.gate.models import (
     Decision,
     Delivery,
     Grant,
-    GrantScope,
     Request,
     Scope,
     ToolCall,
     Verdict,
     args_digest,
+    remembered,
 )
 from tapgate.policy.engine import Policy, PolicyVerdict
 from tapgate.store.grants import GrantKey
@@ -194,23 +194,21 @@ def grant_for(
     A grant covers the request's own fingerprint: never more than the approver
     saw. ``uses`` limits an "always" grant to that many later calls.
     """
-    if scope == "once" or not request.grantable:
-        return None
-    if scope == "session" and not request.session:
-        return None  # nothing to key a session grant on; the approval counts once
-    grant_scope: GrantScope = scope
+    grant_scope = remembered(scope, grantable=request.grantable, session=request.session)
+    if grant_scope == "once":
+        return None  # not grantable, or a session grant with no session to key it on
     return Grant(
         id=new_id(),
         scope=grant_scope,
         agent=request.agent,
-        session=request.session if scope == "session" else None,
+        session=request.session if grant_scope == "session" else None,
         tool=request.tool,
         fingerprint=request.fingerprint,
         created_at=now,
         created_by=by,
         expires_at=now + timedelta(seconds=ttl) if ttl is not None else None,
         request_id=request.id,
-        uses_left=uses if scope == "always" else None,
+        uses_left=uses if grant_scope == "always" else None,
     )
 
 
@@ -241,4 +239,5 @@ def grant_decision(grant: Grant, rule: str) -> Decision:
         decided_by=f"grant:{grant.id}",
         reason=f"allowed by a {grant.scope} grant from {grant.created_by}",
         rule=rule,
+        scope=grant.scope,
     )

@@ -179,6 +179,7 @@ def decision_to_json(decision: Decision) -> dict[str, Any]:
             if decision.edited and decision.arguments is not None
             else {}
         ),
+        **({"scope": decision.scope} if decision.scope is not None else {}),
     }
 
 
@@ -194,4 +195,5 @@ def decision_from_json(saved: Mapping[str, Any]) -> Decision:
         request_id=saved.get("request_id"),
         arguments=saved.get("arguments"),
         edited=saved.get("edited") is True,
+        scope=cast("Scope | None", saved.get("scope")),
     )

@@ -17,7 +17,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
-from tapgate.gate.models import Decision, EventKind, GateEvent, Request, RequestStatus, Risk
+from tapgate.gate.models import (
+    Decision,
+    EventKind,
+    GateEvent,
+    Request,
+    RequestStatus,
+    Risk,
+    Scope,
+)
 from tapgate.policy.masking import mask_arguments
 
 __all__ = ["EventOut", "Outcome", "event_out", "outcome_of"]
@@ -25,6 +33,11 @@ __all__ = ["EventOut", "Outcome", "event_out", "outcome_of"]
 Outcome = Literal[
     "approved", "approved_session", "approved_always", "denied", "expired", "cancelled"
 ]
+_APPROVED: dict[Scope, Outcome] = {
+    "once": "approved",
+    "session": "approved_session",
+    "always": "approved_always",
+}
 
 
 class EventOut(BaseModel):
@@ -53,6 +66,9 @@ class EventOut(BaseModel):
     edited_arguments: dict[str, JsonValue] | None = None
     """The edited arguments, masked like ``arguments``: run the call with the unmasked
     ones from ``GET /v1/tool-calls/{id}``."""
+    scope: Scope | None = None
+    """An approval's reach (a ``resolved`` event): ``once``, ``session`` or ``always``,
+    as the tool call's ``scope``; null for any other event."""
 
 
 def outcome_of(request: Request) -> Outcome | None:
@@ -60,9 +76,8 @@ def outcome_of(request: Request) -> Outcome | None:
     if request.status == "pending":
         return None
     if request.status == "approved":
-        if request.scope == "session" and request.session is not None:
-            return "approved_session"  # without a session there is no grant: it counts once
-        return "approved_always" if request.scope == "always" else "approved"
+        # what the approval reaches, not what was asked: no grant made, no session/always
+        return _APPROVED[request.remembered or "once"]
     return request.status
 
 
@@ -89,6 +104,7 @@ def event_out(event: GateEvent) -> EventOut:
         reason=decision.reason if decision is not None else None,
         channel=channel if isinstance(channel, str) else None,
         approver=approver if isinstance(approver, str) else None,
+        scope=decision.scope if decision is not None else None,
         **_edited(decision),
     )
 

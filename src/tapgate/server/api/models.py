@@ -38,6 +38,7 @@ from tapgate.gate.models import (
     DecisionSource,
     Request,
     Risk,
+    Scope,
     ToolCall,
 )
 
@@ -186,6 +187,10 @@ class ToolCallOut(BaseModel):
     """An approver edited the call before approving it: run it with ``arguments``, not as sent."""
     arguments: dict[str, JsonValue] | None = None
     """The edited arguments (``edited`` only), unmasked: the agent runs them."""
+    scope: Scope | None = None
+    """How far the approval reaches: ``once`` (this call only), ``session`` (the call again
+    in this session) or ``always``; for a call a grant allowed, that grant's scope; null
+    for any other decision and while pending."""
 
 
 class ToolCallList(BaseModel):
@@ -348,6 +353,7 @@ def tool_call_from_decision(
         resolved_at=None,
         approvers=[],
         consumed=consumed,
+        scope=decision.scope,
         **_edit(decision),
     )
 
@@ -371,6 +377,7 @@ def tool_call_from_request(request: Request, *, reused: bool = False) -> ToolCal
         resolved_at=request.resolved_at,
         approvers=list(request.approvers),
         batch_id=request.batch_id,
+        scope=decision.scope if decision is not None else None,
         **(_edit(decision) if decision is not None else {}),
     )
 

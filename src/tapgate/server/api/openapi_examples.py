@@ -37,6 +37,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "approvers": ["alice", "bob"],
         "edited": True,
         "arguments": {"service": "web", "env": "staging"},
+        "scope": "once",
     },
     "ErrorOut": {
         "error": {
@@ -57,11 +58,12 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "session": "chat-42",
         "batch_id": None,
         "at": "2026-01-01T12:00:21Z",
-        "outcome": "approved",
+        "outcome": "approved_session",
         "decided_by": "alice",
         "reason": "approved by alice",
         "channel": None,
         "approver": None,
+        "scope": "session",
     },
     "SandboxOut": {
         "tool": "deploy",
