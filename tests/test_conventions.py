@@ -107,6 +107,7 @@ EXPORTS: dict[str, set[str]] = {
     "tapgate.channels": {
         "AddressField",
         "Channel",
+        "ChannelDefaults",
         "ChannelHost",
         "CheckResult",
         "ConversationBook",

@@ -10,6 +10,7 @@ registry; ``tap_log`` is the one decided-tap log line every webhook shares.
 from tapgate.channels.contract import (
     AddressField,
     Channel,
+    ChannelDefaults,
     ChannelHost,
     CheckResult,
     ConversationBook,
@@ -22,6 +23,7 @@ from tapgate.channels.contract import (
 __all__ = [
     "AddressField",
     "Channel",
+    "ChannelDefaults",
     "ChannelHost",
     "CheckResult",
     "ConversationBook",

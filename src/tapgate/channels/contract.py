@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AddressField",
     "Channel",
+    "ChannelDefaults",
     "ChannelHost",
     "CheckResult",
     "ConversationBook",
@@ -235,3 +236,34 @@ class Channel(Protocol):
         ``addresses`` maps an approver's name to their id on this channel.
         """
         ...
+
+
+class ChannelDefaults:
+    """The contract's usual answers, for a channel class to inherit and override.
+
+    Most channels have no extra per-approver keys, are off without their
+    section, are on when it is present, check nothing across sections, do not
+    pace and serve no route; a channel states only where it differs.
+    """
+
+    approver_fields: Mapping[str, Any] = {}
+    on_without_others = False
+
+    def enabled(self, settings: BaseModel) -> bool:
+        """A present section turns the channel on."""
+        del settings
+        return True
+
+    def validate(self, settings: BaseModel, *, public_url: str | None) -> None:
+        """Nothing to check across config sections."""
+        del settings, public_url
+
+    def pace(self, settings: BaseModel) -> float | None:
+        """No pacing between messages to one conversation."""
+        del settings
+        return None
+
+    def routes(self, settings: BaseModel) -> Sequence[Route]:
+        """No HTTP routes (a channel that only sends, or connects out)."""
+        del settings
+        return ()

@@ -8,47 +8,41 @@ resolve`` commands that do.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import cast
 
 from pydantic import BaseModel
 
 from tapgate.channels.console.notifier import ConsoleNotifier
 from tapgate.channels.console.settings import ConsoleConfig
-from tapgate.channels.contract import ChannelHost, CheckResult, DeliveryHost, Receiver, Route
+from tapgate.channels.contract import (
+    ChannelDefaults,
+    ChannelHost,
+    CheckResult,
+    DeliveryHost,
+    Receiver,
+)
 from tapgate.delivery.notifier import Notifier
 
 __all__ = ["ConsoleChannel"]
 
 
-class ConsoleChannel:
+class ConsoleChannel(ChannelDefaults):
     """Standard output: for trying tapgate without a chat app."""
 
     name = "console"
     settings_model: type[BaseModel] = ConsoleConfig
     address = None
-    approver_fields: Mapping[str, Any] = {}
     on_without_others = True
 
     def enabled(self, settings: BaseModel) -> bool:
         return cast(ConsoleConfig, settings).enabled
-
-    def validate(self, settings: BaseModel, *, public_url: str | None) -> None:
-        del settings, public_url  # nothing across sections
 
     def notifier(self, settings: BaseModel, host: DeliveryHost) -> Notifier:
         del settings
         return ConsoleNotifier(
             tool_shell_args=host.tool_shell_args, config_path=host.config_path, offers=host.offers
         )
-
-    def pace(self, settings: BaseModel) -> float | None:
-        del settings
-        return None
-
-    def routes(self, settings: BaseModel) -> Sequence[Route]:
-        del settings
-        return ()
 
     async def start(self, settings: BaseModel, host: ChannelHost) -> Receiver | None:
         del settings, host

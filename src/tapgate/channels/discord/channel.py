@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from tapgate.channels.contract import (
     AddressField,
+    ChannelDefaults,
     ChannelHost,
     CheckResult,
     DeliveryHost,
@@ -35,26 +36,15 @@ from tapgate.delivery.notifier import Notifier
 __all__ = ["DiscordChannel"]
 
 
-class DiscordChannel:
+class DiscordChannel(ChannelDefaults):
     """A Discord application: its bot DMs approvers, its endpoint receives their presses."""
 
     name = "discord"
     settings_model: type[BaseModel] = DiscordConfig
     address = AddressField(parse=parse_discord_user)
-    approver_fields: Mapping[str, Any] = {}
-    on_without_others = False
 
     def __init__(self) -> None:
         self._delivery = DeliveryHost()
-
-    def enabled(self, settings: BaseModel) -> bool:
-        del settings
-        return True
-
-    def validate(self, settings: BaseModel, *, public_url: str | None) -> None:
-        # The Interactions Endpoint URL is entered in Discord's portal, not sent
-        # by tapgate: nothing to check across sections.
-        del settings, public_url
 
     def notifier(self, settings: BaseModel, host: DeliveryHost) -> Notifier:
         from tapgate.channels.discord.notifier import DiscordNotifier

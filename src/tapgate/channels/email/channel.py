@@ -9,12 +9,13 @@ aiosmtplib loads when the notifier is built, never at import.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import cast
 
 from pydantic import BaseModel
 
 from tapgate.channels.contract import (
     AddressField,
+    ChannelDefaults,
     ChannelHost,
     CheckResult,
     DeliveryHost,
@@ -29,18 +30,12 @@ __all__ = ["EmailChannel"]
 _REVIEW = "/email/review/{token}"
 
 
-class EmailChannel:
+class EmailChannel(ChannelDefaults):
     """Email: for the approver with no chat app."""
 
     name = "email"
     settings_model: type[BaseModel] = EmailConfig
     address = AddressField(parse=parse_address)
-    approver_fields: Mapping[str, Any] = {}
-    on_without_others = False
-
-    def enabled(self, settings: BaseModel) -> bool:
-        del settings
-        return True
 
     def validate(self, settings: BaseModel, *, public_url: str | None) -> None:
         del settings
@@ -56,10 +51,6 @@ class EmailChannel:
             tool_shell_args=host.tool_shell_args,
             offers=host.offers,
         )
-
-    def pace(self, settings: BaseModel) -> float | None:
-        del settings
-        return None
 
     def routes(self, settings: BaseModel) -> Sequence[Route]:
         del settings

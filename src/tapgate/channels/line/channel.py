@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import cast
 
 from pydantic import BaseModel
 
 from tapgate.channels.contract import (
     AddressField,
+    ChannelDefaults,
     ChannelHost,
     CheckResult,
     DeliveryHost,
@@ -31,21 +32,12 @@ __all__ = ["LineChannel"]
 _log = logging.getLogger("tapgate.channels.line")
 
 
-class LineChannel:
+class LineChannel(ChannelDefaults):
     """The LINE Messaging API: push to each approver's 1:1 chat with the bot."""
 
     name = "line"
     settings_model: type[BaseModel] = LineConfig
     address = AddressField(parse=parse_line_user)
-    approver_fields: Mapping[str, Any] = {}
-    on_without_others = False
-
-    def enabled(self, settings: BaseModel) -> bool:
-        del settings
-        return True
-
-    def validate(self, settings: BaseModel, *, public_url: str | None) -> None:
-        del settings, public_url  # nothing across sections
 
     def notifier(self, settings: BaseModel, host: DeliveryHost) -> Notifier:
         from tapgate.channels.line.notifier import LineNotifier  # the SDK loads only when used
@@ -59,10 +51,6 @@ class LineChannel:
             offers=host.offers,
             inbox_button=host.inbox_button,
         )
-
-    def pace(self, settings: BaseModel) -> float | None:
-        del settings
-        return None
 
     def routes(self, settings: BaseModel) -> Sequence[Route]:
         del settings

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from tapgate.channels.contract import (
     AddressField,
+    ChannelDefaults,
     ChannelHost,
     CheckResult,
     DeliveryHost,
@@ -29,7 +30,7 @@ from tapgate.delivery.notifier import Notifier
 __all__ = ["SlackChannel"]
 
 
-class SlackChannel:
+class SlackChannel(ChannelDefaults):
     """A Slack app: a DM per approver, interactions over HTTP or Socket Mode."""
 
     name = "slack"
@@ -37,14 +38,6 @@ class SlackChannel:
     # Slack ids are unique only within a workspace: ``slack_team`` scopes one.
     address = AddressField(parse=parse_slack_user, team_field="slack_team")
     approver_fields: Mapping[str, Any] = {"slack_team": NonEmptyStr}
-    on_without_others = False
-
-    def enabled(self, settings: BaseModel) -> bool:
-        del settings
-        return True
-
-    def validate(self, settings: BaseModel, *, public_url: str | None) -> None:
-        del settings, public_url  # nothing across sections
 
     def notifier(self, settings: BaseModel, host: DeliveryHost) -> Notifier:
         from tapgate.channels.slack.notifier import SlackNotifier  # the SDK loads only when used

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from tapgate.channels.contract import (
     AddressField,
+    ChannelDefaults,
     ChannelHost,
     CheckResult,
     ConversationBook,
@@ -36,23 +37,12 @@ PACE = 0.5
 60 per 30 s per bot per conversation; 2 per second stays under all three."""
 
 
-class TeamsChannel:
+class TeamsChannel(ChannelDefaults):
     """A single-tenant Azure Bot: a card per approver in their personal chat with the app."""
 
     name = "teams"
     settings_model: type[BaseModel] = TeamsConfig
     address = AddressField(parse=parse_teams_user)
-    approver_fields: Mapping[str, Any] = {}
-    on_without_others = False
-
-    def enabled(self, settings: BaseModel) -> bool:
-        del settings
-        return True
-
-    def validate(self, settings: BaseModel, *, public_url: str | None) -> None:
-        # The messaging endpoint is entered in the Azure Bot resource, not sent
-        # by tapgate: nothing to check across sections.
-        del settings, public_url
 
     def notifier(self, settings: BaseModel, host: DeliveryHost) -> Notifier:
         from tapgate.channels.teams.notifier import TeamsNotifier

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import cast
 
 from pydantic import BaseModel
 
 from tapgate.channels.contract import (
     AddressField,
+    ChannelDefaults,
     ChannelHost,
     CheckResult,
     DeliveryHost,
@@ -33,23 +34,12 @@ _log = logging.getLogger("tapgate.channels.telegram")
 WEBHOOK_PATH = "/webhooks/telegram"
 
 
-class TelegramChannel:
+class TelegramChannel(ChannelDefaults):
     """The Telegram Bot API: a private chat per approver, presses by poll or webhook."""
 
     name = "telegram"
     settings_model: type[BaseModel] = TelegramConfig
     address = AddressField(parse=parse_telegram_user)
-    approver_fields: Mapping[str, Any] = {}
-    on_without_others = False
-
-    def enabled(self, settings: BaseModel) -> bool:
-        del settings
-        return True
-
-    def validate(self, settings: BaseModel, *, public_url: str | None) -> None:
-        # Webhook mode without a public URL is allowed: the receiver logs the
-        # setWebhook command to run by hand.
-        del settings, public_url
 
     def notifier(self, settings: BaseModel, host: DeliveryHost) -> Notifier:
         from tapgate.channels.telegram.notifier import TelegramNotifier
