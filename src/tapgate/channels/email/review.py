@@ -27,7 +27,7 @@ from aiohttp import hdrs, web
 from tapgate.channels.contract import Handler
 from tapgate.channels.email.page import CSP, batch_page, message_page, request_page
 from tapgate.decisions.remember import offer_for
-from tapgate.decisions.review_links import OpenLink, ReviewLinks
+from tapgate.decisions.review_links import LINK_USED, OpenLink, ReviewLinks
 from tapgate.decisions.taps import ANSWER_MAX, TapOutcome
 from tapgate.decisions.texts import already_message
 from tapgate.delivery.batch_view import present_batch
@@ -62,9 +62,9 @@ def review_path(token: str) -> str:
 
 
 class _Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, detail: str = "") -> None:
         super().__init__(message)
-        self.status, self.message = status, message
+        self.status, self.message, self.detail = status, message, detail
 
 
 class ReviewPages:
@@ -87,7 +87,7 @@ class ReviewPages:
         try:
             html = await self._show(request)
         except _Refused as refused:
-            return _html(message_page(refused.message), refused.status)
+            return _html(message_page(refused.message, detail=refused.detail), refused.status)
         return _html(html, 200)
 
     async def answer(self, request: web.Request) -> web.StreamResponse:
@@ -136,7 +136,7 @@ class ReviewPages:
     async def _page(self, opened: OpenLink, token: str) -> str:
         link = opened.link
         if opened.state == "used":
-            raise _Refused(410, "This link was already used to answer. Each link answers once.")
+            raise _Refused(410, LINK_USED, await self._outcome(link.subject, batch=link.batch))
         if link.batch:
             return await self._batch_page(link.subject, link.approver, link.csrf, token)
         try:
@@ -170,6 +170,16 @@ class ReviewPages:
         return batch_page(
             batch, approver=approver, csrf=csrf, action=review_path(token), open_calls=open_calls
         )
+
+    async def _outcome(self, subject: str, *, batch: bool) -> str:
+        """What became of a used link's request, for its page ("Already approved by ...")."""
+        if batch:
+            return ""
+        try:
+            found = await self.gate.get_request(subject)
+        except RequestNotFound:
+            return ""
+        return "" if found.is_pending else already_message(found, found.status)
 
     def _shell_arg(self, request: Request) -> str | None:
         spec = self.gate.policy.tool_spec(request.tool)
