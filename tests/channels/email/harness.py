@@ -71,6 +71,12 @@ def make_config(smtp_port: int, db_url: str, port: int) -> Config:
                     "read_file": {"risk": "read_only"},
                 },
                 "rules": [
+                    {
+                        "tool": "deploy",
+                        "args": {"env": "forbidden"},
+                        "action": "deny",
+                        "reason": "never to forbidden",
+                    },
                     {"tool": "deploy", "action": "ask", "approvers": ["oncall"], "timeout": 600},
                     {"tool": "bash", "action": "ask", "approvers": ["alice"], "timeout": 600},
                     {"tool": "billing", "action": "ask", "approvers": ["carol"], "timeout": 600},
