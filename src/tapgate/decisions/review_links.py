@@ -25,7 +25,7 @@ import hmac
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from tapgate.decisions.buttons import BatchAction, TapAction
@@ -37,12 +37,24 @@ from tapgate.store.review_links import NewLink, StoredLink
 if TYPE_CHECKING:
     from tapgate.gate.gate import Gate
 
-__all__ = ["LINK_EXPIRED", "LINK_USED", "Minted", "OpenLink", "ReviewLinks", "digest"]
+__all__ = [
+    "LINK_EXPIRED",
+    "LINK_MEMORY",
+    "LINK_USED",
+    "Minted",
+    "OpenLink",
+    "ReviewLinks",
+    "digest",
+    "forget_ended",
+]
 
 _TOKEN_BYTES = 32  # 256 bits: guessing one is hopeless, and it fits a URL in 43 characters
 LINK_USED = "This link was already used to answer. Each link answers once."
 LINK_EXPIRED = "This link has expired with its request."
 _DETAIL = {"via": "review_link"}
+LINK_MEMORY = timedelta(days=1)
+"""How long an ended link is kept: its page says "expired" or "already used" for a
+day (a mail opened late is told why), then "not valid", and the row is gone."""
 
 
 def digest(token: str) -> str:
@@ -202,6 +214,11 @@ class ReviewLinks:
         ):
             return None
         return opened
+
+
+async def forget_ended(gate: Gate, *, after: timedelta = LINK_MEMORY) -> int:
+    """Drop the links (every channel's) that ended more than ``after`` ago; how many (heartbeat)."""
+    return await gate.store.review_links.forget(gate.clock.now() - after)
 
 
 def _as_tap(action: str) -> TapAction:
