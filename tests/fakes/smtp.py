@@ -3,8 +3,10 @@
 It speaks real SMTP (EHLO, MAIL, RCPT, DATA) in the test's own event loop,
 so the email channel's client (aiosmtplib) is exercised end to end. It can be
 scripted to refuse the next messages as a relay does: ``451`` (try later:
-greylisting, a full queue) or ``550`` (never: no such mailbox), at ``DATA``;
-or to be down (:meth:`FakeSmtp.stop` then :meth:`start` on the same port).
+greylisting, a full queue) or ``550`` (never: no such mailbox), at ``DATA``
+or, per address, at ``RCPT`` (``recipients_refused``); to answer ``QUIT``
+with an error after accepting (``quit_reply``); or to be down
+(:meth:`FakeSmtp.stop` then :meth:`start` on the same port).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import email
 import email.policy
+import time
 from collections import deque
 from dataclasses import dataclass
 from email.message import EmailMessage
@@ -24,11 +27,15 @@ __all__ = ["FakeSmtp", "Mail"]
 
 @dataclass(frozen=True)
 class Mail:
-    """One accepted message: the envelope and the parsed message."""
+    """One accepted message: the envelope, the parsed message, its bytes and when it was taken."""
 
     mail_from: str
     rcpt_tos: tuple[str, ...]
     message: EmailMessage
+    raw: bytes = b""
+    """The DATA as the client sent it (line lengths, encodings: what a relay checks)."""
+    time: float = 0.0
+    """``time.monotonic()`` when the relay accepted it (the benchmarks' end point)."""
 
     @property
     def to(self) -> str:
@@ -50,6 +57,7 @@ class _Handler:
         self.fake = fake
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        taken = time.monotonic()  # the DATA is in: parsing it below is the fake's work, not yours
         if self.fake.refusals:
             self.fake.refused += 1
             return self.fake.refusals.popleft()
@@ -61,10 +69,25 @@ class _Handler:
             mail_from=str(envelope.mail_from),
             rcpt_tos=tuple(envelope.rcpt_tos),
             message=parsed,
+            raw=raw,
+            time=taken,
         )
         self.fake.mails.append(mail)
         self.fake.arrived.set()
         return "250 2.0.0 OK: queued"
+
+    async def handle_RCPT(
+        self, server: SMTP, session: Session, envelope: Envelope, address: str, options: list[str]
+    ) -> str:
+        refusal = self.fake.recipients_refused.get(address)
+        if refusal is not None:
+            self.fake.refused += 1
+            return refusal
+        envelope.rcpt_tos.append(address)
+        return "250 2.1.5 OK"
+
+    async def handle_QUIT(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        return self.fake.quit_reply
 
 
 class FakeSmtp:
@@ -74,6 +97,10 @@ class FakeSmtp:
         self.mails: list[Mail] = []
         self.refusals: deque[str] = deque()
         self.refused = 0
+        self.recipients_refused: dict[str, str] = {}
+        """``RCPT TO`` answers by address (``"550 5.1.1 no such mailbox"``), as a relay checks."""
+        self.quit_reply = "221 Bye"
+        """What ``QUIT`` is answered (a relay that drops the line after DATA: ``421 ...``)."""
         self.arrived = asyncio.Event()
         self.port = 0
         self._server: asyncio.AbstractServer | None = None

@@ -1,9 +1,11 @@
-"""The heartbeat: expiry on time, one reminder, a nudge for the dispatcher."""
+"""The heartbeat: expiry on time, one reminder, a nudge for the dispatcher, old links forgotten."""
 
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timedelta
 
+from tapgate.decisions.review_links import ReviewLinks
 from tapgate.delivery import Dispatcher, RecordingNotifier
 from tapgate.gate import Approver, Directory, Gate, ToolCall
 from tapgate.gate.clock import ManualClock
@@ -75,4 +77,33 @@ async def test_a_reminder_goes_out_in_the_beat_that_queued_it(
     await heartbeat.beat()
     await asyncio.wait_for(slack.wait_for_sends(2), 5)  # no second beat needed
     await dispatcher.close()
+    await heartbeat.close()
+
+
+async def test_a_beat_forgets_review_links_a_day_after_they_ended(
+    store: Store, clock: ManualClock
+) -> None:
+    gate = Gate(store=store, policy=POLICY, directory=DIRECTORY, clock=clock)
+    links = ReviewLinks(gate, channel="email")
+    ends = clock.now() + timedelta(minutes=10)
+
+    async def mint(subject: str, expires_at: datetime) -> str:
+        minted = await links.mint(
+            subject,
+            batch=False,
+            approver="alice",
+            address="a@x.test",
+            key=subject,
+            expires_at=expires_at,
+        )
+        return minted.token
+
+    ended = await mint("r-ended", ends)
+    later = await mint("r-later", ends + timedelta(hours=2))
+    heartbeat = Heartbeat(gate, interval=5)
+    clock.advance(timedelta(minutes=10, days=1, seconds=1).total_seconds())
+    await heartbeat.beat()
+    assert await links.open(ended) is None  # its row is gone
+    kept = await links.open(later)  # ended too, but less than a day ago: still says so
+    assert kept is not None and kept.state == "expired"
     await heartbeat.close()

@@ -62,6 +62,7 @@ __all__ = [
     "not_editable",
     "prepare",
     "read_edit",
+    "typed_text",
 ]
 
 FIELD_MAX = 3000
@@ -144,6 +145,16 @@ def _text(value: Any) -> str:
         return value
     indent = 2 if isinstance(value, dict | list) else None
     return json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=True)
+
+
+def typed_text(field: EditField, value: str) -> str:
+    """What was typed in a browser's ``<textarea>``, with its CRLF line ends read as the prefill's.
+
+    A browser submits every line end as CRLF: a field sent back untouched
+    must compare equal to its prefill (and so keep a masked value).
+    """
+    same = value.replace("\r\n", "\n") == field.text.replace("\r\n", "\n")
+    return field.text if same else value.replace("\r\n", "\n")
 
 
 def read_edit(

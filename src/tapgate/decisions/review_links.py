@@ -25,11 +25,11 @@ import hmac
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from tapgate.decisions.buttons import BatchAction, TapAction
-from tapgate.decisions.edits import approve_edit
+from tapgate.decisions.edits import EditCheck, approve_edit, prepare
 from tapgate.decisions.tap_records import BatchTap, Tap, TapOutcome
 from tapgate.decisions.taps import tap, tap_batch
 from tapgate.store.review_links import NewLink, StoredLink
@@ -37,12 +37,24 @@ from tapgate.store.review_links import NewLink, StoredLink
 if TYPE_CHECKING:
     from tapgate.gate.gate import Gate
 
-__all__ = ["LINK_EXPIRED", "LINK_USED", "Minted", "OpenLink", "ReviewLinks", "digest"]
+__all__ = [
+    "LINK_EXPIRED",
+    "LINK_MEMORY",
+    "LINK_USED",
+    "Minted",
+    "OpenLink",
+    "ReviewLinks",
+    "digest",
+    "forget_ended",
+]
 
 _TOKEN_BYTES = 32  # 256 bits: guessing one is hopeless, and it fits a URL in 43 characters
 LINK_USED = "This link was already used to answer. Each link answers once."
 LINK_EXPIRED = "This link has expired with its request."
 _DETAIL = {"via": "review_link"}
+LINK_MEMORY = timedelta(days=1)
+"""How long an ended link is kept: its page says "expired" or "already used" for a
+day (a mail opened late is told why), then "not valid", and the row is gone."""
 
 
 def digest(token: str) -> str:
@@ -145,10 +157,8 @@ class ReviewLinks:
         arguments instead (:func:`~tapgate.decisions.edits.approve_edit`,
         judged again inside the one decision path).
         """
-        opened = await self.open(token)
-        if opened is None or not hmac.compare_digest(
-            opened.link.csrf.encode(), csrf.encode("utf-8", "surrogatepass")
-        ):
+        opened = await self._with_nonce(token, csrf)
+        if opened is None:
             return None
         link = opened.link
         answer: Tap | BatchTap  # built first: a bad action must not use the link up
@@ -176,6 +186,39 @@ class ReviewLinks:
         if edited is not None:
             return await approve_edit(self.gate, answer, edited)
         return await tap(self.gate, answer, reason=reason, detail=_DETAIL)
+
+    async def check_edit(
+        self, token: str, csrf: str, texts: Mapping[str, str | None]
+    ) -> EditCheck | None:
+        """Judge an edit typed on a request link's page; decides nothing, uses nothing up.
+
+        ``None`` for an unknown link, a wrong nonce, or a batch's link (a
+        batch is answered whole). Otherwise :func:`~tapgate.decisions.edits.prepare`
+        for the link's approver: the form read, the policy's second look,
+        a refusal audited. Deciding is :meth:`decide` with ``edited``.
+        """
+        opened = await self._with_nonce(token, csrf)
+        if opened is None or opened.link.batch:
+            return None
+        link = opened.link
+        answer = Tap(
+            channel=self.channel, user_id=link.address, action="approve", request_id=link.subject
+        )
+        return await prepare(self.gate, answer, texts)
+
+    async def _with_nonce(self, token: str, csrf: str) -> OpenLink | None:
+        """The link behind ``token`` when ``csrf`` is its nonce (compared in constant time)."""
+        opened = await self.open(token)
+        if opened is None or not hmac.compare_digest(
+            opened.link.csrf.encode(), csrf.encode("utf-8", "surrogatepass")
+        ):
+            return None
+        return opened
+
+
+async def forget_ended(gate: Gate, *, after: timedelta = LINK_MEMORY) -> int:
+    """Drop the links (every channel's) that ended more than ``after`` ago; how many (heartbeat)."""
+    return await gate.store.review_links.forget(gate.clock.now() - after)
 
 
 def _as_tap(action: str) -> TapAction:

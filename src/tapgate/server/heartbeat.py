@@ -10,9 +10,10 @@ reminders that are due (each request carries its own ``remind_at``, moved on
 by ``remind_every``), escalates requests nobody answered by ``escalate_at``,
 replays the webhook events stored before their 200 and still unapplied (a
 replica died between the ack and the apply: :mod:`tapgate.decisions.webhook_inbox`),
-forgets old webhook event ids and the web inbox's long-ended links and
-sessions. Reminders and escalation are also compare-and-sets in the store,
-so a lost lock mid-beat cannot double them.
+forgets old webhook event ids, the web inbox's long-ended links and
+sessions, and review links a day after their request ended. Reminders and
+escalation are also compare-and-sets in the store, so a lost lock mid-beat
+cannot double them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import contextlib
 import logging
 from datetime import timedelta
 
+from tapgate.decisions.review_links import forget_ended
 from tapgate.decisions.sign_in import SignIns
 from tapgate.decisions.typed_reasons import Reasons
 from tapgate.decisions.webhook_inbox import Inbox
@@ -98,6 +100,7 @@ class Heartbeat:
         await self.gate.forget_events(now - EVENT_MEMORY)
         if self.sign_ins is not None:
             await self.sign_ins.forget()
+        await forget_ended(self.gate)  # review links (email): their rows end a day after
 
     async def _remind(self) -> None:
         reminded = await self.gate.remind()

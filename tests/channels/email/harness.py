@@ -23,7 +23,8 @@ from tapgate.gate.clock import ManualClock
 from tapgate.gate.gate import Gate
 from tapgate.server.app import HEARTBEAT, build_app
 from tapgate.server.keys import GATE
-from tests.fakes.served import AGENT_TOKEN, until
+from tests.fakes import FakeLine
+from tests.fakes.served import AGENT_TOKEN, channels, until
 from tests.fakes.smtp import FakeSmtp, Mail
 from tests.fakes.taps import free_port
 
@@ -36,65 +37,78 @@ LINK = re.compile(r"https?://[^\s\"<>]+/email/review/[A-Za-z0-9_\-]+")
 _HIDDEN = re.compile(r'name="(\w+)" value="([^"]*)"')
 
 
-def make_config(smtp_port: int, db_url: str, port: int) -> Config:
-    return parse_config(
-        {
-            "server": {
-                "max_wait": 60,
-                "heartbeat_interval": 3600,
-                "public_url": f"http://127.0.0.1:{port}",
-            },
-            "store": {"url": db_url},
-            "agents": [
-                {"name": "ci", "token": AGENT_TOKEN, "max_pending": 0, "asks_per_minute": 0}
-            ],
-            "approvers": [
-                {"name": "alice", "email": ALICE, "groups": ["oncall"]},
-                {"name": "bob", "email": BOB, "groups": ["oncall"]},
-                {"name": "carol", "email": CAROL},
-                {"name": "dave", "email": DAVE},
-            ],
-            "channels": {
-                "console": {"enabled": False},
-                "email": {
-                    "smtp_host": "127.0.0.1",
-                    "smtp_port": smtp_port,
-                    "security": "none",
-                    "from": SENDER,
-                    "timeout": 5,
-                },
-            },
-            "policy": {
-                "remind_every": 0,
-                "tools": {
-                    "bash": {"shell": "command", "remember": ["once", "session", "always"]},
-                    "read_file": {"risk": "read_only"},
-                },
-                "rules": [
-                    {"tool": "deploy", "action": "ask", "approvers": ["oncall"], "timeout": 600},
-                    {"tool": "bash", "action": "ask", "approvers": ["alice"], "timeout": 600},
-                    {"tool": "billing", "action": "ask", "approvers": ["carol"], "timeout": 600},
-                    {
-                        "tool": "migrate",
-                        "action": "ask",
-                        "approvers": ["oncall"],
-                        "quorum": 2,
-                        "timeout": 600,
-                    },
-                    {
-                        "tool": "release",
-                        "action": "ask",
-                        "approvers": ["alice"],
-                        "timeout": 3600,
-                        "remind_every": 120,
-                        "escalate_after": 300,
-                        "escalate_to": ["dave"],
-                    },
-                ],
+LINE_ALICE, LINE_BOB = "U" + "a1" * 16, "U" + "b2" * 16
+"""alice's and bob's LINE ids, when the server also has LINE (``serving(line=...)``)."""
+
+
+def make_config(smtp_port: int, db_url: str, port: int, line_url: str | None = None) -> Config:
+    config = _config(smtp_port, db_url, port)
+    if line_url is not None:  # alice and bob on LINE too: a decision there, mails here
+        config["channels"]["line"] = channels(line_url=line_url)["line"]
+        config["approvers"][0]["line"], config["approvers"][1]["line"] = LINE_ALICE, LINE_BOB
+    return parse_config(config, env={})
+
+
+def _config(smtp_port: int, db_url: str, port: int) -> dict[str, Any]:
+    return {
+        "server": {
+            "max_wait": 60,
+            "heartbeat_interval": 3600,
+            "public_url": f"http://127.0.0.1:{port}",
+        },
+        "store": {"url": db_url},
+        "agents": [{"name": "ci", "token": AGENT_TOKEN, "max_pending": 0, "asks_per_minute": 0}],
+        "approvers": [
+            {"name": "alice", "email": ALICE, "groups": ["oncall"]},
+            {"name": "bob", "email": BOB, "groups": ["oncall"]},
+            {"name": "carol", "email": CAROL},
+            {"name": "dave", "email": DAVE},
+        ],
+        "channels": {
+            "console": {"enabled": False},
+            "email": {
+                "smtp_host": "127.0.0.1",
+                "smtp_port": smtp_port,
+                "security": "none",
+                "from": SENDER,
+                "timeout": 5,
             },
         },
-        env={},
-    )
+        "policy": {
+            "remind_every": 0,
+            "tools": {
+                "bash": {"shell": "command", "remember": ["once", "session", "always"]},
+                "read_file": {"risk": "read_only"},
+            },
+            "rules": [
+                {
+                    "tool": "deploy",
+                    "args": {"env": "forbidden"},
+                    "action": "deny",
+                    "reason": "never to forbidden",
+                },
+                {"tool": "deploy", "action": "ask", "approvers": ["oncall"], "timeout": 600},
+                {"tool": "bash", "action": "ask", "approvers": ["alice"], "timeout": 600},
+                {"tool": "billing", "action": "ask", "approvers": ["carol"], "timeout": 600},
+                {
+                    "tool": "migrate",
+                    "action": "ask",
+                    "approvers": ["oncall"],
+                    "quorum": 2,
+                    "timeout": 600,
+                },
+                {
+                    "tool": "release",
+                    "action": "ask",
+                    "approvers": ["alice"],
+                    "timeout": 3600,
+                    "remind_every": 120,
+                    "escalate_after": 300,
+                    "escalate_to": ["dave"],
+                },
+            ],
+        },
+    }
 
 
 @dataclass
@@ -105,6 +119,7 @@ class Served:
     server: TestServer
     smtp: FakeSmtp
     clock: ManualClock
+    line: FakeLine | None = None
 
     @property
     def url(self) -> str:
@@ -128,6 +143,14 @@ class Served:
             answer: dict[str, Any] = await response.json()
             assert response.status in (status, 200, 201, 202), answer
             return answer
+
+    async def post_webhook(self, path: str, body: bytes, headers: dict[str, str]) -> None:
+        """POST a signed platform event to the server; it must be acknowledged."""
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(self.url + path, data=body, headers=headers) as response,
+        ):
+            assert response.status == 200, await response.text()
 
     async def ask(self, tool: str, arguments: dict[str, Any] | None = None) -> str:
         body = {"tool": tool, "arguments": arguments or {"env": "prod"}, "session": "s1"}
@@ -175,15 +198,16 @@ async def answer(link: str, action: str, reason: str | None = None) -> tuple[int
 
 
 @contextlib.asynccontextmanager
-async def serving(db_url: str) -> AsyncIterator[Served]:
-    """The real app on ``db_url`` with the fake relay and a manual clock; closed after."""
+async def serving(db_url: str, *, line: FakeLine | None = None) -> AsyncIterator[Served]:
+    """The real app on ``db_url``, the fake relay (and LINE), a manual clock; closed after."""
     clock = ManualClock()
     port = free_port()
     async with FakeSmtp() as smtp:
-        app = build_app(make_config(smtp.port, db_url, port), clock=clock)
+        config = make_config(smtp.port, db_url, port, None if line is None else line.url)
+        app = build_app(config, clock=clock)
         server = TestServer(app, host="127.0.0.1", port=port)
         await server.start_server()
         try:
-            yield Served(app=app, server=server, smtp=smtp, clock=clock)
+            yield Served(app=app, server=server, smtp=smtp, clock=clock, line=line)
         finally:
             await server.close()

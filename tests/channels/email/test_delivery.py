@@ -71,6 +71,37 @@ async def test_a_5xx_fails_the_delivery_for_good(served: Served) -> None:
     assert rows[0][1] == "failed" and "550" in (rows[0][3] or ""), rows
 
 
+async def test_a_recipient_refused_at_rcpt_fails_for_good(served: Served) -> None:
+    """The envelope is opened before the message exists: a refusal there still counts."""
+    served.smtp.recipients_refused["carol@example.test"] = "550 5.1.1 no such mailbox"
+    request_id = await served.ask("billing")
+    await until(lambda: served.smtp.refused == 1)
+    for _ in range(400):
+        rows = await _outbox(served, request_id)
+        if rows and rows[0][1] == "failed":
+            break
+        await asyncio.sleep(0.005)
+    assert rows[0][1] == "failed" and "550" in (rows[0][3] or ""), rows
+    assert served.smtp.mails == []
+
+
+async def test_an_error_after_the_relay_accepted_sends_nothing_twice(served: Served) -> None:
+    """Accepted is accepted: a failed ``QUIT`` after DATA's 250 is not a failed delivery."""
+    served.smtp.quit_reply = "421 4.4.2 closing the connection"
+    request_id = await served.ask("billing")
+    await served.mails_to("carol@example.test")
+    for _ in range(400):
+        rows = await _outbox(served, request_id)
+        if rows and rows[0][1] != "sending" and rows[0][1] != "pending":
+            break
+        await asyncio.sleep(0.005)
+    assert rows[0][1] == "sent" and rows[0][2] == 1, rows
+    served.clock.advance(60)  # past any backoff: a retry would mail it again now
+    served.app[DISPATCHER].wake()
+    await asyncio.sleep(0.2)
+    assert len(served.smtp.to("carol@example.test")) == 1
+
+
 async def test_reminders_and_the_outcome_reply_in_the_thread(served: Served) -> None:
     request_id = await served.ask("release")  # alice, reminded every 120 s
     (first,) = await served.mails_to(ALICE)

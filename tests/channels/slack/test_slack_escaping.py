@@ -2,14 +2,16 @@
 
 A tool named ``show_<!channel>_*bold*`` once arrived with ``<`` escaped
 but ``*`` live in the message's fallback ``text`` and in updates. Here the
-real notifiers post and update through the fake Slack and LINE APIs, and the
-checks read what those servers received:
+real notifiers post and update through the fake Slack and LINE APIs and the
+fake SMTP relay, and the checks read what those servers received:
 
 - outside code, Slack ``mrkdwn`` has no ``<``, ``>``, bare ``&`` and no
   formatting marker (``*``, ``_``, ``~``, backtick) but the bold labels
   tapgate writes itself; ``plain_text`` and code keep the markers, which
   Slack does not format there, and escape only ``&<>``;
-- a secret in one of the shapes the mask knows never appears in any payload.
+- a secret in one of the shapes the mask knows never appears in any payload;
+- a mail (the request, then its outcome) is inert HTML and text within
+  SMTP's limits (:mod:`tests.channels.email.inert`).
 """
 
 from __future__ import annotations
@@ -26,22 +28,32 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tapgate.channels.email.notifier import EmailNotifier
+from tapgate.channels.email.settings import EmailConfig
 from tapgate.channels.line.notifier import LineNotifier
 from tapgate.channels.slack.blocks import escape, render_slack, render_slack_resolved
 from tapgate.channels.slack.notifier import SlackNotifier
 from tapgate.decisions.remember import Offer
+from tapgate.decisions.review_links import ReviewLinks
 from tapgate.delivery.presentation import present
 from tapgate.delivery.retry import RetryPolicy
+from tapgate.gate.gate import Gate
 from tapgate.gate.models import CONTACT_TOOL, Delivery, Request, args_digest
+from tapgate.policy import Policy, PolicySpec
+from tapgate.store import Store
+from tests.channels.email.inert import assert_mail_inert
 from tests.delivery.test_render import walk
 from tests.factories import make_request
 from tests.fakes import FakeLine, FakeSlack
+from tests.fakes.smtp import FakeSmtp
 
 SLACK_TOKEN = "xoxb-escaping-test-token"
 LINE_TOKEN = "escaping-line-token"
 NOW = datetime(2025, 3, 4, 12, 0, tzinfo=UTC)
 SLACK_TO = Delivery(approver="alice", channel="slack", address="U0ALICE")
 LINE_TO = Delivery(approver="alice", channel="line", address="U" + "a" * 32)
+EMAIL_TO = Delivery(approver="alice", channel="email", address="alice@example.test")
+MARKUP = "<script>alert(1)</script><img src=x onerror=alert(2)>"
 HOSTILE_TOOL = "show_<!channel>_*bold*"
 MARKERS = re.compile(r"[*_~`]")
 _CODE_BLOCK = re.compile(r"```\n.*?\n```", re.DOTALL)
@@ -135,6 +147,25 @@ async def line() -> AsyncIterator[FakeLine]:
         yield fake
 
 
+@pytest.fixture
+async def mailer(migrated_sqlite_url: str) -> AsyncIterator[tuple[EmailNotifier, FakeSmtp]]:
+    """The email notifier on a real store (its links) and the fake relay it sends to."""
+    store = await Store.open(migrated_sqlite_url)
+    gate = Gate(store=store, policy=Policy(PolicySpec()))
+    async with FakeSmtp() as smtp:
+        settings = EmailConfig.model_validate(
+            {
+                "smtp_host": "127.0.0.1",
+                "smtp_port": smtp.port,
+                "security": "none",
+                "from": "tapgate@gate.example.test",
+            }
+        )
+        links = ReviewLinks(gate, channel="email")
+        yield EmailNotifier(settings, public_url="https://gate.example.test", links=links), smtp
+    await store.close()
+
+
 def notifiers(slack: FakeSlack, line: FakeLine) -> tuple[SlackNotifier, LineNotifier]:
     retry = RetryPolicy(attempts=1)
     return (
@@ -217,6 +248,7 @@ SHAPES = (
 async def test_what_the_platforms_receive_is_inert_and_holds_no_secret(
     slack: FakeSlack,
     line: FakeLine,
+    mailer: tuple[EmailNotifier, FakeSmtp],
     tool: str,
     agent: str,
     session: str,
@@ -228,7 +260,12 @@ async def test_what_the_platforms_receive_is_inert_and_holds_no_secret(
     body: str,
 ) -> None:
     secret = shape.format(*[body] * shape.count("{}"))
-    arguments = {"command": f"{before} {secret} {after}", "note": note, "also": f"see {secret}"}
+    arguments = {
+        "command": f"{before} {secret} {after}",
+        "note": note,
+        "also": f"see {secret}",
+        "markup": MARKUP,
+    }
     request = make_request(
         NOW,
         tool=tool,
@@ -247,6 +284,14 @@ async def test_what_the_platforms_receive_is_inert_and_holds_no_secret(
         await line_notifier.send(request, LINE_TO, key=str(uuid.uuid4()))
     finally:
         await line_notifier.close()
+    email_notifier, smtp = mailer
+    mailed = len(smtp.mails)
+    mail_receipt = await email_notifier.send(request, EMAIL_TO, key=str(uuid.uuid4()))
+    await email_notifier.update(decided(request, f"{reason} {secret}"), mail_receipt)
+    mails = smtp.mails[mailed:]
+    assert len(mails) == 2  # the request, then its outcome in the thread
+    assert_mail_inert(mails[0], secret=f"Zq{body}", shown=[MARKUP])
+    assert_mail_inert(mails[1], secret=f"Zq{body}", shown=[])
 
     message = slack.messages[(receipt.ref["channel"], receipt.ref["ts"])]
     for version in message.versions:

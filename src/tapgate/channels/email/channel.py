@@ -28,6 +28,7 @@ from tapgate.delivery.notifier import Notifier
 __all__ = ["EmailChannel"]
 
 _REVIEW = "/email/review/{token}"
+_EDIT = "/email/review/{token}/edit"
 
 
 class EmailChannel(ChannelDefaults):
@@ -58,6 +59,9 @@ class EmailChannel(ChannelDefaults):
             Route(method="GET", path=_REVIEW, name="show"),
             Route(method="HEAD", path=_REVIEW, name="show"),
             Route(method="POST", path=_REVIEW, name="answer"),
+            Route(method="GET", path=_EDIT, name="edit"),
+            Route(method="HEAD", path=_EDIT, name="edit"),
+            Route(method="POST", path=_EDIT, name="submit_edit"),
         )
 
     async def start(self, settings: BaseModel, host: ChannelHost) -> Receiver | None:

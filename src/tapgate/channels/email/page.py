@@ -18,7 +18,7 @@ from tapgate.decisions.taps import ANSWER_MAX
 from tapgate.delivery.batch_view import BatchView
 from tapgate.delivery.presentation import ApprovalView
 
-__all__ = ["CSP", "batch_page", "message_page", "request_page"]
+__all__ = ["CSP", "batch_page", "message_page", "page", "request_page"]
 
 _STYLE = (
     "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;"
@@ -35,6 +35,7 @@ _STYLE = (
     "min-width:44px;min-height:44px}"
     ".allow{background:#1a7f37;color:#fff}.deny{background:#d1242f;color:#fff}"
     ".message{font-size:1.2em}"
+    ".error{color:#d1242f;font-weight:600}"
 )
 _STYLE_HASH = base64.b64encode(hashlib.sha256(_STYLE.encode()).digest()).decode()
 CSP = (
@@ -44,7 +45,8 @@ CSP = (
 """The page's policy: no script at all, only its own style, forms posted only here."""
 
 
-def _page(title: str, body: str) -> str:
+def page(title: str, body: str) -> str:
+    """A whole page around ``body`` (already escaped): the viewport, the style its CSP allows."""
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -57,7 +59,7 @@ def _page(title: str, body: str) -> str:
 def message_page(message: str, *, detail: str = "") -> str:
     """One sentence (a refusal, an outcome): nothing to act on."""
     extra = f"<p>{e(detail)}</p>" if detail else ""
-    return _page("tapgate", f'<p class="message" role="alert">{e(message)}</p>{extra}')
+    return page("tapgate", f'<p class="message" role="alert">{e(message)}</p>{extra}')
 
 
 def _hidden(csrf: str) -> str:
@@ -77,8 +79,13 @@ def _button(action: str, label: str, cls: str = "") -> str:
     return f'<button type="submit" name="action" value="{action}"{attr}>{e(label)}</button>'
 
 
-def request_page(view: ApprovalView, *, approver: str, csrf: str, action: str) -> str:
-    """A pending request and its form: approve (for the session, always), deny with a reason."""
+def request_page(
+    view: ApprovalView, *, approver: str, csrf: str, action: str, edit: str | None = None
+) -> str:
+    """A pending request and its form: approve (for the session, always), deny with a reason.
+
+    ``edit``: where "Edit, then approve" leads, when the request can be edited.
+    """
     if view.is_question:
         buttons = _button("reply", "Reply", "allow") + _button("dismiss", "Dismiss", "deny")
         form_body = _reason("Your answer") + f'<div class="buttons">{buttons}</div>'
@@ -92,9 +99,10 @@ def request_page(view: ApprovalView, *, approver: str, csrf: str, action: str) -
         covers = "".join(
             f"<p><small>{e(c)}</small></p>" for c in (view.session_covers, view.always_covers) if c
         )
+        edit_link = f'<p><a href="{e(edit)}">Edit, then approve</a></p>' if edit else ""
         form_body = (
             _reason("Reason (optional; sent to the agent with a deny)")
-            + f'<div class="buttons">{buttons}</div>{covers}'
+            + f'<div class="buttons">{buttons}</div>{covers}{edit_link}'
         )
     body = (
         f"<h1>Review request</h1><p>Answering as <b>{e(approver)}</b>. Nothing is decided "
@@ -102,7 +110,7 @@ def request_page(view: ApprovalView, *, approver: str, csrf: str, action: str) -
         f"{call_html(view, page=True)}"
         f'<form method="post" action="{e(action)}">{_hidden(csrf)}{form_body}</form>'
     )
-    return _page(f"Review {view.tool}", body)
+    return page(f"Review {view.tool}", body)
 
 
 def batch_page(
@@ -123,4 +131,4 @@ def batch_page(
         f"{_reason('Reason (optional; sent to the agent with a deny)')}"
         f'<div class="buttons">{buttons}</div></form>'
     )
-    return _page("Review batch", body)
+    return page("Review batch", body)

@@ -26,8 +26,9 @@ from aiohttp import hdrs, web
 
 from tapgate.channels.contract import Handler
 from tapgate.channels.email.page import CSP, batch_page, message_page, request_page
+from tapgate.decisions.edits import not_editable
 from tapgate.decisions.remember import offer_for
-from tapgate.decisions.review_links import OpenLink, ReviewLinks
+from tapgate.decisions.review_links import LINK_USED, OpenLink, ReviewLinks
 from tapgate.decisions.taps import ANSWER_MAX, TapOutcome
 from tapgate.decisions.texts import already_message
 from tapgate.delivery.batch_view import present_batch
@@ -37,7 +38,15 @@ from tapgate.gate.batching import read_batch
 from tapgate.gate.gate import Gate
 from tapgate.gate.models import Request
 
-__all__ = ["ReviewPages", "review_path"]
+__all__ = [
+    "Refused",
+    "ReviewPages",
+    "edit_path",
+    "html_response",
+    "read_form",
+    "review_path",
+    "token_of",
+]
 
 _log = logging.getLogger("tapgate.channels.email")
 
@@ -61,10 +70,17 @@ def review_path(token: str) -> str:
     return f"/email/review/{token}"
 
 
-class _Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
+def edit_path(token: str) -> str:
+    """The link's "Edit, then approve" page."""
+    return f"{review_path(token)}/edit"
+
+
+class Refused(Exception):
+    """A page's refusal: its status and the sentence shown (nothing was changed)."""
+
+    def __init__(self, status: int, message: str, detail: str = "") -> None:
         super().__init__(message)
-        self.status, self.message = status, message
+        self.status, self.message, self.detail = status, message, detail
 
 
 class ReviewPages:
@@ -76,8 +92,16 @@ class ReviewPages:
         self.public_url = public_url
 
     def handler(self, route: str) -> Handler:
-        """``show`` for GET and HEAD, ``answer`` for POST."""
-        return {"show": self.show, "answer": self.answer}[route]
+        """``show`` for GET and HEAD, ``answer`` for POST; ``edit`` and ``submit_edit`` likewise."""
+        from tapgate.channels.email.edit import ReviewEdits  # it builds on this module
+
+        edits = ReviewEdits(self)
+        return {
+            "show": self.show,
+            "answer": self.answer,
+            "edit": edits.show,
+            "submit_edit": edits.submit,
+        }[route]
 
     async def close(self) -> None:
         """Nothing to stop: the page holds no connection."""
@@ -86,43 +110,42 @@ class ReviewPages:
         """Render the request (or batch) and its form; never changes anything."""
         try:
             html = await self._show(request)
-        except _Refused as refused:
-            return _html(message_page(refused.message), refused.status)
-        return _html(html, 200)
+        except Refused as refused:
+            return html_response(
+                message_page(refused.message, detail=refused.detail), refused.status
+            )
+        return html_response(html, 200)
 
     async def answer(self, request: web.Request) -> web.StreamResponse:
         """Decide, once, as the link's approver; the sentence the tapper is told."""
         try:
             outcome = await self._answer(request)
-        except _Refused as refused:
+        except Refused as refused:
             _log.info("review page refused a POST: %s", refused.message)
-            return _html(message_page(refused.message), refused.status)
+            return html_response(message_page(refused.message), refused.status)
         status = 200 if outcome.kind in _APPLIED else 409
-        return _html(message_page(outcome.message), status)
+        return html_response(message_page(outcome.message), status)
 
     async def _show(self, request: web.Request) -> str:
-        token = _token(request)
-        opened = await self.links.open(token)
-        if opened is None:
-            raise _Refused(404, "This link is not valid.")
+        token, opened = await self.opened(request)
         return await self._page(opened, token)
 
     async def _answer(self, request: web.Request) -> TapOutcome:
-        token = _token(request)
-        if not self._same_origin(request):
-            raise _Refused(403, "This form did not come from this server.")
-        fields = await _form(request)
+        token = token_of(request)
+        if not self.same_origin(request):
+            raise Refused(403, "This form did not come from this server.")
+        fields = await read_form(request)
         action = fields.get("action", "")
         if action not in _ACTIONS | _BATCH_ACTIONS:
-            raise _Refused(400, "Unknown answer.")
+            raise Refused(400, "Unknown answer.")
         reason = (fields.get("reason") or "").strip() or None
         if reason is not None and len(reason) > ANSWER_MAX:
-            raise _Refused(400, f"The reason is longer than {ANSWER_MAX} characters.")
+            raise Refused(400, f"The reason is longer than {ANSWER_MAX} characters.")
         if action == "reply" and reason is None:
-            raise _Refused(400, "A reply needs its answer.")
+            raise Refused(400, "A reply needs its answer.")
         outcome = await self._decide(token, fields.get("csrf", ""), action, reason)
         if outcome is None:
-            raise _Refused(403, "This form is not valid: open the link from the mail again.")
+            raise Refused(403, "This form is not valid: open the link from the mail again.")
         return outcome
 
     async def _decide(
@@ -131,51 +154,82 @@ class ReviewPages:
         try:
             return await self.links.decide(token, csrf, action, reason=reason)
         except ValueError:  # a request's action on a batch's link, or the other way
-            raise _Refused(400, "Unknown answer.") from None
+            raise Refused(400, "Unknown answer.") from None
 
     async def _page(self, opened: OpenLink, token: str) -> str:
         link = opened.link
-        if opened.state == "used":
-            raise _Refused(410, "This link was already used to answer. Each link answers once.")
         if link.batch:
             return await self._batch_page(link.subject, link.approver, link.csrf, token)
-        try:
-            found = await self.gate.get_request(link.subject)
-        except RequestNotFound:
-            raise _Refused(404, "This request no longer exists.") from None
-        if not found.is_pending or found.expires_at <= self.gate.clock.now():
-            status = found.status if not found.is_pending else "expired"
-            raise _Refused(410, already_message(found, status))
+        found = await self.pending(link.subject)
         view = present(
             found,
             tool_shell_arg=self._shell_arg(found),
             now=self.gate.clock.now(),
             offer=offer_for(self.gate.policy, found),
         )
-        return request_page(view, approver=link.approver, csrf=link.csrf, action=review_path(token))
+        editable = not_editable(found) is None
+        return request_page(
+            view,
+            approver=link.approver,
+            csrf=link.csrf,
+            action=review_path(token),
+            edit=edit_path(token) if editable else None,
+        )
+
+    async def opened(self, request: web.Request) -> tuple[str, OpenLink]:
+        """The path's token and its link, still able to answer; else the page's refusal."""
+        token = token_of(request)
+        opened = await self.links.open(token)
+        if opened is None:
+            raise Refused(404, "This link is not valid.")
+        if opened.state == "used":
+            link = opened.link
+            raise Refused(410, LINK_USED, await self._outcome(link.subject, batch=link.batch))
+        return token, opened
+
+    async def pending(self, request_id: str) -> Request:
+        """The link's request while it can still be answered; else the page's refusal."""
+        try:
+            found = await self.gate.get_request(request_id)
+        except RequestNotFound:
+            raise Refused(404, "This request no longer exists.") from None
+        if not found.is_pending or found.expires_at <= self.gate.clock.now():
+            status = found.status if not found.is_pending else "expired"
+            raise Refused(410, already_message(found, status))
+        return found
 
     async def _batch_page(self, batch_id: str, approver: str, csrf: str, token: str) -> str:
         try:
             state = await read_batch(self.gate, batch_id)
         except RequestNotFound:
-            raise _Refused(404, "This batch no longer exists.") from None
+            raise Refused(404, "This batch no longer exists.") from None
         members = [state.requests[i] for i in state.batch.request_ids if i in state.requests]
         mine = [r for r in members if approver in r.approvers] or members
         now = self.gate.clock.now()
         open_calls = [r.id for r in mine if r.is_pending and r.expires_at > now]
         if not open_calls:
-            raise _Refused(410, "Every call of this batch is decided already.")
+            raise Refused(410, "Every call of this batch is decided already.")
         shell = {r.tool: arg for r in mine if (arg := self._shell_arg(r)) is not None}
         batch = present_batch(mine, tool_shell_args=shell, now=now)
         return batch_page(
             batch, approver=approver, csrf=csrf, action=review_path(token), open_calls=open_calls
         )
 
+    async def _outcome(self, subject: str, *, batch: bool) -> str:
+        """What became of a used link's request, for its page ("Already approved by ...")."""
+        if batch:
+            return ""
+        try:
+            found = await self.gate.get_request(subject)
+        except RequestNotFound:
+            return ""
+        return "" if found.is_pending else already_message(found, found.status)
+
     def _shell_arg(self, request: Request) -> str | None:
         spec = self.gate.policy.tool_spec(request.tool)
         return None if spec is None else spec.shell
 
-    def _same_origin(self, request: web.Request) -> bool:
+    def same_origin(self, request: web.Request) -> bool:
         """A browser's ``Origin`` (when sent) names this server; a form from elsewhere does not."""
         origin = request.headers.get(hdrs.ORIGIN)
         if origin is None:
@@ -186,25 +240,25 @@ class ReviewPages:
         return urlsplit(origin).netloc in ours
 
 
-def _token(request: web.Request) -> str:
+def token_of(request: web.Request) -> str:
     token = request.match_info.get("token", "")
     if not _TOKEN.fullmatch(token):
-        raise _Refused(404, "This link is not valid.")
+        raise Refused(404, "This link is not valid.")
     return token
 
 
-async def _form(request: web.Request) -> Mapping[str, str]:
+async def read_form(request: web.Request) -> Mapping[str, str]:
     """The posted form's text fields, or a 400 (undecodable bytes, a charset, no boundary)."""
     if request.content_type not in ("application/x-www-form-urlencoded", "multipart/form-data"):
-        raise _Refused(415, "Send the page's form.")
+        raise Refused(415, "Send the page's form.")
     try:
         form = await request.post()
     except (ValueError, LookupError):
-        raise _Refused(400, "This form could not be read.") from None
+        raise Refused(400, "This form could not be read.") from None
     return {k: v for k, v in form.items() if isinstance(v, str)}
 
 
-def _html(text: str, status: int) -> web.Response:
+def html_response(text: str, status: int) -> web.Response:
     response = web.Response(text=text, status=status, content_type="text/html")
     response.headers.update(_HEADERS)
     return response

@@ -10,11 +10,20 @@ There is no retry inside one send: SMTP has no idempotency key, and a
 message whose acceptance was lost would be sent twice by a quick retry (its
 ``Message-ID`` is stable, so a mail client shows such a copy once).
 A 5xx is a :class:`~tapgate.errors.PermanentDeliveryError`, recorded on the
-outbox row and counted like any failed delivery.
+outbox row and counted like any failed delivery. Once the relay has accepted
+a message, a failed ``QUIT`` is no failure (aiosmtplib ignores it): the
+message is out, and a retry would send it twice.
+
+The name tapgate gives itself in ``EHLO`` is this host's FQDN, looked up
+once per process: aiosmtplib otherwise looks it up for every message
+(``socket.getfqdn`` in a worker thread, which without a resolver cache can
+be a DNS round trip per mail).
 """
 
 from __future__ import annotations
 
+import asyncio
+import socket
 from email.message import EmailMessage
 
 import aiosmtplib
@@ -22,7 +31,16 @@ import aiosmtplib
 from tapgate.channels.email.settings import EmailConfig
 from tapgate.errors import DeliveryError, PermanentDeliveryError
 
-__all__ = ["send_message"]
+__all__ = ["local_hostname", "send_message"]
+
+_local: list[str] = []
+
+
+async def local_hostname() -> str:
+    """This host's FQDN for ``EHLO``, looked up (in a thread: it may ask DNS) once."""
+    if not _local:
+        _local.append(await asyncio.to_thread(socket.getfqdn))
+    return _local[0]
 
 
 async def send_message(settings: EmailConfig, message: EmailMessage) -> None:
@@ -31,6 +49,7 @@ async def send_message(settings: EmailConfig, message: EmailMessage) -> None:
     try:
         await aiosmtplib.send(
             message,
+            local_hostname=await local_hostname(),
             hostname=settings.smtp_host,
             port=settings.smtp_port,
             username=settings.username,

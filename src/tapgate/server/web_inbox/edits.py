@@ -25,9 +25,17 @@ from collections.abc import Mapping
 
 from aiohttp import web
 
-from tapgate.decisions.edits import WHOLE, EditField, approve_edit, edit_form, not_editable, prepare
+from tapgate.decisions.edits import (
+    WHOLE,
+    approve_edit,
+    edit_form,
+    not_editable,
+    prepare,
+    typed_text,
+)
 from tapgate.decisions.taps import Tap, check
 from tapgate.decisions.texts import tool_name
+from tapgate.delivery.edit_fields import field_html
 from tapgate.gate.directory import WEB
 from tapgate.gate.models import Request
 from tapgate.server.keys import GATE
@@ -77,7 +85,7 @@ async def submit_edit(request: web.Request) -> web.Response:
         value = form.get(f.id)
         if value is not None and not isinstance(value, str):
             raise WebError(400, "bad_request", f"{f.id}: expected text.")
-        texts[f.id] = None if value is None else _typed(f, value)
+        texts[f.id] = None if value is None else typed_text(f, value)
     gate, answer = request.app[GATE], _tap(request)
     judged = await prepare(gate, answer, texts)
     if judged.arguments is None:
@@ -86,12 +94,6 @@ async def submit_edit(request: web.Request) -> web.Response:
     if outcome.kind != "applied":
         return _form_page(request, found, texts, {WHOLE: outcome.message}, status=409)
     raise web.HTTPSeeOther("/inbox")
-
-
-def _typed(field: EditField, value: str) -> str:
-    """What was typed, with a browser's CRLF line ends read as the prefill's own."""
-    same = value.replace("\r\n", "\n") == field.text.replace("\r\n", "\n")
-    return field.text if same else value.replace("\r\n", "\n")
 
 
 def _form_page(
@@ -107,7 +109,7 @@ def _form_page(
     rid = e(found.id)
     whole = errors.get(WHOLE)
     alert = f'<p class="error" role="alert" id="edit-error">{e(whole)}</p>' if whole else ""
-    rows = "".join(_field(f, texts.get(f.id), errors.get(f.id)) for f in edit_form(found))
+    rows = "".join(field_html(f, texts.get(f.id), errors.get(f.id)) for f in edit_form(found))
     body = (
         f'<h1>Edit {e(tool_name(found))} <span class="sid">{e(found.id[:8])}</span></h1>'
         f"<p>From <b>{e(found.agent)}</b>. The edited call is judged by the policy again and "
@@ -120,21 +122,3 @@ def _form_page(
     )
     html = page("Edit", body, approver=session.approver, csrf=session.csrf, here="pending")
     return web.Response(text=html, content_type="text/html", status=status)
-
-
-def _field(field: EditField, typed: str | None, error: str | None) -> str:
-    """One argument: its name, kind, the prefill (or what was typed), and what is wrong with it."""
-    shown = field.text if typed is None else typed
-    kind = "JSON" if field.json else "text"
-    note = " · masked: left as shown, the value is kept" if field.masked else ""
-    problem = f'<span class="error" id="{field.id}-error">{e(error)}</span>' if error else ""
-    invalid = f' aria-invalid="true" aria-describedby="{field.id}-error"' if error else ""
-    # the newline after <textarea> is dropped by HTML parsers: a value's own first one is kept
-    rows = min(12, max(1, shown.count("\n") + 1))
-    return (
-        f'<p class="edit-field"><label for="{field.id}"><code>{e(field.key)}</code> '
-        f"<small>({kind}{note})</small></label>"
-        f'<textarea id="{field.id}" name="{field.id}" rows="{rows}"{invalid}>'
-        f"\n{e(shown)}</textarea>"
-        f"{problem}</p>"
-    )
