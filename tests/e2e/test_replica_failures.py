@@ -80,7 +80,7 @@ async def test_a_replica_killed_mid_send_leaves_delivery_and_expiry_to_the_other
         replicas = [a]
         try:
             ids = [await ask(session, a.url, n) for n in range(5)]
-            await until(lambda: len(line.pushes) == 1, 10, "A's first push to reach LINE")
+            await until(lambda: len(line.pushes) == 1, 20, "A's first push to reach LINE")
             await a.kill()
             assert a.proc.returncode == -9
 
@@ -93,7 +93,7 @@ async def test_a_replica_killed_mid_send_leaves_delivery_and_expiry_to_the_other
             async def delivered() -> bool:
                 return await metric(session, b, "tapgate_deliveries_total") == 5
 
-            await until(delivered, 19, "B to record the five deliveries")
+            await until(delivered, 38, "B to record the five deliveries")
             keys = Counter(
                 r.headers.get("x-line-retry-key") for r in line.requests if r.endpoint == "push"
             )
@@ -103,7 +103,7 @@ async def test_a_replica_killed_mid_send_leaves_delivery_and_expiry_to_the_other
 
             # Expiry runs on B (A held the heartbeat lock until it died).
             polls = [
-                session.get(f"{b.url}/v1/tool-calls/{rid}?wait=30", headers=AUTH) for rid in ids
+                session.get(f"{b.url}/v1/tool-calls/{rid}?wait=50", headers=AUTH) for rid in ids
             ]
             for answered in await asyncio.gather(*polls):
                 body = await answered.json()
