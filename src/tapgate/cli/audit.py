@@ -31,7 +31,7 @@ from tapgate.config import Config
 from tapgate.errors import ConfigError
 from tapgate.gate.gate import Gate
 from tapgate.policy.masking import mask_text
-from tapgate.store.audit_chain import ChainRow, Verdict, Verifier
+from tapgate.store.audit_chain import ChainRow, ChainVerdict, Verifier
 
 __all__ = ["EXIT_BROKEN", "audit", "verify"]
 
@@ -76,7 +76,7 @@ def verify(args: argparse.Namespace, config: Config | None) -> int:
     return 0 if verdict.ok else EXIT_BROKEN
 
 
-def _verify_file(path: str, anchors: Mapping[int, str]) -> Verdict:
+def _verify_file(path: str, anchors: Mapping[int, str]) -> ChainVerdict:
     """An exported copy: every line a row, its links checked without the database."""
     verifier = Verifier(require_genesis=False, anchors=anchors)
     try:
@@ -105,7 +105,7 @@ def _rows(lines: IO[str]) -> Iterator[ChainRow]:
             raise ConfigError("--file", f"line {number} is not an audit row: {exc}") from None
 
 
-def _describe(verdict: Verdict) -> str:
+def _describe(verdict: ChainVerdict) -> str:
     if not verdict.ok:
         return f"broken at row {verdict.broken_at}: {verdict.problem}"
     head = f"; head: row {verdict.head[0]} {verdict.head[1]}" if verdict.head else ""

@@ -14,7 +14,7 @@ from tapgate import __version__
 from tapgate.channels import registry
 from tapgate.cli.text import paint
 from tapgate.config import Config, display_url
-from tapgate.config.reach import reachable_on
+from tapgate.config.reachable import reachable_on
 
 __all__ = ["banner", "warnings", "webhook_urls"]
 

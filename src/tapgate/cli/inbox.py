@@ -57,7 +57,7 @@ KEYS_HELP = (
 
 _ALT_SCREEN, _MAIN_SCREEN = "\x1b[?1049h\x1b[?25l", "\x1b[?25h\x1b[?1049l"
 _HOME = "\x1b[H\x1b[2J"
-Verdict = Literal["approve", "deny"]
+Answer = Literal["approve", "deny"]
 
 
 def inbox(args: argparse.Namespace, config: Config) -> int:
@@ -124,10 +124,10 @@ class _Inbox:
             if reason is not None:
                 await self._decide(current, "deny", reason=reason.strip() or None)
         elif key in ("alt+enter", "alt+escape"):
-            verdict: Verdict = "approve" if key == "alt+enter" else "deny"
+            verdict: Answer = "approve" if key == "alt+enter" else "deny"
             await self._decide_batch(current, verdict)
 
-    async def _decide(self, request: Request, verdict: Verdict, reason: str | None = None) -> None:
+    async def _decide(self, request: Request, verdict: Answer, reason: str | None = None) -> None:
         try:
             decided = await self.gate.resolve(
                 request.id, verdict, by=self.approver, reason=reason, detail={"via": "inbox"}
@@ -143,7 +143,7 @@ class _Inbox:
         else:
             self.status = applied_message(decided)
 
-    async def _decide_batch(self, request: Request, verdict: Verdict) -> None:
+    async def _decide_batch(self, request: Request, verdict: Answer) -> None:
         """Every open call of the batch in one transaction, each checked against its approvers."""
         if request.batch_id is None:
             await self._decide(request, verdict)

@@ -6,7 +6,7 @@ One module per step and per section, so each is found in one guess:
   ``load_store_config`` (the store and approver names only, for the operator's commands)
 - :mod:`~tapgate.config.substitution`: ``${VAR}`` / ``${VAR:-default}`` substitution
 - :mod:`~tapgate.config.model`: ``Config``, its cross-section checks, ``policy_spec()``
-- :mod:`~tapgate.config.reach`: every approver the policy asks is reachable on a channel
+- :mod:`~tapgate.config.reachable`: every approver the policy asks is reachable on a channel
 - :mod:`~tapgate.config.quorum`: a quorum a rule can reach, escalation to somebody
 - :mod:`~tapgate.config.server`, :mod:`~tapgate.config.agents`,
   :mod:`~tapgate.config.approvers`, :mod:`~tapgate.config.channels` (each channel's section,

@@ -22,7 +22,7 @@ from tapgate.config.approvers import ApproverConfig, check_approvers
 from tapgate.config.channels import ChannelsConfig
 from tapgate.config.fields import Section
 from tapgate.config.policy import PolicyConfig, check_policy, policy_spec
-from tapgate.config.reach import check_reachable
+from tapgate.config.reachable import check_reachable
 from tapgate.config.server import ServerConfig, StoreConfig
 from tapgate.errors import ConfigError, ConfigErrors
 from tapgate.gate.directory import Approver, Directory

@@ -18,7 +18,7 @@ from tapgate.gate.clock import Clock
 from tapgate.gate.directory import Directory
 from tapgate.gate.models import AuditEntry, Grant, Request, RequestStatus
 from tapgate.store import Store
-from tapgate.store.audit_chain import ChainRow, Verdict
+from tapgate.store.audit_chain import ChainRow, ChainVerdict
 from tapgate.store.leader import Leadership
 
 __all__ = ["StoreDoor"]
@@ -92,7 +92,7 @@ class StoreDoor:
         """Audit lines with their hashes, in chain order (the jsonl export)."""
         return self.store.audit_chain(since=since, request_id=request_id)
 
-    async def verify_audit(self, *, anchors: Mapping[int, str] | None = None) -> Verdict:
+    async def verify_audit(self, *, anchors: Mapping[int, str] | None = None) -> ChainVerdict:
         """Check the audit chain from its genesis; the verdict names the first broken link."""
         return await self.store.verify_audit(anchors=anchors)
 

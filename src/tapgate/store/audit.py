@@ -25,7 +25,7 @@ from sqlalchemy import Connection, Select, insert, select
 
 from tapgate.gate.models import AuditEntry
 from tapgate.store import engine as _engine
-from tapgate.store.audit_chain import ChainRow, Verdict, Verifier, canonical_time
+from tapgate.store.audit_chain import ChainRow, ChainVerdict, Verifier, canonical_time
 from tapgate.store.rows import audit_from_row
 from tapgate.store.schema import audit
 
@@ -156,7 +156,7 @@ class AuditLog:
                 return
             after = rows[-1].id
 
-    async def verify_audit(self, *, anchors: Mapping[int, str] | None = None) -> Verdict:
+    async def verify_audit(self, *, anchors: Mapping[int, str] | None = None) -> ChainVerdict:
         """Check the whole chain from its genesis; the verdict names the first broken link."""
         verifier = Verifier(require_genesis=True, anchors=anchors or {})
         async for row in self.audit_chain():

@@ -33,7 +33,7 @@ __all__ = [
     "SCHEME",
     "ZERO",
     "ChainRow",
-    "Verdict",
+    "ChainVerdict",
     "Verifier",
     "canonical_time",
     "link",
@@ -126,7 +126,7 @@ class ChainRow:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Verdict:
+class ChainVerdict:
     """What checking a chain found: the first broken link, or how much holds."""
 
     rows: int
@@ -177,11 +177,11 @@ class Verifier:
                 self._last = row
         return self._broken is None
 
-    def verdict(self) -> Verdict:
+    def verdict(self) -> ChainVerdict:
         """The result over every row fed so far."""
         broken = self._broken or self._missing_anchor()
         last = self._last
-        return Verdict(
+        return ChainVerdict(
             rows=self._rows,
             earlier=self._earlier,
             from_genesis=self._from_genesis,
@@ -254,7 +254,7 @@ def verify(
     *,
     require_genesis: bool = True,
     anchors: Mapping[int, str] | None = None,
-) -> Verdict:
+) -> ChainVerdict:
     """Check ``rows`` (in id order) and report the first broken link."""
     verifier = Verifier(require_genesis=require_genesis, anchors=anchors or {})
     for row in rows:

@@ -2,7 +2,7 @@
 
 A request past its ``expires_at`` expires (the heartbeat's sweep, a waiter's
 own deadline, a tap that came too late); one whose every message failed for
-good is given up (:mod:`~tapgate.store.reach` finds those). Both end it
+good is given up (:mod:`~tapgate.store.unreachable` finds those). Both end it
 the same way: status ``expired``, the rule's ``on_timeout`` verdict for the
 agent, a decision number, and the audit line the trigger writes.
 

@@ -32,8 +32,8 @@ from tapgate.store import (
     expiry,
     grants,
     lifecycle,
-    reach,
     reminders,
+    unreachable,
 )
 from tapgate.store import engine as _engine
 from tapgate.store import requests as _requests
@@ -319,7 +319,7 @@ class Store(AuditLog):
 
     async def unreachable_after(self, item_id: int) -> list[str]:
         """The pending requests a just-failed outbox row was the last live message of."""
-        return await self.runner.read(lambda c: reach.unreachable_after(c, item_id))
+        return await self.runner.read(lambda c: unreachable.unreachable_after(c, item_id))
 
     async def expire_overdue(self, now: datetime, limit: int = 500) -> list[Request]:
         """Expire pending requests whose deadline has passed; returns those this call expired."""
