@@ -7,8 +7,6 @@ approvers; the sentence says what happened to every call.
 
 from __future__ import annotations
 
-import pytest
-
 from tapgate.decisions.taps import check_batch_tap, tap_batch
 from tapgate.decisions.taps import tap as decide
 from tapgate.decisions.texts import BATCH_NOT_FOUND, NOT_APPROVER_BATCH
@@ -161,32 +159,22 @@ async def test_an_unknown_batch(gate: Gate) -> None:
 # -- findings: the sentence of an "Approve all" whose approvals the store refuses -------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FINDING: the agent owner's 'Approve all' is refused as self-approval per call, "
-    "but told 'This batch does not exist (any more).' (batch_taps._batch_outcome counts "
-    "only 'unauthorized' refusals)",
-)
-async def test_finding_an_owners_approve_all_is_told_why_not(gate: Gate) -> None:
+async def test_an_owners_approve_all_is_told_why_not(gate: Gate) -> None:
     batch_id, calls = await batch(gate, "billing")
     outcome = await tap_batch(gate, batch_tap("carol", "approve_all", batch_id))
     assert (await gate.get_request(calls[0].id)).is_pending  # refused: that part holds
     [line] = await refusals(gate, calls[0].id)
     assert line.detail["why"] == "self-approval: the agent's owner"
-    assert outcome.kind != "not_found" and outcome.message != BATCH_NOT_FOUND
+    assert outcome.kind == "self_approval"
+    assert "your own agent's: another approver must" in outcome.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FINDING: 'Approve all' on a call that needs 2 approvals neither counts the "
-    "approval nor says so: refused 'needs 2 approvals' and told 'This batch does not "
-    "exist (any more).'",
-)
-async def test_finding_approve_all_on_a_quorum_call_is_told_what_happened(gate: Gate) -> None:
+async def test_approve_all_on_a_quorum_call_is_told_what_happened(gate: Gate) -> None:
     batch_id, calls = await batch(gate, "deploy")
     outcome = await tap_batch(gate, batch_tap("alice", "approve_all", batch_id))
     stored = await gate.get_request(calls[0].id)
     assert stored.is_pending
     [line] = await refusals(gate, calls[0].id)
     assert line.detail["why"] == "needs 2 approvals"
-    assert outcome.kind != "not_found" and outcome.message != BATCH_NOT_FOUND
+    assert outcome.kind == "one_by_one"
+    assert "needs several approvals: approve on its own card" in outcome.message

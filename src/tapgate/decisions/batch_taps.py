@@ -72,7 +72,9 @@ def _batch_outcome(
     applied = [t.request for t in transitions if t.outcome == "applied" and t.request]
     late = [t.request for t in transitions if t.outcome in ("final", "expired") and t.request]
     not_yours = sum(t.outcome == "unauthorized" for t in transitions)
-    if not applied and not late:
+    own = sum(t.outcome == "self_approval" for t in transitions)
+    one_by_one = sum(t.outcome == "short_of_quorum" for t in transitions)
+    if not applied and not late and not own and not one_by_one:
         message = NOT_APPROVER_BATCH if not_yours else BATCH_NOT_FOUND
         kind: TapKind = "not_approver" if not_yours else "not_found"
         return TapOutcome(kind=kind, approver=approver, message=message, requests=current)
@@ -80,9 +82,16 @@ def _batch_outcome(
         answer.action, "approved for this session"
     )
     message = batch_message(
-        answer.batch_id, verb=verb, applied=applied, late=late, not_yours=not_yours
+        answer.batch_id,
+        verb=verb,
+        applied=applied,
+        late=late,
+        not_yours=not_yours,
+        own=own,
+        one_by_one=one_by_one,
     )
-    kind = "applied" if applied else "already"
+    # Nothing applied: "already" if a call was decided before, else why the open ones wait.
+    kind = "applied" if applied else "already" if late else "self_approval" if own else "one_by_one"
     return TapOutcome(kind=kind, approver=approver, message=message, requests=current)
 
 

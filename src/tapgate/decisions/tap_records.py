@@ -43,6 +43,7 @@ TapKind = Literal[
     "counted",
     "self_approval",
     "edit_refused",
+    "one_by_one",
 ]
 
 

@@ -218,13 +218,18 @@ def batch_message(
     applied: Sequence[Request],
     late: Sequence[Request],
     not_yours: int = 0,
+    own: int = 0,
+    one_by_one: int = 0,
 ) -> str:
     """What a batch tap did: "Batch 3fA9xK2b: 2 approved, 1 was already denied by bob."
 
     ``verb`` is the decision's past tense ("approved", "approved for this
     session", "denied"); ``late`` are the calls decided (or expired) before
     this tap, told as a late single tap is; ``not_yours`` counts open calls
-    the tapper is not an approver of (refused and audited, one by one).
+    the tapper is not an approver of (refused and audited, one by one);
+    ``own`` the open calls of the tapper's own agent (another approver must
+    decide them); ``one_by_one`` the open calls that need several approvals,
+    which "Approve all" does not count (each is approved on its own card).
     """
     parts = [f"{len(applied)} {verb}"] if applied else []
     # A call still "pending" here is past its deadline (the sweep has not run yet).
@@ -239,6 +244,11 @@ def batch_message(
         parts.append(f"{n} {was} already {past}" + (f" by {by}" if by else ""))
     if not_yours:
         parts.append(f"{not_yours} {'is' if not_yours == 1 else 'are'} not yours to decide")
+    if own:
+        parts.append(f"{own} {'is' if own == 1 else 'are'} your own agent's: another approver must")
+    if one_by_one:
+        needs = "needs" if one_by_one == 1 else "need"
+        parts.append(f"{one_by_one} {needs} several approvals: approve on its own card")
     lead = "" if applied else "nothing decided; "
     return f"Batch {batch_id[:SHORT_ID_LENGTH]}: {lead}{', '.join(parts) or 'no calls'}."
 
