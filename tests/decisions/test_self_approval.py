@@ -8,8 +8,6 @@ signed LINE tap is test_quorum.py.
 
 from __future__ import annotations
 
-import pytest
-
 from tapgate.decisions.buttons import TapAction
 from tapgate.decisions.edits import approve_edit, edit_form, prepare
 from tapgate.decisions.taps import tap as decide
@@ -90,13 +88,9 @@ async def test_the_owners_edit_is_refused_as_self_approval(gate: Gate) -> None:
     assert (await gate.get_request(request.id)).is_pending
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FINDING: prepare() (taps.check, run 'so nobody types text that will be refused') "
-    "lets the agent's owner fill in an edit that approve_edit then refuses as self-approval",
-)
-async def test_finding_the_owner_is_stopped_before_typing_an_edit(gate: Gate) -> None:
+async def test_the_owner_is_stopped_before_typing_an_edit(gate: Gate) -> None:
     request = await ask(gate, "billing", n=1)
     texts = {f.id: "2" for f in edit_form(request)}
     checked = await prepare(gate, tap("carol", "approve", request), texts)
-    assert checked.arguments is None and checked.outcome.kind != "ready"
+    assert checked.arguments is None and checked.outcome.kind == "self_approval"
+    assert (await gate.get_request(request.id)).is_pending

@@ -40,6 +40,7 @@ from tapgate.decisions.taps import Tap, TapOutcome, check, tap
 from tapgate.decisions.texts import (
     EDIT_KEEP_MASKED,
     NOT_APPROVER,
+    SELF_APPROVAL,
     edit_denied,
     edited_reason,
     is_question,
@@ -49,6 +50,9 @@ from tapgate.gate.gate import Gate
 from tapgate.gate.models import Request, ToolCall, args_digest, canonical_json
 from tapgate.policy.limits import EDIT_MAX_BYTES
 from tapgate.policy.masking import MASK, mask_arguments, reveal_invisible
+
+_SELF_OWNED = "self-approval: the agent's owner"
+"""The audit line's reason when the agent's owner opens an edit of its call."""
 
 __all__ = [
     "FIELDS_MAX",
@@ -255,6 +259,15 @@ async def prepare(gate: Gate, answer: Tap, texts: Mapping[str, str | None]) -> E
     request = may.request
     if may.kind != "ready" or request is None or may.approver is None:
         return EditCheck(outcome=may, errors={WHOLE: may.message})
+    if request.owner is not None and request.owner == may.approver:
+        # The approval would be refused as self-approval: say so before anything is typed.
+        await _audit_refused(
+            gate, answer, may.approver, request, arguments=request.arguments, why=_SELF_OWNED
+        )
+        own = TapOutcome(
+            kind="self_approval", approver=may.approver, message=SELF_APPROVAL, request=request
+        )
+        return EditCheck(outcome=own, errors={WHOLE: SELF_APPROVAL})
     why = not_editable(request)
     if why is not None:
         return EditCheck(outcome=may, errors={WHOLE: why})
