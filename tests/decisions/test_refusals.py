@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import pytest
-
 from tapgate.decisions.taps import check, refuse
 from tapgate.decisions.taps import tap as decide
 from tapgate.decisions.texts import NOT_APPROVER, NOT_FOUND, NOT_QUESTION
@@ -176,13 +174,11 @@ async def test_check_before_a_dialog_audits_a_stranger_and_lets_an_approver_thro
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FINDING: a tap on a request that does not exist leaves no audit line, though "
-    "decisions.taps and decisions.refusals say every refusal is audited "
-    "(store.lifecycle audits every outcome but 'missing' and 'duplicate')",
-)
-async def test_finding_a_tap_on_a_missing_request_is_audited(gate: Gate) -> None:
+async def test_a_tap_on_a_missing_request_is_audited(gate: Gate) -> None:
     assert (await decide(gate, tap("dave", "approve", "no-such-request"))).kind == "not_found"
+    forged = "x" * 300  # longer than any request id the audit's column holds
+    assert (await decide(gate, tap("dave", "approve", forged))).kind == "not_found"
     lines = [e for e in await gate.audit_log() if e.event == "refused"]
-    assert [(e.actor, e.request_id) for e in lines] == [("dave", "no-such-request")]
+    assert [(e.actor, e.request_id) for e in lines] == [("dave", "no-such-request"), ("dave", None)]
+    assert lines[0].detail["why"] == "no such request"
+    assert lines[1].detail["request_id"] == forged

@@ -115,13 +115,17 @@ class Transition:
     the agent and may not approve its calls; ``short_of_quorum``: an approval
     that does not complete the quorum (:mod:`~tapgate.store.approvals`
     counts those: ``partial`` counted it, ``counted`` had counted it before).
-    Every outcome but ``missing`` and ``duplicate`` is audited (a refusal as
-    the audit event ``refused``, a ``partial`` approval as ``approval``).
+    Every outcome but ``duplicate`` is audited (a refusal as the audit event
+    ``refused``, a ``partial`` approval as ``approval``; ``missing`` names the
+    id it was asked for, in the detail too when no request id can hold it).
     """
 
     request: Request | None
     outcome: Outcome
 
+
+_ID_MAX = 32
+"""The audit's ``request_id`` column holds tapgate's ids (22 characters) and no longer."""
 
 # Statements built once (building one per call costs more than running it on
 # SQLite). An identical pending request is reused: the partial unique index decides.
@@ -355,7 +359,8 @@ class Change:
     def _not_applied(self, conn: Connection) -> Transition:
         """Why the compare-and-set matched nothing: each reason is audited."""
         current = _requests.get(conn, self.request_id)
-        if current is None:
+        if current is None:  # a forged or stale reference: audited like any refusal
+            self.refused(conn, "no such request")
             return Transition(request=None, outcome="missing")
         if self.approver_check and self.by not in current.approvers:
             self.refused(conn, "not an approver")
@@ -379,7 +384,10 @@ class Change:
         """Audit this change's refusal (``store.approvals`` audits a second tap with it)."""
         detail = {"reason": self.reason, "scope": self.scope, **self.detail}
         detail |= {"wanted": self.to, "why": why}
-        audit.write(conn, self.now, "refused", self.request_id, self.by, detail)
+        rid: str | None = self.request_id
+        if len(self.request_id) > _ID_MAX:  # only a forged reference is this long
+            detail["request_id"], rid = self.request_id, None
+        audit.write(conn, self.now, "refused", rid, self.by, detail)
 
 
 def expire_one(conn: Connection, request_id: str, now: datetime) -> Transition:
