@@ -414,11 +414,13 @@ async def test_a_request_that_expires_gets_the_configured_verdict(
 
 
 async def test_the_hook_timeout_withdraws_the_request(served: Served, hook: Hook) -> None:
+    """A second, not less: the watchdog allows the timeout again for the answer, and on a loaded
+    machine the withdrawal's round trip took longer than 0.3 s."""
     _, _, asked = CASES["Edit"]
-    answer = await hook(served.url, hook_input("PreToolUse", "Edit", asked), "--timeout", "0.3")
+    answer = await hook(served.url, hook_input("PreToolUse", "Edit", asked), "--timeout", "1")
     decision, reason = verdict(answer, "PreToolUse")
     assert decision == "deny"
-    assert "nobody decided within 0.3s" in reason and "(--on-expired deny)" in reason
+    assert "nobody decided within 1s" in reason and "(--on-expired deny)" in reason
     [request] = await served.requests()
     assert request.status == "cancelled"  # a late tap can no longer approve it
 

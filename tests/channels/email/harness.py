@@ -71,7 +71,7 @@ def _config(smtp_port: int, db_url: str, port: int) -> dict[str, Any]:
                 "smtp_port": smtp_port,
                 "security": "none",
                 "from": SENDER,
-                "timeout": 5,
+                "timeout": 30,  # a loaded machine once took over 5 s to reach the loopback fake
             },
         },
         "policy": {
