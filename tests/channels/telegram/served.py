@@ -69,6 +69,7 @@ class Served(LineServed):
     """The served app, the fakes, and what a Telegram test asks of them."""
 
     telegram: FakeTelegram
+    mode: str = "polling"
 
     @property
     def receiver(self) -> TelegramReceiver:
@@ -112,6 +113,36 @@ class Served(LineServed):
         await self.receiver.settled()
         return status
 
+    async def deliver(self, update: dict[str, Any]) -> None:
+        """Hand ``update`` to tapgate as the mode does; return once it was applied."""
+        if self.mode == "webhook":
+            assert await self.webhook(update) == 200
+            return
+        ident = int(update["update_id"])
+        await until(lambda: (self.receiver.offset or 0) > ident)  # stored and confirmed
+        await self.receiver.settled()
+
+    async def press(self, user: str, message: TelegramMessage, label: str) -> dict[str, Any]:
+        """``user`` presses the button labelled ``label…`` on ``message``; applied on return."""
+        update = await self.telegram.press(user, message, message.data(label))
+        await self.deliver(update)
+        return update
+
+    async def say(self, user: str, text: str) -> TelegramMessage | None:
+        """``user`` sends ``text`` to the bot; the bot's newest message there once applied."""
+        await self.deliver(await self.telegram.type(user, text))
+        sent = self.telegram.in_chat(user)
+        return sent[-1] if sent else None
+
+    async def ask_batch(self, *tools: str) -> tuple[str, list[str]]:
+        """The agent submits one call per ``tools`` as a batch: its id and the calls' ids."""
+        calls = [{"tool": t, "arguments": {"n": n}} for n, t in enumerate(tools)]
+        body = {"calls": calls, "session": "s-1"}
+        async with self.client.post("/v1/tool-call-batches", json=body, headers=AUTH) as r:
+            batch: dict[str, Any] = await r.json()
+            assert r.status == 201, batch
+        return str(batch["id"]), [str(c["id"]) for c in batch["calls"]]
+
     async def settle(self, until_answers: int | None = None) -> None:
         """Let the poll pick presses up and apply them (I/O only)."""
         if until_answers is not None:
@@ -132,6 +163,8 @@ async def serving(
     async with FakeTelegram(started=started) as telegram, FakeLine(access_token=LINE_TOKEN) as line:
         app = build_app(config(telegram.url, line.url, db_url, mode=mode, **policy), clock=clock)
         client = await aiohttp_client(app)
-        served = Served(app=app, client=client, clock=clock, line=line, telegram=telegram)
+        served = Served(
+            app=app, client=client, clock=clock, line=line, telegram=telegram, mode=mode
+        )
         yield served
         await client.close()  # the app (and its poll) stops before the fakes do
