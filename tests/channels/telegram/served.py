@@ -8,6 +8,8 @@ are posted to ``/webhooks/telegram`` with the secret header (``mode: webhook``).
 
 from __future__ import annotations
 
+import asyncio
+
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -28,6 +30,8 @@ AUTH = {"Authorization": f"Bearer {AGENT_TOKEN}"}
 SECRET = "tg-webhook-secret_0123456789"
 ALICE, BOB, CAROL, MALLORY = "111111111", "222222222", "333333333", "999999999"
 CAROL_LINE = "U" + "c3" * 16
+PACE = 0.01
+"""Seconds between two messages to one chat, on the manual clock: :meth:`Served.card` moves it."""
 
 
 def config(telegram_url: str, line_url: str, db_url: str, *, mode: str, **policy: Any) -> Any:
@@ -37,7 +41,7 @@ def config(telegram_url: str, line_url: str, db_url: str, *, mode: str, **policy
         "mode": mode,
         "poll_timeout": 1,
         "timeout": 5,
-        "pace": 0.01,
+        "pace": PACE,
     }
     if mode == "webhook":
         section["webhook_secret"] = SECRET
@@ -99,10 +103,23 @@ class Served(LineServed):
                     return message
             return None
 
-        await until(lambda: find() is not None)
+        await self.ticking(lambda: find() is not None)
         found = find()
         assert found is not None
         return found
+
+    async def ticking(self, predicate: Callable[[], bool]) -> None:
+        """Wait for ``predicate`` (I/O only) while the manual clock moves one pace at a time.
+
+        A second message to one chat waits its turn on the gate's clock, which
+        moves only when a test moves it: here, by :data:`PACE` per look.
+        """
+        for _ in range(2000):
+            if predicate():
+                return
+            self.clock.advance(PACE)
+            await asyncio.sleep(0.005)
+        raise AssertionError("condition never became true")
 
     async def webhook(self, update: dict[str, Any], secret: str = SECRET) -> int:
         """Post ``update`` as Telegram would; the status, once its work is done."""
