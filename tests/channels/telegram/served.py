@@ -145,9 +145,11 @@ class Served(LineServed):
         await self.deliver(update)
         return update
 
-    async def say(self, user: str, text: str) -> TelegramMessage | None:
+    async def say(
+        self, user: str, text: str, *, reply_to: TelegramMessage | None = None
+    ) -> TelegramMessage | None:
         """``user`` sends ``text`` to the bot; the bot's newest message there once applied."""
-        await self.deliver(await self.telegram.type(user, text))
+        await self.deliver(await self.telegram.type(user, text, reply_to=reply_to))
         sent = self.telegram.in_chat(user)
         return sent[-1] if sent else None
 

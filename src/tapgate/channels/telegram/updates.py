@@ -42,6 +42,8 @@ class Update:
     query_id: str | None = None
     data: str | None = None
     text: str | None = None
+    replying: bool = False
+    """A text sent as a reply to one of the bot's messages (a ForceReply prompt's answer)."""
 
     @property
     def event_id(self) -> str:
@@ -112,7 +114,14 @@ def _text(bot: str, update_id: int, message: dict[str, Any]) -> Update:
         chat_id=_id(chat),
         private=isinstance(chat, dict) and chat.get("type") == "private",
         text=text,
+        replying=_from_bot(message.get("reply_to_message")),
     )
+
+
+def _from_bot(replied: object) -> bool:
+    """Whether ``replied`` (a ``reply_to_message``) is a message a bot sent."""
+    sender = replied.get("from") if isinstance(replied, dict) else None
+    return isinstance(sender, dict) and sender.get("is_bot") is True
 
 
 def _id(holder: object) -> str | None:
