@@ -34,7 +34,15 @@ PACE = 0.01
 """Seconds between two messages to one chat, on the manual clock: :meth:`Served.card` moves it."""
 
 
-def config(telegram_url: str, line_url: str, db_url: str, *, mode: str, **policy: Any) -> Any:
+def config(
+    telegram_url: str,
+    line_url: str,
+    db_url: str,
+    *,
+    mode: str,
+    public_url: str | None = None,
+    **policy: Any,
+) -> Any:
     section: dict[str, Any] = {
         "bot_token": BOT_TOKEN,
         "api_base_url": telegram_url,
@@ -52,7 +60,11 @@ def config(telegram_url: str, line_url: str, db_url: str, *, mode: str, **policy
     ]
     return parse_config(
         {
-            "server": {"max_wait": 60, "heartbeat_interval": 3600},
+            "server": {
+                "max_wait": 60,
+                "heartbeat_interval": 3600,
+                **({"public_url": public_url} if public_url else {}),
+            },
             "store": {"url": db_url},
             "agents": [{"name": "ci", "token": AGENT_TOKEN}],
             "approvers": [
@@ -176,11 +188,19 @@ async def serving(
     aiohttp_client: Callable[[web.Application], Awaitable[Client]],
     *,
     mode: str = "polling",
+    public_url: str | None = None,
+    before: Callable[[FakeTelegram], None] | None = None,
     **policy: Any,
 ) -> AsyncIterator[Served]:
+    """The app on the fakes; ``before`` scripts the fake Bot API before the app starts."""
     started = {ALICE, BOB, CAROL, MALLORY}
     async with FakeTelegram(started=started) as telegram, FakeLine(access_token=LINE_TOKEN) as line:
-        app = build_app(config(telegram.url, line.url, db_url, mode=mode, **policy), clock=clock)
+        if before is not None:
+            before(telegram)
+        settings = config(
+            telegram.url, line.url, db_url, mode=mode, public_url=public_url, **policy
+        )
+        app = build_app(settings, clock=clock)
         client = await aiohttp_client(app)
         served = Served(
             app=app, client=client, clock=clock, line=line, telegram=telegram, mode=mode
