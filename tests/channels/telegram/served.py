@@ -9,7 +9,6 @@ are posted to ``/webhooks/telegram`` with the secret header (``mode: webhook``).
 from __future__ import annotations
 
 import asyncio
-
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -41,6 +40,7 @@ def config(
     *,
     mode: str,
     public_url: str | None = None,
+    timeout: float = 5,
     **policy: Any,
 ) -> Any:
     section: dict[str, Any] = {
@@ -48,7 +48,7 @@ def config(
         "api_base_url": telegram_url,
         "mode": mode,
         "poll_timeout": 1,
-        "timeout": 5,
+        "timeout": timeout,
         "pace": PACE,
     }
     if mode == "webhook":
@@ -148,7 +148,8 @@ class Served(LineServed):
             assert await self.webhook(update) == 200
             return
         ident = int(update["update_id"])
-        await until(lambda: (self.receiver.offset or 0) > ident)  # stored and confirmed
+        # stored and confirmed; a poll that failed waits its back-off on the manual clock
+        await self.ticking(lambda: (self.receiver.offset or 0) > ident)
         await self.receiver.settled()
 
     async def press(self, user: str, message: TelegramMessage, label: str) -> dict[str, Any]:

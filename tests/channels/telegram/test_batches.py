@@ -21,7 +21,7 @@ async def statuses(served: Served, ids: list[str]) -> list[str]:
 
 
 async def test_a_polled_per_call_press_then_deny_all_redraws_every_card(served: Served) -> None:
-    batch, ids = await served.ask_batch("deploy", "deploy", "deploy")
+    _, ids = await served.ask_batch("deploy", "deploy", "deploy")
     alices = await served.card(ALICE, ids[0])
     bobs = await served.card(BOB, ids[0])
     assert len(served.telegram.in_chat(ALICE)) == 1  # the batch is one card, not three
@@ -45,7 +45,7 @@ async def test_a_polled_per_call_press_then_deny_all_redraws_every_card(served: 
 
 
 async def test_approve_all_by_webhook_decides_every_call_once(hooked: Served) -> None:
-    batch, ids = await hooked.ask_batch("deploy", "deploy")
+    _, ids = await hooked.ask_batch("deploy", "deploy")
     alices = await hooked.card(ALICE, ids[0])
     bobs = await hooked.card(BOB, ids[0])
     update = await hooked.press(ALICE, alices, "✅ Approve all")
@@ -63,7 +63,7 @@ async def test_approve_all_by_webhook_decides_every_call_once(hooked: Served) ->
 async def test_a_per_call_press_on_a_decided_call_changes_nothing_and_says_so(
     hooked: Served,
 ) -> None:
-    batch, ids = await hooked.ask_batch("deploy", "deploy")
+    _, ids = await hooked.ask_batch("deploy", "deploy")
     alices = await hooked.card(ALICE, ids[0])
     bobs = await hooked.card(BOB, ids[0])
     stale = bobs.data("❌ 1")  # bob's card still shows call 1 open

@@ -1,4 +1,4 @@
-"""Always and Allow for session pressed on Telegram: grants that answer the next call, /grants, Revoke.
+"""Always and Allow for session pressed on Telegram: grants, /grants, Revoke, a forged Revoke.
 
 Through the real server: the press makes the grant, the agent's next
 identical call is allowed without a card, ``/grants`` lists the presser's

@@ -32,9 +32,7 @@ BAD_WEBHOOK = {
 async def test_webhook_mode_registers_the_webhook_with_its_secret_at_start(
     db_url: str, clock: ManualClock, aiohttp_client: App
 ) -> None:
-    async for served in serving(
-        db_url, clock, aiohttp_client, mode="webhook", public_url=PUBLIC
-    ):
+    async for served in serving(db_url, clock, aiohttp_client, mode="webhook", public_url=PUBLIC):
         [call] = served.telegram.requests_to("setWebhook")
         assert call.args["url"] == f"{PUBLIC}/webhooks/telegram"
         assert call.args["secret_token"] == SECRET
@@ -70,7 +68,7 @@ async def test_a_409_conflict_backs_off_on_the_clock_and_is_logged_once(
         telegram = served.telegram
         before = len(telegram.requests_to("getUpdates"))  # the long poll under way among them
 
-        def refused() -> int:
+        def refused(telegram: FakeTelegram = telegram, before: int = before) -> int:
             """getUpdates calls made since the webhook was set: each one answered 409."""
             return len(telegram.requests_to("getUpdates")) - before
 

@@ -49,8 +49,7 @@ async def question(served: Served) -> str:
         assert response.status == 201, await response.text()
 
     def reply_buttons() -> list[str]:
-        found = [m.data("💬 Reply") for m in served.telegram.in_chat(ALICE) if m.keyboard]
-        return found
+        return [m.data("💬 Reply") for m in served.telegram.in_chat(ALICE) if m.keyboard]
 
     await served.ticking(lambda: bool(reply_buttons()))
     parsed = parse_postback_data(reply_buttons()[0])

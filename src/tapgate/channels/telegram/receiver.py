@@ -40,6 +40,7 @@ from tapgate.channels.contract import Handler
 from tapgate.channels.tap_log import TapLog
 from tapgate.channels.telegram.api import BotApi, BotApiError
 from tapgate.channels.telegram.commands import Say
+from tapgate.channels.telegram.stale import StaleCards
 from tapgate.channels.telegram.taps import Answer, TelegramTaps
 from tapgate.channels.telegram.updates import Malformed, Update, decode, encode, read_update
 from tapgate.decisions.chat_commands import LinkMaker
@@ -98,6 +99,7 @@ class TelegramReceiver:
         logged = TapLog(_log, "Telegram", level=tap_log, on_decision=on_decision)
         reasons = Reasons(gate, channel="telegram", window=reason_window)
         self._taps = TelegramTaps(gate, reasons=reasons, tap_log=logged, links=links)
+        self._stale = StaleCards(gate, api)
         inbox.register("telegram", self._replay)
 
     # -- webhook ------------------------------------------------------------------------
@@ -235,6 +237,7 @@ class TelegramReceiver:
                 )
             if not self._closed:
                 await self._tell(update, answer)
+                await self._stale.redraw(update)  # a duplicate card's id is learnt here
 
     async def _tell(self, update: Update, answer: Answer) -> None:
         """Stop the press's spinner first, then send the message; failures are logged only."""

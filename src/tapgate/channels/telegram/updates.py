@@ -44,6 +44,8 @@ class Update:
     text: str | None = None
     replying: bool = False
     """A text sent as a reply to one of the bot's messages (a ForceReply prompt's answer)."""
+    message_id: int | None = None
+    """The pressed message (a press only): how a card tapgate never learnt the id of is found."""
 
     @property
     def event_id(self) -> str:
@@ -97,7 +99,13 @@ def _press(bot: str, update_id: int, query: dict[str, Any]) -> Update:
         private=isinstance(chat, dict) and chat.get("type") == "private",
         query_id=query_id,
         data=data if isinstance(data, str) and len(data) <= 64 else None,
+        message_id=_message_id(message),
     )
+
+
+def _message_id(message: object) -> int | None:
+    value = message.get("message_id") if isinstance(message, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _text(bot: str, update_id: int, message: dict[str, Any]) -> Update:
