@@ -39,6 +39,7 @@ __all__ = ["StaleCards"]
 
 _log = logging.getLogger("tapgate.channels.telegram")
 _REMEMBERED = 4096
+_TRANSPORT: tuple[type[BaseException], ...] = (*TRANSPORT_ERRORS, aiohttp.ClientError)
 
 
 class StaleCards:
@@ -79,7 +80,7 @@ class StaleCards:
         except BotApiError as error:
             if not error.not_modified:  # "not modified": the dispatcher drew it already
                 _log.info("Telegram redraw of a pressed card failed: %s", error)
-        except (*TRANSPORT_ERRORS, aiohttp.ClientError) as error:
+        except _TRANSPORT as error:
             _log.info("Telegram redraw of a pressed card failed: %s", type(error).__name__)
 
     def _remember(self, key: tuple[str, int]) -> None:
