@@ -205,20 +205,37 @@ class FakeTelegram(FakeServer):
         await self._enqueue(update)
         return update
 
-    async def type(self, user_id: str, text: str, *, chat_type: str = "private") -> dict[str, Any]:
-        """``user_id`` sends ``text`` to the bot (in their private chat): the update."""
+    async def type(
+        self,
+        user_id: str,
+        text: str,
+        *,
+        chat_type: str = "private",
+        reply_to: TelegramMessage | None = None,
+    ) -> dict[str, Any]:
+        """``user_id`` sends ``text`` to the bot (in their private chat): the update.
+
+        ``reply_to``: the bot's message it answers (what a ``ForceReply``
+        prompt makes the client do): Telegram then adds ``reply_to_message``.
+        """
         chat_id = int(user_id) if chat_type == "private" else -100123
-        update = self._update(
-            {
-                "message": {
-                    "message_id": self._next_update,
-                    "date": 1,
-                    "from": {"id": int(user_id), "is_bot": False, "first_name": "x"},
-                    "chat": {"id": chat_id, "type": chat_type},
-                    "text": text,
-                }
+        message: dict[str, Any] = {
+            "message_id": self._next_update,
+            "date": 1,
+            "from": {"id": int(user_id), "is_bot": False, "first_name": "x"},
+            "chat": {"id": chat_id, "type": chat_type},
+            "text": text,
+        }
+        if reply_to is not None:
+            bot = {"id": int(self.token.split(":", 1)[0]), "is_bot": True, "first_name": "bot"}
+            message["reply_to_message"] = {
+                "message_id": reply_to.message_id,
+                "date": 1,
+                "from": bot,
+                "chat": {"id": int(reply_to.chat_id), "type": "private"},
+                "text": reply_to.shown,
             }
-        )
+        update = self._update({"message": message})
         await self._enqueue(update)
         return update
 

@@ -8,6 +8,7 @@ are posted to ``/webhooks/telegram`` with the secret header (``mode: webhook``).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -28,16 +29,27 @@ AUTH = {"Authorization": f"Bearer {AGENT_TOKEN}"}
 SECRET = "tg-webhook-secret_0123456789"
 ALICE, BOB, CAROL, MALLORY = "111111111", "222222222", "333333333", "999999999"
 CAROL_LINE = "U" + "c3" * 16
+PACE = 0.01
+"""Seconds between two messages to one chat, on the manual clock: :meth:`Served.card` moves it."""
 
 
-def config(telegram_url: str, line_url: str, db_url: str, *, mode: str, **policy: Any) -> Any:
+def config(
+    telegram_url: str,
+    line_url: str,
+    db_url: str,
+    *,
+    mode: str,
+    public_url: str | None = None,
+    timeout: float = 5,
+    **policy: Any,
+) -> Any:
     section: dict[str, Any] = {
         "bot_token": BOT_TOKEN,
         "api_base_url": telegram_url,
         "mode": mode,
         "poll_timeout": 1,
-        "timeout": 5,
-        "pace": 0.01,
+        "timeout": timeout,
+        "pace": PACE,
     }
     if mode == "webhook":
         section["webhook_secret"] = SECRET
@@ -48,7 +60,11 @@ def config(telegram_url: str, line_url: str, db_url: str, *, mode: str, **policy
     ]
     return parse_config(
         {
-            "server": {"max_wait": 60, "heartbeat_interval": 3600},
+            "server": {
+                "max_wait": 60,
+                "heartbeat_interval": 3600,
+                **({"public_url": public_url} if public_url else {}),
+            },
             "store": {"url": db_url},
             "agents": [{"name": "ci", "token": AGENT_TOKEN}],
             "approvers": [
@@ -69,6 +85,7 @@ class Served(LineServed):
     """The served app, the fakes, and what a Telegram test asks of them."""
 
     telegram: FakeTelegram
+    mode: str = "polling"
 
     @property
     def receiver(self) -> TelegramReceiver:
@@ -98,10 +115,23 @@ class Served(LineServed):
                     return message
             return None
 
-        await until(lambda: find() is not None)
+        await self.ticking(lambda: find() is not None)
         found = find()
         assert found is not None
         return found
+
+    async def ticking(self, predicate: Callable[[], bool]) -> None:
+        """Wait for ``predicate`` (I/O only) while the manual clock moves one pace at a time.
+
+        A second message to one chat waits its turn on the gate's clock, which
+        moves only when a test moves it: here, by :data:`PACE` per look.
+        """
+        for _ in range(2000):
+            if predicate():
+                return
+            self.clock.advance(PACE)
+            await asyncio.sleep(0.005)
+        raise AssertionError("condition never became true")
 
     async def webhook(self, update: dict[str, Any], secret: str = SECRET) -> int:
         """Post ``update`` as Telegram would; the status, once its work is done."""
@@ -111,6 +141,39 @@ class Served(LineServed):
             status = response.status
         await self.receiver.settled()
         return status
+
+    async def deliver(self, update: dict[str, Any]) -> None:
+        """Hand ``update`` to tapgate as the mode does; return once it was applied."""
+        if self.mode == "webhook":
+            assert await self.webhook(update) == 200
+            return
+        ident = int(update["update_id"])
+        # stored and confirmed; a poll that failed waits its back-off on the manual clock
+        await self.ticking(lambda: (self.receiver.offset or 0) > ident)
+        await self.receiver.settled()
+
+    async def press(self, user: str, message: TelegramMessage, label: str) -> dict[str, Any]:
+        """``user`` presses the button labelled ``label…`` on ``message``; applied on return."""
+        update = await self.telegram.press(user, message, message.data(label))
+        await self.deliver(update)
+        return update
+
+    async def say(
+        self, user: str, text: str, *, reply_to: TelegramMessage | None = None
+    ) -> TelegramMessage | None:
+        """``user`` sends ``text`` to the bot; the bot's newest message there once applied."""
+        await self.deliver(await self.telegram.type(user, text, reply_to=reply_to))
+        sent = self.telegram.in_chat(user)
+        return sent[-1] if sent else None
+
+    async def ask_batch(self, *tools: str) -> tuple[str, list[str]]:
+        """The agent submits one call per ``tools`` as a batch: its id and the calls' ids."""
+        calls = [{"tool": t, "arguments": {"n": n}} for n, t in enumerate(tools)]
+        body = {"calls": calls, "session": "s-1"}
+        async with self.client.post("/v1/tool-call-batches", json=body, headers=AUTH) as r:
+            batch: dict[str, Any] = await r.json()
+            assert r.status == 201, batch
+        return str(batch["id"]), [str(c["id"]) for c in batch["calls"]]
 
     async def settle(self, until_answers: int | None = None) -> None:
         """Let the poll pick presses up and apply them (I/O only)."""
@@ -126,12 +189,22 @@ async def serving(
     aiohttp_client: Callable[[web.Application], Awaitable[Client]],
     *,
     mode: str = "polling",
+    public_url: str | None = None,
+    before: Callable[[FakeTelegram], None] | None = None,
     **policy: Any,
 ) -> AsyncIterator[Served]:
+    """The app on the fakes; ``before`` scripts the fake Bot API before the app starts."""
     started = {ALICE, BOB, CAROL, MALLORY}
     async with FakeTelegram(started=started) as telegram, FakeLine(access_token=LINE_TOKEN) as line:
-        app = build_app(config(telegram.url, line.url, db_url, mode=mode, **policy), clock=clock)
+        if before is not None:
+            before(telegram)
+        settings = config(
+            telegram.url, line.url, db_url, mode=mode, public_url=public_url, **policy
+        )
+        app = build_app(settings, clock=clock)
         client = await aiohttp_client(app)
-        served = Served(app=app, client=client, clock=clock, line=line, telegram=telegram)
+        served = Served(
+            app=app, client=client, clock=clock, line=line, telegram=telegram, mode=mode
+        )
         yield served
         await client.close()  # the app (and its poll) stops before the fakes do

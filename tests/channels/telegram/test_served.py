@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 from aiohttp import web
@@ -28,27 +28,6 @@ from tests.fakes.taps import line_event
 def postback(data: str, *, user: str) -> dict[str, object]:
     """A LINE postback event by ``user`` carrying ``data``."""
     return line_event("postback", user, postback={"data": data})
-
-
-@pytest.fixture
-def db_url(tmp_path: object) -> str:
-    return f"sqlite:///{tmp_path}/tapgate.db"
-
-
-@pytest.fixture
-async def served(
-    db_url: str, clock: ManualClock, aiohttp_client: Callable[[web.Application], Awaitable[Client]]
-) -> AsyncIterator[Served]:
-    async for s in serving(db_url, clock, aiohttp_client):
-        yield s
-
-
-@pytest.fixture
-async def hooked(
-    db_url: str, clock: ManualClock, aiohttp_client: Callable[[web.Application], Awaitable[Client]]
-) -> AsyncIterator[Served]:
-    async for s in serving(db_url, clock, aiohttp_client, mode="webhook"):
-        yield s
 
 
 # -- polling: a press decides, the agent resumes, every card is redrawn -------------------

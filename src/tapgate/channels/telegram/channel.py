@@ -82,6 +82,7 @@ class TelegramChannel(ChannelDefaults):
             links=host.links,
             on_reject=host.on_reject,
             on_decision=host.on_decision,
+            sleep=host.gate.clock.sleep,  # the poll's back-off runs on the gate's clock
         )
         if telegram.mode == "polling":
             receiver.start_polling()

@@ -1,10 +1,14 @@
 """Telegram delivery: one card per approver in their private chat with the bot, edited once decided.
 
 ``sendMessage`` to ``chat_id`` = the approver's user id (a private chat's id
-is its user's id). Telegram has no idempotency key, so a send whose answer
-was lost may, when retried, post a second card: both carry the same buttons
-and both are edited when the request is decided, so the duplicate is noise,
-never a second decision.
+is its user's id). Telegram has no idempotency key and a bot cannot read its
+chat's history, so a send whose answer was lost (a timeout or a dropped
+connection after the request went out: :func:`~tapgate.delivery.retry.may_have_been_delivered`)
+cannot be checked. It is retried all the same, deliberately (a card that
+never arrives costs an answer, a duplicate only a glance), and logged as
+possibly doubled; the duplicate is harmless: both cards carry the same
+buttons, a press on either decides once, and the one whose id tapgate never
+learnt is redrawn when it is pressed (:mod:`.stale`).
 
 Failures, translated once (:meth:`TelegramNotifier._failure`):
 
@@ -21,6 +25,7 @@ Failures, translated once (:meth:`TelegramNotifier._failure`):
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -38,6 +43,7 @@ from tapgate.delivery.retry import (
     describe_error,
     is_retryable_delivery,
     is_transient_status,
+    may_have_been_delivered,
 )
 from tapgate.errors import DeliveryError, PermanentDeliveryError
 from tapgate.gate.models import Delivery, Request
@@ -45,6 +51,7 @@ from tapgate.gate.models import Delivery, Request
 __all__ = ["TelegramNotifier", "unreachable_hint"]
 
 _CHAT_NOT_FOUND = "chat not found"
+_log = logging.getLogger("tapgate.channels.telegram")
 
 
 def unreachable_hint(approver: str, user_id: str) -> str:
@@ -162,6 +169,13 @@ class TelegramNotifier:
                 return None  # the card shows this already (a replayed update)
             raise _failure(error, delivery) from error
         except TRANSPORT_ERRORS as error:
+            if method == "sendMessage" and may_have_been_delivered(error) and delivery is not None:
+                _log.warning(
+                    "Telegram sendMessage to %s got no answer (%s): it may have been delivered, "
+                    "so the retry may show a second card; both work, and a press redraws either",
+                    delivery.approver,
+                    describe_error(error),
+                )
             raise DeliveryError(f"Telegram {method} failed: {describe_error(error)}") from error
 
 

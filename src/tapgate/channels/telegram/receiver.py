@@ -40,6 +40,7 @@ from tapgate.channels.contract import Handler
 from tapgate.channels.tap_log import TapLog
 from tapgate.channels.telegram.api import BotApi, BotApiError
 from tapgate.channels.telegram.commands import Say
+from tapgate.channels.telegram.stale import StaleCards
 from tapgate.channels.telegram.taps import Answer, TelegramTaps
 from tapgate.channels.telegram.updates import Malformed, Update, decode, encode, read_update
 from tapgate.decisions.chat_commands import LinkMaker
@@ -98,6 +99,7 @@ class TelegramReceiver:
         logged = TapLog(_log, "Telegram", level=tap_log, on_decision=on_decision)
         reasons = Reasons(gate, channel="telegram", window=reason_window)
         self._taps = TelegramTaps(gate, reasons=reasons, tap_log=logged, links=links)
+        self._stale = StaleCards(gate, api)
         inbox.register("telegram", self._replay)
 
     # -- webhook ------------------------------------------------------------------------
@@ -154,11 +156,14 @@ class TelegramReceiver:
             self._poller = asyncio.create_task(self._poll_forever())
 
     async def _poll_forever(self) -> None:
+        """Poll until closed; a failure backs off (1 s doubling to 30 s, or Telegram's
+        ``retry_after``) on the injected ``sleep``, and a run of the same failure is
+        logged once (a 409 from a set webhook would otherwise fill the log every 30 s)."""
         failures = 0
+        logged: str | None = None
         while not self._closed:
             try:
                 await self.poll_once()
-                failures = 0
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # the poll must outlive any one failure
@@ -166,8 +171,14 @@ class TelegramReceiver:
                 delay = min(_POLL_BACKOFF[0] * 2 ** min(failures - 1, 8), _POLL_BACKOFF[1])
                 if isinstance(error, BotApiError) and error.retry_after is not None:
                     delay = max(delay, error.retry_after)
-                _log_poll_failure(error, delay)
+                kind = _failure_kind(error)
+                _log_poll_failure(error, delay, again=kind == logged)
+                logged = kind
                 await self._sleep(delay)
+                continue
+            if logged is not None:
+                _log.info("Telegram getUpdates works again after %d failed attempts", failures)
+            failures, logged = 0, None
 
     async def poll_once(self) -> int:
         """One ``getUpdates``: store what came, then move the offset past it. How many came."""
@@ -226,6 +237,7 @@ class TelegramReceiver:
                 )
             if not self._closed:
                 await self._tell(update, answer)
+                await self._stale.redraw(update)  # a duplicate card's id is learnt here
 
     async def _tell(self, update: Update, answer: Answer) -> None:
         """Stop the press's spinner first, then send the message; failures are logged only."""
@@ -288,14 +300,21 @@ class TelegramReceiver:
         await self._api.close()
 
 
-def _log_poll_failure(error: Exception, delay: float) -> None:
-    if isinstance(error, BotApiError) and error.status == _CONFLICT:
+def _failure_kind(error: Exception) -> str:
+    """What makes two poll failures "the same" for the log: the status, or the exception type."""
+    return f"HTTP {error.status}" if isinstance(error, BotApiError) else type(error).__name__
+
+
+def _log_poll_failure(error: Exception, delay: float, *, again: bool) -> None:
+    if again:  # the same failure as the last attempt's: said already
+        _log.debug("Telegram getUpdates failed again (%s); retrying in %.0f s", error, delay)
+    elif isinstance(error, BotApiError) and error.status == _CONFLICT:
         _log.error(
             "Telegram refused getUpdates (%s): a webhook is set for this bot, or another "
             "process polls it. Use mode: webhook, or delete the webhook (deleteWebhook) and "
-            "run one poller; retrying in %.0f s",
+            "run one poller; retrying with a growing pause (up to %.0f s), logged once",
             error.description[:200],
-            delay,
+            _POLL_BACKOFF[1],
         )
     elif isinstance(error, BotApiError):
         _log.warning("Telegram getUpdates failed: %s; retrying in %.0f s", error, delay)

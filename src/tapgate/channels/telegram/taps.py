@@ -53,6 +53,10 @@ _TOO_LONG = (
     f"That answer is longer than {ANSWER_MAX} characters; please shorten it and send it again."
 )
 _TOAST_MAX = 200
+_LATE_REPLY = (
+    "That reply came too late: nothing is waiting for it any more (its time ran out, or the "
+    "request was decided), so it was not used. The card shows the outcome."
+)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -102,9 +106,12 @@ class TelegramTaps:
             before = await self._reasons.interrupt(user_id=user)
             said = await self._answer(update, user, *answer, started)
             return Answer(say=_joined(before, said))
+        fresh = update.replying and not await self._gate.seen_event("telegram", update.event_id)
         said = await self._reasons.typed(
             user_id=user, text=update.text or "", event=update.event_id
         )
+        if not said and fresh:  # a reply to a prompt nothing waits on: say so, once
+            said = _LATE_REPLY
         return Answer(say=plain(said)) if said else _NOTHING
 
     async def _press(self, update: Update, user: str, started: float | None) -> Answer:  # noqa: PLR0911 - as respond

@@ -42,6 +42,10 @@ class Update:
     query_id: str | None = None
     data: str | None = None
     text: str | None = None
+    replying: bool = False
+    """A text sent as a reply to one of the bot's messages (a ForceReply prompt's answer)."""
+    message_id: int | None = None
+    """The pressed message (a press only): how a card tapgate never learnt the id of is found."""
 
     @property
     def event_id(self) -> str:
@@ -95,7 +99,13 @@ def _press(bot: str, update_id: int, query: dict[str, Any]) -> Update:
         private=isinstance(chat, dict) and chat.get("type") == "private",
         query_id=query_id,
         data=data if isinstance(data, str) and len(data) <= 64 else None,
+        message_id=_message_id(message),
     )
+
+
+def _message_id(message: object) -> int | None:
+    value = message.get("message_id") if isinstance(message, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _text(bot: str, update_id: int, message: dict[str, Any]) -> Update:
@@ -112,7 +122,14 @@ def _text(bot: str, update_id: int, message: dict[str, Any]) -> Update:
         chat_id=_id(chat),
         private=isinstance(chat, dict) and chat.get("type") == "private",
         text=text,
+        replying=_from_bot(message.get("reply_to_message")),
     )
+
+
+def _from_bot(replied: object) -> bool:
+    """Whether ``replied`` (a ``reply_to_message``) is a message a bot sent."""
+    sender = replied.get("from") if isinstance(replied, dict) else None
+    return isinstance(sender, dict) and sender.get("is_bot") is True
 
 
 def _id(holder: object) -> str | None:
