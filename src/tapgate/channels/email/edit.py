@@ -34,7 +34,7 @@ from tapgate.channels.email.review import (
     review_path,
 )
 from tapgate.decisions.edits import WHOLE, edit_form, not_editable, typed_text
-from tapgate.decisions.review_links import OpenLink
+from tapgate.decisions.review_links import LINK_UNKNOWN, OpenLink
 from tapgate.decisions.texts import tool_name
 from tapgate.delivery.edit_fields import field_html
 from tapgate.gate.models import Request
@@ -86,7 +86,7 @@ class ReviewEdits:
             return html_response(_form(found, link, token, texts, judged.errors), 422)
         outcome = await links.decide(token, csrf, "approve", edited=judged.arguments)
         if outcome is None:  # the nonce was checked a moment ago: the link is gone
-            raise Refused(404, "This link is not valid.")
+            raise Refused(404, LINK_UNKNOWN)
         status = 200 if outcome.kind in _APPLIED else 409
         return html_response(message_page(outcome.message), status)
 

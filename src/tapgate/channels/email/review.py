@@ -28,7 +28,7 @@ from tapgate.channels.contract import Handler
 from tapgate.channels.email.page import CSP, batch_page, message_page, request_page
 from tapgate.decisions.edits import not_editable
 from tapgate.decisions.remember import offer_for
-from tapgate.decisions.review_links import LINK_USED, OpenLink, ReviewLinks
+from tapgate.decisions.review_links import LINK_UNKNOWN, LINK_USED, OpenLink, ReviewLinks
 from tapgate.decisions.taps import ANSWER_MAX, TapOutcome
 from tapgate.decisions.texts import already_message
 from tapgate.delivery.batch_view import present_batch
@@ -144,6 +144,8 @@ class ReviewPages:
         if action == "reply" and reason is None:
             raise Refused(400, "A reply needs its answer.")
         outcome = await self._decide(token, fields.get("csrf", ""), action, reason)
+        if outcome is None and await self.links.open(token) is None:
+            raise Refused(404, LINK_UNKNOWN)  # never was, or forgotten after its request ended
         if outcome is None:
             raise Refused(403, "This form is not valid: open the link from the mail again.")
         return outcome
@@ -181,7 +183,7 @@ class ReviewPages:
         token = token_of(request)
         opened = await self.links.open(token)
         if opened is None:
-            raise Refused(404, "This link is not valid.")
+            raise Refused(404, LINK_UNKNOWN)
         if opened.state == "used":
             link = opened.link
             raise Refused(410, LINK_USED, await self._outcome(link.subject, batch=link.batch))
@@ -243,7 +245,7 @@ class ReviewPages:
 def token_of(request: web.Request) -> str:
     token = request.match_info.get("token", "")
     if not _TOKEN.fullmatch(token):
-        raise Refused(404, "This link is not valid.")
+        raise Refused(404, LINK_UNKNOWN)
     return token
 
 
