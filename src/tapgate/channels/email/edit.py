@@ -70,8 +70,7 @@ class ReviewEdits:
             )
 
     async def _submit(self, request: web.Request) -> web.StreamResponse:
-        if not self.pages.same_origin(request):
-            raise Refused(403, "This form did not come from this server.")
+        self.pages.check_origin(request)
         token, link, found = await self._editable(request)
         fields = await read_form(request)
         csrf = fields.get("csrf", "")
@@ -81,7 +80,7 @@ class ReviewEdits:
         links = self.pages.links
         judged = await links.check_edit(token, csrf, texts)
         if judged is None:
-            raise Refused(403, "This form is not valid: open the link from the mail again.")
+            await self.pages.refuse_form(token)
         if judged.arguments is None:
             return html_response(_form(found, link, token, texts, judged.errors), 422)
         outcome = await links.decide(token, csrf, "approve", edited=judged.arguments)
