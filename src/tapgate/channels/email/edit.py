@@ -39,7 +39,7 @@ from tapgate.decisions.texts import tool_name
 from tapgate.delivery.edit_fields import field_html
 from tapgate.gate.models import Request
 
-__all__ = ["ReviewEdits"]
+__all__ = ["ReviewEdits", "edit_page"]
 
 _APPLIED = frozenset({"applied", "partial", "counted"})
 
@@ -58,7 +58,7 @@ class ReviewEdits:
             return html_response(
                 message_page(refused.message, detail=refused.detail), refused.status
             )
-        return html_response(_form(found, link, token, {}, {}), 200)
+        return html_response(edit_page(found, link, token, {}, {}), 200)
 
     async def submit(self, request: web.Request) -> web.StreamResponse:
         """Judge the typed edit; refused, the form again; else approve it, once."""
@@ -82,7 +82,7 @@ class ReviewEdits:
         if judged is None:
             await self.pages.refuse_form(token)
         if judged.arguments is None:
-            return html_response(_form(found, link, token, texts, judged.errors), 422)
+            return html_response(edit_page(found, link, token, texts, judged.errors), 422)
         outcome = await links.decide(token, csrf, "approve", edited=judged.arguments)
         if outcome is None:  # the nonce was checked a moment ago: the link is gone
             raise Refused(404, LINK_UNKNOWN)
@@ -101,7 +101,7 @@ class ReviewEdits:
         return token, opened, found
 
 
-def _form(
+def edit_page(
     found: Request,
     opened: OpenLink,
     token: str,
