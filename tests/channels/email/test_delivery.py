@@ -8,21 +8,11 @@ delivery. A request's reminders and its outcome reply in its thread.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
 
 from tapgate.server.keys import DISPATCHER
-from tests.channels.email.harness import ALICE, BOB, DAVE, Served, answer, page, serving
+from tests.channels.email.harness import ALICE, BOB, DAVE, Served, answer, page
 from tests.fakes.served import until
 from tests.tables import outbox_rows
-
-
-@pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
-    async with serving(f"sqlite:///{tmp_path / 'tapgate.db'}") as found:
-        yield found
 
 
 async def _outbox(served: Served, request_id: str) -> list[tuple[str, str, int, str | None]]:

@@ -8,10 +8,6 @@ must decide nothing; the page's form decides once, as the link's approver.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
 
 from tapgate.decisions.review_links import LINK_USED, ReviewLinks
 from tests.channels.email.harness import (
@@ -23,14 +19,7 @@ from tests.channels.email.harness import (
     answer,
     page,
     post,
-    serving,
 )
-
-
-@pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
-    async with serving(f"sqlite:///{tmp_path / 'tapgate.db'}") as found:
-        yield found
 
 
 async def test_each_approver_gets_one_multipart_mail_naming_agent_and_tool(served: Served) -> None:

@@ -8,24 +8,14 @@ with a link that has answered or ended. Signing in decides nothing.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import aiohttp
-import pytest
 
 from tapgate.decisions.review_links import LINK_EXPIRED, LINK_SIGNED_IN, LINK_USED
 from tapgate.decisions.sign_in import SignIns
-from tests.channels.email.harness import ALICE, BOB, LINK, Served, answer, page, post, serving
+from tests.channels.email.harness import ALICE, BOB, LINK, Served, answer, page, post
 from tests.fakes.served import until
 
 SIGNED_IN = "inbox_signed_in"
-
-
-@pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
-    async with serving(f"sqlite:///{tmp_path / 'tapgate.db'}") as found:
-        yield found
 
 
 def sign_in_of(link: str) -> str:
