@@ -60,7 +60,7 @@ _TOKEN_BYTES = 32  # 256 bits: guessing one is hopeless, and it fits a URL in 43
 LINK_USED = "This link was already used to answer. Each link answers once."
 LINK_EXPIRED = "This link has expired with its request."
 LINK_SIGNED_IN = "This link has already signed in to the web inbox once. Each link signs in once."
-NOT_AN_APPROVER = "You are not an approver here any more."
+NOT_AN_APPROVER = "The approver this link was sent to is no longer configured here."
 _DETAIL = {"via": "review_link"}
 LINK_UNKNOWN = "This link is not valid (a link is forgotten a day after its request ends)."
 LINK_MEMORY = timedelta(days=1)

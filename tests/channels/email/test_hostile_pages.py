@@ -15,8 +15,6 @@ from __future__ import annotations
 import email
 from datetime import UTC, datetime, timedelta
 from email import policy
-from email.message import EmailMessage
-from typing import cast
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -68,7 +66,7 @@ def _mail(subject: str, text: str, html_body: str) -> Mail:
         now=NOW,
     )
     raw = built.as_bytes(policy=policy.SMTP)
-    parsed = cast(EmailMessage, email.message_from_bytes(raw, policy=policy.default))
+    parsed = email.message_from_bytes(raw, policy=policy.default)
     return Mail(mail_from="tapgate@gate.example.test", rcpt_tos=("a@x",), message=parsed, raw=raw)
 
 
