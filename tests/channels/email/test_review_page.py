@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from tapgate.decisions.review_links import LINK_USED, ReviewLinks
+from tapgate.decisions.review_links import LINK_USED
 from tests.channels.email.harness import (
     ALICE,
     BOB,
@@ -108,17 +108,9 @@ async def test_another_approvers_link_cannot_decide_for_them(served: Served) -> 
 async def test_a_non_approver_link_is_refused_and_audited(served: Served) -> None:
     """A link whose approver is not (or no longer) one of the request's approvers."""
     request_id = await served.ask("billing")
-    carol = await served.link(CAROL)
+    await served.link(CAROL)
     # a link minted for bob (not an approver of billing), as a stale config would leave one
-    minted = await ReviewLinks(served.gate, channel="email").mint(
-        request_id,
-        batch=False,
-        approver="bob",
-        address=BOB,
-        key="forged",
-        expires_at=(await served.gate.get_request(request_id)).expires_at,
-    )
-    bob_link = carol.rsplit("/", 1)[0] + "/" + minted.token
+    bob_link = await served.stale_link(request_id, "bob", BOB)
     status, _ = await answer(bob_link, "approve")
     assert status == 409
     assert (await served.gate.get_request(request_id)).is_pending
