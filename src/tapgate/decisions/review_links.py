@@ -16,6 +16,10 @@ checked against *this* request inside the decision's compare-and-set, the
 decision happens once, refusals are audited and answered in
 :mod:`tapgate.decisions.texts`' words ("already decided by ..."). The tapper
 is the address the link was sent to, never anything from the form.
+
+The page also offers to sign its approver in to the web inbox
+(:meth:`ReviewLinks.sign_in`): one ``POST`` with the nonce, once per link,
+only while the link can still decide; never on a ``GET``.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tapgate.decisions.buttons import BatchAction, TapAction
 from tapgate.decisions.edits import EditCheck, approve_edit, prepare
+from tapgate.decisions.sign_in import Opened, SignIns
 from tapgate.decisions.tap_records import BatchTap, Tap, TapOutcome
 from tapgate.decisions.taps import tap, tap_batch
 from tapgate.store.review_links import NewLink, StoredLink
@@ -40,7 +45,10 @@ if TYPE_CHECKING:
 __all__ = [
     "LINK_EXPIRED",
     "LINK_MEMORY",
+    "LINK_SIGNED_IN",
+    "LINK_UNKNOWN",
     "LINK_USED",
+    "NOT_AN_APPROVER",
     "Minted",
     "OpenLink",
     "ReviewLinks",
@@ -51,10 +59,15 @@ __all__ = [
 _TOKEN_BYTES = 32  # 256 bits: guessing one is hopeless, and it fits a URL in 43 characters
 LINK_USED = "This link was already used to answer. Each link answers once."
 LINK_EXPIRED = "This link has expired with its request."
+LINK_SIGNED_IN = "This link has already signed in to the web inbox once. Each link signs in once."
+NOT_AN_APPROVER = "The approver this link was sent to is no longer configured here."
 _DETAIL = {"via": "review_link"}
+LINK_UNKNOWN = "This link is not valid (a link is forgotten a day after its request ends)."
 LINK_MEMORY = timedelta(days=1)
 """How long an ended link is kept: its page says "expired" or "already used" for a
-day (a mail opened late is told why), then "not valid", and the row is gone."""
+day (a mail opened late is told why), then :data:`LINK_UNKNOWN`, and the row is
+gone. A request's outcome claim (one outcome mail per address) goes with the
+last of its links, once it is as old."""
 
 
 def digest(token: str) -> str:
@@ -206,6 +219,32 @@ class ReviewLinks:
         )
         return await prepare(self.gate, answer, texts)
 
+    async def sign_in(self, token: str, csrf: str, *, user_agent: str = "") -> Opened | str | None:
+        """Sign the link's approver in to the web inbox, once; ``None``: an unknown link or nonce.
+
+        A sentence instead when the link was used to decide, has expired or
+        has signed in already: a link a mail scanner or a forwarded mail
+        holds opens no session once its approver is done with it. The
+        session is the approver's the link was sent to (never a form's
+        field), through :class:`~tapgate.decisions.sign_in.SignIns` (its
+        link and exchange audited as any sign-in, ``via`` this channel).
+        """
+        opened = await self._with_nonce(token, csrf)
+        if opened is None:
+            return None
+        approver = opened.link.approver
+        if self.gate.directory.get(approver) is None:
+            return NOT_AN_APPROVER  # removed from the config since the mail went out
+        marked = await self.gate.store.review_links.sign_in(digest(token), self.gate.clock.now())
+        if marked != "used":
+            return {"already_used": LINK_USED, "signed_in": LINK_SIGNED_IN}.get(
+                marked, LINK_EXPIRED
+            )
+        sign_ins = SignIns(self.gate)
+        single_use = await sign_ins.link(approver, via=self.channel)
+        session = await sign_ins.exchange(single_use, user_agent=user_agent)
+        return LINK_EXPIRED if session is None else session  # None: only if time ran back
+
     async def _with_nonce(self, token: str, csrf: str) -> OpenLink | None:
         """The link behind ``token`` when ``csrf`` is its nonce (compared in constant time)."""
         opened = await self.open(token)
@@ -217,7 +256,11 @@ class ReviewLinks:
 
 
 async def forget_ended(gate: Gate, *, after: timedelta = LINK_MEMORY) -> int:
-    """Drop the links (every channel's) that ended more than ``after`` ago; how many (heartbeat)."""
+    """Drop links that ended ``after`` ago and the outcome claims left; how many (heartbeat).
+
+    Every channel's links; an outcome claim goes once as old and no kept
+    link to its request (or batch) and address is left.
+    """
     return await gate.store.review_links.forget(gate.clock.now() - after)
 
 

@@ -30,11 +30,14 @@ if TYPE_CHECKING:
     from tapgate.gate.gate import Gate
 
 __all__ = [
+    "INBOX_PATH",
     "LINK_TTL",
+    "SESSION_COOKIE",
     "SESSION_TTL",
     "Opened",
     "SignIns",
     "WebSession",
+    "cookie_options",
     "csrf_matches",
     "same_secret",
 ]
@@ -45,7 +48,23 @@ LINK_TTL = timedelta(minutes=10)
 SESSION_TTL = timedelta(hours=12)
 """How long a session lasts: a working day; a new link from the chat after that."""
 
+SESSION_COOKIE = "tapgate_session"
+"""The cookie a session's secret travels in (``HttpOnly``, ``SameSite=Strict``, path ``/inbox``)."""
+
+INBOX_PATH = "/inbox"
+"""Where the web inbox lives, and the only path its session cookie is sent to."""
+
 _USER_AGENT_MAX = 200
+
+
+def cookie_options(public_url: str | None) -> dict[str, object]:
+    """The session cookie's attributes; ``Secure`` behind an https public URL.
+
+    One definition for every page that sets it: the web inbox's sign-in and
+    a review page's "Open the web inbox" (``channels/email``).
+    """
+    secure = public_url is not None and public_url.startswith("https:")
+    return {"httponly": True, "samesite": "Strict", "secure": secure, "path": INBOX_PATH}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -54,6 +73,11 @@ class Opened:
 
     session: WebSession
     secret: str
+
+    @property
+    def max_age(self) -> int:
+        """The cookie's ``Max-Age``: the session's whole life, in seconds."""
+        return int((self.session.expires_at - self.session.created_at).total_seconds())
 
 
 def _bytes(text: str) -> bytes:

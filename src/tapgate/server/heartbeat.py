@@ -11,9 +11,9 @@ by ``remind_every``), escalates requests nobody answered by ``escalate_at``,
 replays the webhook events stored before their 200 and still unapplied (a
 replica died between the ack and the apply: :mod:`tapgate.decisions.webhook_inbox`),
 forgets old webhook event ids, the web inbox's long-ended links and
-sessions, and review links a day after their request ended. Reminders and
-escalation are also compare-and-sets in the store, so a lost lock mid-beat
-cannot double them.
+sessions, and review links (and their outcome claims) a day after their
+request ended. Reminders and escalation are also compare-and-sets in the
+store, so a lost lock mid-beat cannot double them.
 """
 
 from __future__ import annotations

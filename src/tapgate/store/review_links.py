@@ -1,4 +1,4 @@
-"""Review links in the store (migration 0012): digests, what each is for, used once.
+"""Review links in the store (migration 0012): digests, what each is for, used once, forgotten.
 
 A mailed request carries a link to a review page. The link's token is kept
 only as its SHA-256 (a database read hands out no working link), bound to
@@ -7,8 +7,9 @@ to. Reading a link (:meth:`ReviewLinks.find`) writes nothing: a review page
 is fetched by mail scanners and link previews, and a ``GET`` must never
 change anything, the audit log included. Deciding uses it by ONE
 compare-and-set (:meth:`ReviewLinks.use`: ``used_at IS NULL AND expires_at >
-now``), so two posts of one link cannot both decide. What a link *means* is
-:mod:`tapgate.decisions.review_links`.
+now``), so two posts of one link cannot both decide. The heartbeat drops
+ended links and their outcome claims (:meth:`ReviewLinks.forget`). What a
+link *means* is :mod:`tapgate.decisions.review_links`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from sqlalchemy import Connection, RowMapping, delete, insert, select, update
+from sqlalchemy import Column, Connection, RowMapping, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from tapgate.store import engine as _engine
@@ -25,8 +26,11 @@ from tapgate.store.schema import review_links, review_outcomes
 
 __all__ = ["NewLink", "ReviewLinks", "StoredLink", "UseOutcome"]
 
-UseOutcome = Literal["used", "already_used", "expired", "unknown"]
-"""What one attempt to use a link for a decision found."""
+UseOutcome = Literal["used", "already_used", "signed_in", "expired", "unknown"]
+"""What one attempt to use a link (to decide, or to sign in) found.
+
+``signed_in``: the link already signed in (only an attempt to sign in is told so).
+"""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -54,6 +58,7 @@ class StoredLink:
     csrf: str
     expires_at: datetime
     used_at: datetime | None
+    signed_in_at: datetime | None = None
 
 
 class ReviewLinks:
@@ -103,17 +108,27 @@ class ReviewLinks:
         return await self.runner.read(run)
 
     async def use(self, token_hash: str, now: datetime) -> UseOutcome:
-        """Mark the link used, once (compare-and-set); what was found otherwise."""
+        """Mark the link used to decide, once (compare-and-set); what was found otherwise."""
+        return await self._mark(token_hash, now, review_links.c.used_at)
+
+    async def sign_in(self, token_hash: str, now: datetime) -> UseOutcome:
+        """Mark the link as having signed in, once, while it can still decide."""
+        return await self._mark(token_hash, now, review_links.c.signed_in_at)
+
+    async def _mark(self, token_hash: str, now: datetime, column: Column[datetime]) -> UseOutcome:
+        """Set ``column`` of an unused, unexpired link whose ``column`` is unset (one CAS)."""
+        links = review_links.c
         mark = (
             update(review_links)
             .where(
-                review_links.c.token_hash == token_hash,
-                review_links.c.used_at.is_(None),
-                review_links.c.expires_at > now,
+                links.token_hash == token_hash,
+                links.used_at.is_(None),
+                column.is_(None),
+                links.expires_at > now,
             )
-            .values(used_at=now)
+            .values({column.name: now})
         )
-        query = select(review_links.c.used_at).where(review_links.c.token_hash == token_hash)
+        query = select(links.used_at, column).where(links.token_hash == token_hash)
 
         def run(conn: Connection) -> UseOutcome:
             if conn.execute(mark).rowcount == 1:
@@ -121,7 +136,9 @@ class ReviewLinks:
             row = conn.execute(query).first()
             if row is None:
                 return "unknown"
-            return "already_used" if row.used_at is not None else "expired"
+            if row[0] is not None:
+                return "already_used"
+            return "signed_in" if row[1] is not None else "expired"
 
         return await self.runner.run(run)
 
@@ -142,9 +159,28 @@ class ReviewLinks:
         await self.runner.run(lambda conn: conn.execute(statement))
 
     async def forget(self, before: datetime) -> int:
-        """Drop links that ended before ``before``; how many."""
-        statement = delete(review_links).where(review_links.c.expires_at < before)
-        return await self.runner.run(lambda conn: int(conn.execute(statement).rowcount))
+        """Drop links that ended before ``before``, and outcome claims left behind; how many rows.
+
+        An outcome claim (a ``review_outcomes`` row) goes once it was sent
+        before ``before`` AND no link to the same request (or batch) and
+        address is left: while a link is kept its page may still be opened,
+        and a late update must still find the outcome told, not tell it again.
+        """
+        links = delete(review_links).where(review_links.c.expires_at < before)
+        linked = (
+            select(review_links.c.token_hash)
+            .where(
+                review_links.c.subject == review_outcomes.c.subject,
+                review_links.c.address == review_outcomes.c.address,
+            )
+            .exists()
+        )
+        outcomes = delete(review_outcomes).where(review_outcomes.c.sent_at < before, ~linked)
+
+        def run(conn: Connection) -> int:
+            return int(conn.execute(links).rowcount + conn.execute(outcomes).rowcount)
+
+        return await self.runner.run(run)
 
 
 def _link(row: RowMapping) -> StoredLink:
@@ -156,4 +192,5 @@ def _link(row: RowMapping) -> StoredLink:
         csrf=str(row["csrf"]),
         expires_at=row["expires_at"],
         used_at=row["used_at"],
+        signed_in_at=row["signed_in_at"],
     )

@@ -328,7 +328,8 @@ web_sessions = Table(
 
 # Review links (migration 0012): the answer links of mailed requests. Only the
 # token's SHA-256 is kept; ``used_at`` makes a link decide once, by one
-# compare-and-set. ``review_outcomes``: one outcome message per address.
+# compare-and-set; ``signed_in_at`` (0014) makes it sign in to the web inbox once.
+# ``review_outcomes``: one outcome message per address.
 review_links = Table(
     "review_links",
     metadata,
@@ -342,6 +343,7 @@ review_links = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("expires_at", UTCDateTime, nullable=False),
     Column("used_at", UTCDateTime),
+    Column("signed_in_at", UTCDateTime),
     Index("ix_review_links_subject", "subject", "address"),
     Index("ix_review_links_expires_at", "expires_at"),
 )

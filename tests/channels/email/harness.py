@@ -19,6 +19,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from tapgate.config import Config, parse_config
+from tapgate.decisions.review_links import ReviewLinks
 from tapgate.gate.clock import ManualClock
 from tapgate.gate.gate import Gate
 from tapgate.server.app import HEARTBEAT, build_app
@@ -162,6 +163,18 @@ class Served:
         """The mails the relay accepted for ``address``, once there are ``count`` (I/O only)."""
         await until(lambda: len(self.smtp.to(address)) >= count)
         return self.smtp.to(address)
+
+    async def stale_link(self, request_id: str, approver: str, address: str) -> str:
+        """A link minted for ``approver`` at ``address``, as a config that had them left one."""
+        minted = await ReviewLinks(self.gate, channel="email").mint(
+            request_id,
+            batch=False,
+            approver=approver,
+            address=address,
+            key=f"stale-{approver}",
+            expires_at=(await self.gate.get_request(request_id)).expires_at,
+        )
+        return f"{self.url}/email/review/{minted.token}"
 
     async def link(self, address: str, index: int = -1, count: int = 1) -> str:
         """The review link in ``address``'s mail number ``index`` (the text part's)."""

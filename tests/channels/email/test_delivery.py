@@ -8,21 +8,11 @@ delivery. A request's reminders and its outcome reply in its thread.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
 
 from tapgate.server.keys import DISPATCHER
-from tests.channels.email.harness import ALICE, BOB, DAVE, Served, answer, page, serving
+from tests.channels.email.harness import ALICE, BOB, DAVE, Served, answer, page
 from tests.fakes.served import until
 from tests.tables import outbox_rows
-
-
-@pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
-    async with serving(f"sqlite:///{tmp_path / 'tapgate.db'}") as found:
-        yield found
 
 
 async def _outbox(served: Served, request_id: str) -> list[tuple[str, str, int, str | None]]:
@@ -188,3 +178,34 @@ async def test_always_on_the_page_makes_a_grant(served: Served) -> None:
     assert request.status == "approved" and request.scope == "always"
     grants = await served.gate.grants()
     assert len(grants) == 1
+
+
+async def test_a_quorum_tells_the_outcome_only_when_it_is_met(served: Served) -> None:
+    request_id = await served.ask("migrate")  # quorum 2 of oncall
+    status, text = await answer(await served.link(ALICE), "approve")
+    assert status == 200 and "1 of 2" in text
+    served.app[DISPATCHER].wake()
+    await asyncio.sleep(0.2)  # room for a wrong early outcome mail to arrive
+    assert len(served.smtp.to(BOB)) == 1  # one approval is no outcome yet
+    assert (await answer(await served.link(BOB), "approve"))[0] == 200
+    for address in (ALICE, BOB):
+        mails = await served.mails_to(address, 2)
+        assert "Approved" in mails[1].part("plain")
+        assert mails[1].header("In-Reply-To") == mails[0].header("Message-ID")
+    assert (await served.gate.get_request(request_id)).status == "approved"
+
+
+async def test_after_escalation_the_first_approver_still_answers_and_both_are_told(
+    served: Served,
+) -> None:
+    request_id = await served.ask("release")
+    first = await served.link(ALICE)
+    served.clock.advance(301)  # escalated to dave (and alice reminded)
+    await served.beat()
+    await served.mails_to(DAVE)
+    assert (await answer(first, "deny", reason="not today"))[0] == 200
+    assert (await served.gate.get_request(request_id)).resolved_by == "alice"
+    (_, told) = await served.mails_to(DAVE, 2)
+    assert "Denied" in told.part("plain") and "not today" in told.part("plain")
+    alice = await served.mails_to(ALICE, 3)  # the request, the reminder, the outcome
+    assert sum("Denied" in m.part("plain") for m in alice) == 1

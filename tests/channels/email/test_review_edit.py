@@ -9,19 +9,8 @@ arguments and the agent is told so.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
 from tapgate.policy.masking import MASK
-from tests.channels.email.harness import ALICE, BOB, Served, answer, page, post, serving
-
-
-@pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
-    async with serving(f"sqlite:///{tmp_path / 'tapgate.db'}") as found:
-        yield found
+from tests.channels.email.harness import ALICE, BOB, Served, answer, page, post
 
 
 def edit_of(link: str) -> str:

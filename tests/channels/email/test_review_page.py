@@ -8,12 +8,8 @@ must decide nothing; the page's form decides once, as the link's approver.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 
-import pytest
-
-from tapgate.decisions.review_links import LINK_USED, ReviewLinks
+from tapgate.decisions.review_links import LINK_USED
 from tests.channels.email.harness import (
     ALICE,
     BOB,
@@ -23,14 +19,7 @@ from tests.channels.email.harness import (
     answer,
     page,
     post,
-    serving,
 )
-
-
-@pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
-    async with serving(f"sqlite:///{tmp_path / 'tapgate.db'}") as found:
-        yield found
 
 
 async def test_each_approver_gets_one_multipart_mail_naming_agent_and_tool(served: Served) -> None:
@@ -119,17 +108,9 @@ async def test_another_approvers_link_cannot_decide_for_them(served: Served) -> 
 async def test_a_non_approver_link_is_refused_and_audited(served: Served) -> None:
     """A link whose approver is not (or no longer) one of the request's approvers."""
     request_id = await served.ask("billing")
-    carol = await served.link(CAROL)
+    await served.link(CAROL)
     # a link minted for bob (not an approver of billing), as a stale config would leave one
-    minted = await ReviewLinks(served.gate, channel="email").mint(
-        request_id,
-        batch=False,
-        approver="bob",
-        address=BOB,
-        key="forged",
-        expires_at=(await served.gate.get_request(request_id)).expires_at,
-    )
-    bob_link = carol.rsplit("/", 1)[0] + "/" + minted.token
+    bob_link = await served.stale_link(request_id, "bob", BOB)
     status, _ = await answer(bob_link, "approve")
     assert status == 409
     assert (await served.gate.get_request(request_id)).is_pending

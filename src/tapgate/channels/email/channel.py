@@ -29,6 +29,7 @@ __all__ = ["EmailChannel"]
 
 _REVIEW = "/email/review/{token}"
 _EDIT = "/email/review/{token}/edit"
+_SIGN_IN = "/email/review/{token}/sign-in"
 
 
 class EmailChannel(ChannelDefaults):
@@ -62,6 +63,7 @@ class EmailChannel(ChannelDefaults):
             Route(method="GET", path=_EDIT, name="edit"),
             Route(method="HEAD", path=_EDIT, name="edit"),
             Route(method="POST", path=_EDIT, name="submit_edit"),
+            Route(method="POST", path=_SIGN_IN, name="sign_in"),
         )
 
     async def start(self, settings: BaseModel, host: ChannelHost) -> Receiver | None:

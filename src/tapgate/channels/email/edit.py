@@ -34,12 +34,12 @@ from tapgate.channels.email.review import (
     review_path,
 )
 from tapgate.decisions.edits import WHOLE, edit_form, not_editable, typed_text
-from tapgate.decisions.review_links import OpenLink
+from tapgate.decisions.review_links import LINK_UNKNOWN, OpenLink
 from tapgate.decisions.texts import tool_name
 from tapgate.delivery.edit_fields import field_html
 from tapgate.gate.models import Request
 
-__all__ = ["ReviewEdits"]
+__all__ = ["ReviewEdits", "edit_page"]
 
 _APPLIED = frozenset({"applied", "partial", "counted"})
 
@@ -58,7 +58,7 @@ class ReviewEdits:
             return html_response(
                 message_page(refused.message, detail=refused.detail), refused.status
             )
-        return html_response(_form(found, link, token, {}, {}), 200)
+        return html_response(edit_page(found, link, token, {}, {}), 200)
 
     async def submit(self, request: web.Request) -> web.StreamResponse:
         """Judge the typed edit; refused, the form again; else approve it, once."""
@@ -70,8 +70,7 @@ class ReviewEdits:
             )
 
     async def _submit(self, request: web.Request) -> web.StreamResponse:
-        if not self.pages.same_origin(request):
-            raise Refused(403, "This form did not come from this server.")
+        self.pages.check_origin(request)
         token, link, found = await self._editable(request)
         fields = await read_form(request)
         csrf = fields.get("csrf", "")
@@ -81,12 +80,12 @@ class ReviewEdits:
         links = self.pages.links
         judged = await links.check_edit(token, csrf, texts)
         if judged is None:
-            raise Refused(403, "This form is not valid: open the link from the mail again.")
+            await self.pages.refuse_form(token)
         if judged.arguments is None:
-            return html_response(_form(found, link, token, texts, judged.errors), 422)
+            return html_response(edit_page(found, link, token, texts, judged.errors), 422)
         outcome = await links.decide(token, csrf, "approve", edited=judged.arguments)
         if outcome is None:  # the nonce was checked a moment ago: the link is gone
-            raise Refused(404, "This link is not valid.")
+            raise Refused(404, LINK_UNKNOWN)
         status = 200 if outcome.kind in _APPLIED else 409
         return html_response(message_page(outcome.message), status)
 
@@ -102,7 +101,7 @@ class ReviewEdits:
         return token, opened, found
 
 
-def _form(
+def edit_page(
     found: Request,
     opened: OpenLink,
     token: str,

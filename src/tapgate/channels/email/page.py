@@ -18,7 +18,7 @@ from tapgate.decisions.taps import ANSWER_MAX
 from tapgate.delivery.batch_view import BatchView
 from tapgate.delivery.presentation import ApprovalView
 
-__all__ = ["CSP", "batch_page", "message_page", "page", "request_page"]
+__all__ = ["CSP", "batch_page", "message_page", "page", "request_page", "sign_in_form"]
 
 _STYLE = (
     "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;"
@@ -80,11 +80,18 @@ def _button(action: str, label: str, cls: str = "") -> str:
 
 
 def request_page(
-    view: ApprovalView, *, approver: str, csrf: str, action: str, edit: str | None = None
+    view: ApprovalView,
+    *,
+    approver: str,
+    csrf: str,
+    action: str,
+    edit: str | None = None,
+    sign_in: str | None = None,
 ) -> str:
     """A pending request and its form: approve (for the session, always), deny with a reason.
 
-    ``edit``: where "Edit, then approve" leads, when the request can be edited.
+    ``edit``: where "Edit, then approve" leads, when the request can be edited;
+    ``sign_in``: where "Open the web inbox" posts (:func:`sign_in_form`).
     """
     if view.is_question:
         buttons = _button("reply", "Reply", "allow") + _button("dismiss", "Dismiss", "deny")
@@ -109,12 +116,19 @@ def request_page(
         "until you press a button.</p>"
         f"{call_html(view, page=True)}"
         f'<form method="post" action="{e(action)}">{_hidden(csrf)}{form_body}</form>'
+        f"{sign_in_form(sign_in, approver=approver, csrf=csrf)}"
     )
     return page(f"Review {view.tool}", body)
 
 
 def batch_page(
-    batch: BatchView, *, approver: str, csrf: str, action: str, open_calls: Sequence[str]
+    batch: BatchView,
+    *,
+    approver: str,
+    csrf: str,
+    action: str,
+    open_calls: Sequence[str],
+    sign_in: str | None = None,
 ) -> str:
     """A batch's calls and one form for all its open calls (approve all, deny all)."""
     buttons = _button("approve_all", "Approve all", "allow")
@@ -130,5 +144,22 @@ def batch_page(
         f'{calls}<form method="post" action="{e(action)}">{_hidden(csrf)}'
         f"{_reason('Reason (optional; sent to the agent with a deny)')}"
         f'<div class="buttons">{buttons}</div></form>'
+        f"{sign_in_form(sign_in, approver=approver, csrf=csrf)}"
     )
     return page("Review batch", body)
+
+
+def sign_in_form(action: str | None, *, approver: str, csrf: str) -> str:
+    """One button that signs this browser in to the web inbox as ``approver`` (a POST, once).
+
+    Its own form (forms do not nest), after the answer's: pressing it
+    decides nothing. Empty when ``action`` is ``None`` (the link signed in already).
+    """
+    if action is None:
+        return ""
+    return (
+        f'<form method="post" action="{e(action)}" class="sign-in">{_hidden(csrf)}'
+        f'<p><button type="submit">Open the web inbox as {e(approver)}</button><br>'
+        "<small>Signs this browser in to tapgate's web inbox (once per link); "
+        "decides nothing.</small></p></form>"
+    )

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping
+from typing import NoReturn
 from urllib.parse import urlsplit
 
 from aiohttp import hdrs, web
@@ -28,7 +29,7 @@ from tapgate.channels.contract import Handler
 from tapgate.channels.email.page import CSP, batch_page, message_page, request_page
 from tapgate.decisions.edits import not_editable
 from tapgate.decisions.remember import offer_for
-from tapgate.decisions.review_links import LINK_USED, OpenLink, ReviewLinks
+from tapgate.decisions.review_links import LINK_UNKNOWN, LINK_USED, OpenLink, ReviewLinks
 from tapgate.decisions.taps import ANSWER_MAX, TapOutcome
 from tapgate.decisions.texts import already_message
 from tapgate.delivery.batch_view import present_batch
@@ -45,6 +46,7 @@ __all__ = [
     "html_response",
     "read_form",
     "review_path",
+    "sign_in_path",
     "token_of",
 ]
 
@@ -75,6 +77,11 @@ def edit_path(token: str) -> str:
     return f"{review_path(token)}/edit"
 
 
+def sign_in_path(token: str) -> str:
+    """Where the page's "Open the web inbox" button posts (:mod:`.sign_in`)."""
+    return f"{review_path(token)}/sign-in"
+
+
 class Refused(Exception):
     """A page's refusal: its status and the sentence shown (nothing was changed)."""
 
@@ -92,8 +99,10 @@ class ReviewPages:
         self.public_url = public_url
 
     def handler(self, route: str) -> Handler:
-        """``show`` for GET and HEAD, ``answer`` for POST; ``edit`` and ``submit_edit`` likewise."""
-        from tapgate.channels.email.edit import ReviewEdits  # it builds on this module
+        """``show`` for GET and HEAD, ``answer`` for POST; ``edit`` and ``submit_edit`` likewise;
+        ``sign_in`` (POST only) opens the web inbox."""
+        from tapgate.channels.email.edit import ReviewEdits  # they build on this module
+        from tapgate.channels.email.sign_in import ReviewSignIn
 
         edits = ReviewEdits(self)
         return {
@@ -101,6 +110,7 @@ class ReviewPages:
             "answer": self.answer,
             "edit": edits.show,
             "submit_edit": edits.submit,
+            "sign_in": ReviewSignIn(self).submit,
         }[route]
 
     async def close(self) -> None:
@@ -132,8 +142,7 @@ class ReviewPages:
 
     async def _answer(self, request: web.Request) -> TapOutcome:
         token = token_of(request)
-        if not self.same_origin(request):
-            raise Refused(403, "This form did not come from this server.")
+        self.check_origin(request)
         fields = await read_form(request)
         action = fields.get("action", "")
         if action not in _ACTIONS | _BATCH_ACTIONS:
@@ -145,7 +154,7 @@ class ReviewPages:
             raise Refused(400, "A reply needs its answer.")
         outcome = await self._decide(token, fields.get("csrf", ""), action, reason)
         if outcome is None:
-            raise Refused(403, "This form is not valid: open the link from the mail again.")
+            await self.refuse_form(token)
         return outcome
 
     async def _decide(
@@ -159,7 +168,7 @@ class ReviewPages:
     async def _page(self, opened: OpenLink, token: str) -> str:
         link = opened.link
         if link.batch:
-            return await self._batch_page(link.subject, link.approver, link.csrf, token)
+            return await self._batch_page(opened, token)
         found = await self.pending(link.subject)
         view = present(
             found,
@@ -174,6 +183,7 @@ class ReviewPages:
             csrf=link.csrf,
             action=review_path(token),
             edit=edit_path(token) if editable else None,
+            sign_in=_sign_in(opened, token),
         )
 
     async def opened(self, request: web.Request) -> tuple[str, OpenLink]:
@@ -181,7 +191,7 @@ class ReviewPages:
         token = token_of(request)
         opened = await self.links.open(token)
         if opened is None:
-            raise Refused(404, "This link is not valid.")
+            raise Refused(404, LINK_UNKNOWN)
         if opened.state == "used":
             link = opened.link
             raise Refused(410, LINK_USED, await self._outcome(link.subject, batch=link.batch))
@@ -198,9 +208,11 @@ class ReviewPages:
             raise Refused(410, already_message(found, status))
         return found
 
-    async def _batch_page(self, batch_id: str, approver: str, csrf: str, token: str) -> str:
+    async def _batch_page(self, opened: OpenLink, token: str) -> str:
+        link = opened.link
+        approver = link.approver
         try:
-            state = await read_batch(self.gate, batch_id)
+            state = await read_batch(self.gate, link.subject)
         except RequestNotFound:
             raise Refused(404, "This batch no longer exists.") from None
         members = [state.requests[i] for i in state.batch.request_ids if i in state.requests]
@@ -212,7 +224,12 @@ class ReviewPages:
         shell = {r.tool: arg for r in mine if (arg := self._shell_arg(r)) is not None}
         batch = present_batch(mine, tool_shell_args=shell, now=now)
         return batch_page(
-            batch, approver=approver, csrf=csrf, action=review_path(token), open_calls=open_calls
+            batch,
+            approver=approver,
+            csrf=link.csrf,
+            action=review_path(token),
+            open_calls=open_calls,
+            sign_in=_sign_in(opened, token),
         )
 
     async def _outcome(self, subject: str, *, batch: bool) -> str:
@@ -229,6 +246,17 @@ class ReviewPages:
         spec = self.gate.policy.tool_spec(request.tool)
         return None if spec is None else spec.shell
 
+    async def refuse_form(self, token: str) -> NoReturn:
+        """Why a posted form did not answer: no such link (any more), or a wrong nonce."""
+        if await self.links.open(token) is None:
+            raise Refused(404, LINK_UNKNOWN)  # never was, or forgotten after its request ended
+        raise Refused(403, "This form is not valid: open the link from the mail again.")
+
+    def check_origin(self, request: web.Request) -> None:
+        """Refuse (403) a form a browser posted from another site."""
+        if not self.same_origin(request):
+            raise Refused(403, "This form did not come from this server.")
+
     def same_origin(self, request: web.Request) -> bool:
         """A browser's ``Origin`` (when sent) names this server; a form from elsewhere does not."""
         origin = request.headers.get(hdrs.ORIGIN)
@@ -240,10 +268,15 @@ class ReviewPages:
         return urlsplit(origin).netloc in ours
 
 
+def _sign_in(opened: OpenLink, token: str) -> str | None:
+    """The page's "Open the web inbox" form, while the link has not signed in yet."""
+    return sign_in_path(token) if opened.link.signed_in_at is None else None
+
+
 def token_of(request: web.Request) -> str:
     token = request.match_info.get("token", "")
     if not _TOKEN.fullmatch(token):
-        raise Refused(404, "This link is not valid.")
+        raise Refused(404, LINK_UNKNOWN)
     return token
 
 

@@ -27,7 +27,8 @@ from aiohttp.typedefs import Middleware
 from aiohttp.web_request import FileField
 from multidict import MultiDictProxy
 
-from tapgate.decisions.sign_in import WebSession, csrf_matches
+from tapgate.decisions.sign_in import INBOX_PATH, SESSION_COOKIE, WebSession, csrf_matches
+from tapgate.decisions.sign_in import cookie_options as session_cookie_options
 from tapgate.server.api.middleware import Handler
 from tapgate.server.keys import CONFIG, SIGN_INS
 from tapgate.server.web_inbox.layout import message_page
@@ -42,8 +43,8 @@ __all__ = [
     "web_middleware",
 ]
 
-PREFIX = "/inbox"
-COOKIE = "tapgate_session"
+PREFIX = INBOX_PATH
+COOKIE = SESSION_COOKIE
 SESSION = web.RequestKey("tapgate.web_session", WebSession)
 """The signed-in approver's session, set on every ``/inbox`` request but the public ones."""
 
@@ -72,8 +73,7 @@ class WebError(Exception):
 def cookie_options(request: web.Request) -> dict[str, object]:
     """``HttpOnly``, ``SameSite=Strict``, path ``/inbox``; ``Secure`` behind an https public URL."""
     public = request.app[CONFIG].server.public_url
-    secure = public is not None and str(public).startswith("https:")
-    return {"httponly": True, "samesite": "Strict", "secure": secure, "path": PREFIX}
+    return session_cookie_options(None if public is None else str(public))
 
 
 def _is_public(path: str) -> bool:

@@ -96,8 +96,7 @@ async def sign_in(request: web.Request) -> web.Response:
     if opened is None:
         return _html(message_page(LINK_GONE), 410)
     response = web.HTTPSeeOther("/inbox")
-    max_age = int((opened.session.expires_at - opened.session.created_at).total_seconds())
-    response.set_cookie(COOKIE, opened.secret, max_age=max_age, **cookie_options(request))  # type: ignore[arg-type]
+    response.set_cookie(COOKIE, opened.secret, max_age=opened.max_age, **cookie_options(request))  # type: ignore[arg-type]
     response.del_cookie(_PRE, path="/inbox/sign-in")
     raise response
 
