@@ -72,3 +72,21 @@ async def test_a_per_call_press_on_a_decided_call_changes_nothing_and_says_so(
     assert await statuses(hooked, ids) == ["approved", "pending"]
     _, told = hooked.telegram.answers[-1]
     assert told is not None and "Already approved by alice" in told
+
+
+async def test_a_per_call_press_never_redraws_the_batch_card_as_that_one_call(
+    served: Served,
+) -> None:
+    """A per-call button names one request; the pressed card is still the whole batch.
+
+    The redraw of pressed cards the server never learnt (a duplicate send)
+    must leave batch cards to the batch's own update pass, or the batch card
+    briefly, or for good if that edit lands last, becomes one call's card.
+    """
+    _, ids = await served.ask_batch("deploy", "deploy", "deploy")
+    alices = await served.card(ALICE, ids[0])
+    await served.press(ALICE, alices, "✅ 2")
+    await until(lambda: "✅ 2" not in labels(alices))
+    await served.settle()
+    assert len(alices.versions) >= 2
+    assert all(version.count("deploy") == 3 for version in alices.versions), alices.versions

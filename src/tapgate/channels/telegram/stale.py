@@ -63,8 +63,8 @@ class StaleCards:
             request = await self._gate.get_request(request_id)
         except RequestNotFound:
             return
-        if request.status == "pending":
-            return
+        if request.status == "pending" or request.batch_id is not None:
+            return  # a batch's calls are on its batch card: the batch's update pass redraws it
         self._remember((chat, message))
         card = render_resolved(
             present(request),
