@@ -1,4 +1,5 @@
-"""Discord's live setup check: the bot token works, and a DM can be opened to each approver.
+"""Discord's live setup check: the bot token works, the slash commands are registered, and a
+DM can be opened to each approver.
 
 ``GET /users/@me`` answers only for a valid bot token (and names the bot);
 ``POST /users/@me/channels`` opens (or finds) the DM channel with a user id,
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from tapgate.channels.contract import CheckResult
+from tapgate.channels.discord.registration import check_commands
 from tapgate.channels.discord.rest import DiscordApiError, DiscordRest
 from tapgate.channels.discord.settings import DiscordConfig
 from tapgate.delivery.retry import TRANSPORT_ERRORS, describe_error
@@ -32,6 +34,7 @@ async def check_discord(settings: DiscordConfig, addresses: Mapping[str, str]) -
             fix = " (reset the token in the Developer Portal: Bot → Reset Token)"
             return [CheckResult(channel="discord", what="bot token", ok=False, detail=detail + fix)]
         out = [CheckResult(channel="discord", what="bot token", ok=True, detail=detail)]
+        out.append(await check_commands(rest, settings.application_id, settings.api_base_url))
         for name, user in addresses.items():
             ok, detail = await _ask(rest, "POST", "/users/@me/channels", {"recipient_id": user})
             if ok:
