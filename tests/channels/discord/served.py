@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
+import pytest
 from aiohttp import web
 
 from tapgate.channels.discord.webhook import DiscordInteractions
@@ -33,7 +34,15 @@ from tests.fakes.served import (
     until,
 )
 
-__all__ = ["ALICE_D", "AUTH", "BOB_D", "DiscordServed", "discord_config", "serving"]
+__all__ = [
+    "ALICE_D",
+    "AUTH",
+    "BOB_D",
+    "DiscordServed",
+    "discord_config",
+    "served_fixture",
+    "serving",
+]
 
 ALICE_D = "100000000000000001"
 BOB_D = "100000000000000002"
@@ -145,3 +154,18 @@ async def serving(
         yield DiscordServed(
             app=app, client=client, clock=clock, line=line, discord=discord, signer=signer
         )
+
+
+def served_fixture(rules: list[dict[str, Any]], *, public_url: str | None = None) -> Any:
+    """A test module's ``served`` fixture: the app on the fakes with ``rules``."""
+
+    @pytest.fixture
+    async def served(
+        db_url: str,
+        clock: ManualClock,
+        aiohttp_client: Callable[[web.Application], Awaitable[Client]],
+    ) -> AsyncIterator[DiscordServed]:
+        async with serving(db_url, clock, aiohttp_client, rules, public_url=public_url) as found:
+            yield found
+
+    return served

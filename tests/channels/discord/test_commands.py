@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -24,7 +24,15 @@ from tapgate.decisions.texts import NO_GRANTS, NO_INBOX_FOR_STRANGERS, NOT_GRANT
 from tapgate.gate.clock import ManualClock
 from tapgate.server.keys import CONFIG, INBOX
 from tapgate.server.web_inbox.guard import COOKIE
-from tests.channels.discord.served import ALICE_D, AUTH, BOB_D, STRANGER_D, DiscordServed, serving
+from tests.channels.discord.served import (
+    ALICE_D,
+    AUTH,
+    BOB_D,
+    STRANGER_D,
+    DiscordServed,
+    served_fixture,
+    serving,
+)
 from tests.fakes import Fault
 from tests.fakes.served import Client
 
@@ -33,14 +41,7 @@ PUBLIC = "http://tapgate.test:8080"
 _HIDDEN = re.compile(r'name="(\w+)" value="([^"]*)"')
 
 
-@pytest.fixture
-async def served(
-    db_url: str,
-    clock: ManualClock,
-    aiohttp_client: Callable[[web.Application], Awaitable[Client]],
-) -> AsyncIterator[DiscordServed]:
-    async with serving(db_url, clock, aiohttp_client, RULES, public_url=PUBLIC) as found:
-        yield found
+served = served_fixture(RULES, public_url=PUBLIC)
 
 
 async def command(served: DiscordServed, name: str, user: str) -> dict[str, Any]:

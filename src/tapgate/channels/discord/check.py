@@ -1,11 +1,12 @@
-"""Discord's live setup check: the bot token works, the slash commands are registered, and a
-DM can be opened to each approver.
+"""Discord's live setup check: the bot token, the slash commands, a DM to each approver.
 
 ``GET /users/@me`` answers only for a valid bot token (and names the bot);
 ``POST /users/@me/channels`` opens (or finds) the DM channel with a user id,
 and fails for an id that is no user. Whether the approver accepts DMs from
 the bot (a shared server, DMs allowed) shows only when a message is sent
 (50007 / 50278): the check says so rather than post a test message.
+``GET /applications/{id}/commands`` shows whether the slash commands the
+server registers at start are there (:mod:`.registration`).
 """
 
 from __future__ import annotations
