@@ -47,6 +47,7 @@ async def open_edit(served: DiscordServed, request_id: str, user: str) -> dict[s
     card = await served.card(user, request_id)
     assert edit_custom_id(request_id) in card.custom_ids
     _, modal = await served.interact(served.signer.press(edit_custom_id(request_id), user))
+    assert isinstance(modal, dict)
     return modal
 
 
