@@ -21,7 +21,13 @@ on it:
   ``-Limit`` / ``-Remaining`` / ``-Reset-After``; a call past a bucket's
   limit is a 429 with a float ``retry_after`` in its JSON body, ``global``
   false, and ``Retry-After``; scripted faults can send ``global: true``;
-- interaction follow-ups (``POST /webhooks/{application}/{token}``), recorded.
+- interaction follow-ups (``POST /webhooks/{application}/{token}``), recorded;
+- the application's global slash commands: ``PUT /applications/{id}/commands``
+  (bulk overwrite: names 1-32 lower-case characters, descriptions 1-100,
+  at most 100 commands, else 400 / 50035; another application's id is a 403
+  with code 50001) and ``GET`` of the same route;
+- link buttons (style 5): a ``url`` and no ``custom_id``; every other style
+  the reverse.
 
 :class:`Signer` is Discord's side of the Interactions Endpoint: an Ed25519
 key pair the test generates, signing ``timestamp + body`` exactly as Discord
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -98,7 +105,7 @@ class FakeDiscord(FakeServer):
     ``window`` seconds, per channel.
     """
 
-    endpoints = ("me", "open_dm", "create", "edit", "follow_up")
+    endpoints = ("me", "open_dm", "create", "edit", "follow_up", "commands", "list_commands")
     _url_suffix = _PREFIX
 
     def __init__(
@@ -119,6 +126,7 @@ class FakeDiscord(FakeServer):
         self.messages: dict[str, DiscordMessage] = {}
         self.dms: dict[str, str] = {}
         self.follow_ups: list[tuple[str, dict[str, Any]]] = []
+        self.commands: list[dict[str, Any]] = []
         self.rate_limited = 0
         self._buckets: dict[tuple[str, str], _Bucket] = {}
         self._ids = itertools.count(900_000_000_000_000_001)
@@ -136,6 +144,9 @@ class FakeDiscord(FakeServer):
             f"{_PREFIX}/webhooks/{{application}}/{{token}}",
             self._endpoint("follow_up", self._follow_up),
         )
+        commands = f"{_PREFIX}/applications/{{application}}/commands"
+        router.add_put(commands, self._endpoint("commands", self._put_commands))
+        router.add_get(commands, self._endpoint("list_commands", self._list_commands))
         router.add_route("*", "/{tail:.*}", self._endpoint("unknown", self._not_found))
 
     # views for tests
@@ -225,6 +236,35 @@ class FakeDiscord(FakeServer):
         token = req.path.split("/")[-1]
         self.follow_ups.append((token, body))
         return self._json({"id": str(next(self._ids)), **body})
+
+    async def _put_commands(self, req: RecordedRequest) -> web.Response:
+        if (denied := self._auth(req)) is not None:
+            return denied
+        if req.path.split("/")[-2] != APPLICATION_ID:
+            return self._json({"message": "Missing Access", "code": 50001}, 403)
+        body = req.body if isinstance(req.body, list) else None
+        if body is None or len(body) > 100:
+            return self._invalid(req, "", "", {"_errors": "Must be a list of 100 or fewer."})
+        problems: dict[str, str] = {}
+        for index, command in enumerate(body):
+            name = command.get("name") if isinstance(command, dict) else None
+            text = command.get("description") if isinstance(command, dict) else None
+            if not isinstance(name, str) or re.fullmatch(r"[-_a-z0-9]{1,32}", name) is None:
+                problems[f"{index}.name"] = "Command name is invalid"
+            if not isinstance(text, str) or not 1 <= len(text) <= 100:
+                problems[f"{index}.description"] = "Must be between 1 and 100 in length."
+        if problems:
+            return self._invalid(req, "", "", problems)
+        self.commands = [
+            {**command, "id": str(next(self._ids)), "application_id": APPLICATION_ID}
+            for command in body
+        ]
+        return self._json(self.commands)
+
+    async def _list_commands(self, req: RecordedRequest) -> web.Response:
+        if (denied := self._auth(req)) is not None:
+            return denied
+        return self._json(self.commands)
 
     async def _not_found(self, req: RecordedRequest) -> web.Response:
         return self._json({"message": "404: Not Found", "code": 0}, 404)
@@ -364,10 +404,15 @@ def _component_problems(rows: list[Any]) -> dict[str, str]:
         for b, button in enumerate(buttons):
             where = f"components.{r}.components.{b}"
             label, custom_id = button.get("label") or "", button.get("custom_id")
-            if button.get("type") != 2 or button.get("style") not in (1, 2, 3, 4):
+            if button.get("type") != 2 or button.get("style") not in (1, 2, 3, 4, 5):
                 problems[where] = "Invalid button."
             if len(label) > 80:
                 problems[f"{where}.label"] = "Must be 80 or fewer in length."
+            if button.get("style") == 5:
+                url = button.get("url")
+                if custom_id is not None or not isinstance(url, str) or len(url) > 512:
+                    problems[where] = "A link button has a url (512 or fewer) and no custom_id."
+                continue
             if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= 100:
                 problems[f"{where}.custom_id"] = "Must be between 1 and 100 in length."
             elif custom_id in seen:
@@ -421,6 +466,12 @@ class Signer:
         """A MESSAGE_COMPONENT interaction: ``user`` pressed ``custom_id`` on ``message``."""
         payload = self._base(3, user, guild=guild, message=message)
         payload["data"] = {"custom_id": custom_id, "component_type": 2}
+        return payload
+
+    def command(self, name: str, user: str, *, guild: bool = False) -> dict[str, Any]:
+        """An APPLICATION_COMMAND interaction: ``user`` sent the slash command ``/name``."""
+        payload = self._base(2, user, guild=guild, message=None)
+        payload["data"] = {"id": "1400000000000000001", "name": name, "type": 1}
         return payload
 
     def submit(

@@ -7,17 +7,42 @@ Discord API and the interaction :class:`~tests.fakes.discord_api.Signer`
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
+import pytest
+from aiohttp import web
+
 from tapgate.channels.discord.webhook import DiscordInteractions
 from tapgate.config import Config, parse_config
+from tapgate.gate.clock import ManualClock
+from tapgate.server.app import build_app
 from tapgate.server.routes import RECEIVERS
+from tests.fakes import FakeLine
 from tests.fakes.discord_api import APPLICATION_ID, BOT_TOKEN, DiscordMessage, FakeDiscord, Signer
-from tests.fakes.served import AGENT_TOKEN, BOB, CAROL, LineServed, channels, until
+from tests.fakes.served import (
+    AGENT_TOKEN,
+    BOB,
+    CAROL,
+    LINE_TOKEN,
+    Client,
+    LineServed,
+    channels,
+    until,
+)
 
-__all__ = ["ALICE_D", "AUTH", "BOB_D", "DiscordServed", "discord_config"]
+__all__ = [
+    "ALICE_D",
+    "AUTH",
+    "BOB_D",
+    "DiscordServed",
+    "discord_config",
+    "served_fixture",
+    "serving",
+]
 
 ALICE_D = "100000000000000001"
 BOB_D = "100000000000000002"
@@ -26,7 +51,13 @@ AUTH = {"Authorization": f"Bearer {AGENT_TOKEN}"}
 
 
 def discord_config(
-    discord_url: str, line_url: str, db_url: str, public_key: str, rules: list[dict[str, Any]]
+    discord_url: str,
+    line_url: str,
+    db_url: str,
+    public_key: str,
+    rules: list[dict[str, Any]],
+    *,
+    public_url: str | None = None,
 ) -> Config:
     found = channels(line_url=line_url)
     found["discord"] = {
@@ -38,7 +69,8 @@ def discord_config(
     }
     return parse_config(
         {
-            "server": {"max_wait": 60, "heartbeat_interval": 3600},
+            "server": {"max_wait": 60, "heartbeat_interval": 3600}
+            | ({"public_url": public_url} if public_url else {}),
             "store": {"url": db_url},
             "agents": [{"name": "ci", "token": AGENT_TOKEN}],
             "approvers": [
@@ -97,3 +129,43 @@ class DiscordServed(LineServed):
         card = found()
         assert card is not None
         return card
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    db_url: str,
+    clock: ManualClock,
+    aiohttp_client: Callable[[web.Application], Awaitable[Client]],
+    rules: list[dict[str, Any]],
+    *,
+    public_url: str | None = None,
+    before_start: Callable[[FakeDiscord], None] | None = None,
+) -> AsyncIterator[DiscordServed]:
+    """The real app on the fakes; ``before_start`` scripts the fake Discord before it starts."""
+    signer = Signer()
+    async with FakeDiscord() as discord, FakeLine(access_token=LINE_TOKEN) as line:
+        if before_start is not None:
+            before_start(discord)
+        config = discord_config(
+            discord.url, line.url, db_url, signer.public_key, rules, public_url=public_url
+        )
+        app = build_app(config, clock=clock)
+        client = await aiohttp_client(app)
+        yield DiscordServed(
+            app=app, client=client, clock=clock, line=line, discord=discord, signer=signer
+        )
+
+
+def served_fixture(rules: list[dict[str, Any]], *, public_url: str | None = None) -> Any:
+    """A test module's ``served`` fixture: the app on the fakes with ``rules``."""
+
+    @pytest.fixture
+    async def served(
+        db_url: str,
+        clock: ManualClock,
+        aiohttp_client: Callable[[web.Application], Awaitable[Client]],
+    ) -> AsyncIterator[DiscordServed]:
+        async with serving(db_url, clock, aiohttp_client, rules, public_url=public_url) as found:
+            yield found
+
+    return served

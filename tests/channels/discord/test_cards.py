@@ -9,6 +9,7 @@ place agent text lands.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -18,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tapgate.channels.discord.batch_cards import render_discord_batch
-from tapgate.channels.discord.cards import render_discord, render_discord_resolved
+from tapgate.channels.discord.cards import edit_offer, render_discord, render_discord_resolved
+from tapgate.channels.discord.edits import edit_modal, fits_modal
 from tapgate.channels.discord.settings import DiscordConfig, parse_discord_user
 from tapgate.channels.discord.signature import Verifier
 from tapgate.channels.discord.text import code_block, escape
@@ -80,13 +82,34 @@ def test_hostile_text_is_escaped_and_fenced_in_every_card(
     )
     view = present(request, now=NOW)
     assert_inert(render_discord(view))
+    assert_inert(render_discord(view, inbox=True, edit="modal"))
     for status in ("approved", "denied"):
         assert_inert(render_discord_resolved(view, status=status, by=agent, at=NOW, reason=reason))
     batch = [
         make_request(NOW, batch_id="b1", tool=tool or "t", arguments={"a": argument, "n": n})
         for n in range(3)
     ]
-    assert_inert(render_discord_batch(present_batch(batch)))
+    assert_inert(render_discord_batch(present_batch(batch), inbox=True))
+
+
+def test_the_edit_modal_fits_discord_and_shows_no_secret() -> None:
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" * 2
+    arguments = {"k" * 200: "v", "token": secret, "n": 3, "blob": "x" * 3000, "e": ""}
+    request = make_request(NOW, id=LONGEST_ID, arguments=arguments)
+    assert fits_modal(request)
+    modal = edit_modal(request)
+    data = modal["data"]
+    assert modal["type"] == 9 and len(data["custom_id"]) <= 100 and len(data["title"]) <= 45
+    inputs = [row["components"][0] for row in data["components"]]
+    assert len(inputs) == 5 and secret not in json.dumps(modal)
+    assert all(len(i["label"]) <= 45 and len(i.get("value", "")) <= 4000 for i in inputs)
+    assert all(i["required"] is False and i["max_length"] <= 4000 for i in inputs)
+    six = make_request(NOW, arguments={f"k{n}": n for n in range(6)})
+    assert not fits_modal(six)
+    card = render_discord(present(six), inbox=True, edit=edit_offer(present(six), six))
+    labels = [b["label"] for row in card["components"] for b in row["components"]]
+    assert "Edit in inbox" in labels and "Edit…" not in labels
+    assert _problems(card) == {}
 
 
 def test_a_code_block_cannot_be_closed_by_its_text() -> None:

@@ -12,11 +12,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from tapgate.decisions.buttons import (
     batch_postback_data,
@@ -24,8 +22,7 @@ from tapgate.decisions.buttons import (
     postback_data,
 )
 from tapgate.gate.batching import read_batch
-from tapgate.gate.clock import ManualClock
-from tapgate.server.app import HEARTBEAT, build_app
+from tapgate.server.app import HEARTBEAT
 from tapgate.server.keys import INBOX
 from tests.channels.discord.served import (
     ALICE_D,
@@ -33,11 +30,9 @@ from tests.channels.discord.served import (
     BOB_D,
     STRANGER_D,
     DiscordServed,
-    discord_config,
+    served_fixture,
 )
-from tests.fakes import FakeLine
-from tests.fakes.discord_api import FakeDiscord, Signer
-from tests.fakes.served import BOB, LINE_TOKEN, Client, until
+from tests.fakes.served import BOB, until
 from tests.fakes.taps import line_event
 
 RULES: list[dict[str, Any]] = [
@@ -62,20 +57,7 @@ RULES: list[dict[str, Any]] = [
 ]
 
 
-@pytest.fixture
-async def served(
-    db_url: str,
-    clock: ManualClock,
-    aiohttp_client: Callable[[web.Application], Awaitable[Client]],
-) -> AsyncIterator[DiscordServed]:
-    signer = Signer()
-    async with FakeDiscord() as discord, FakeLine(access_token=LINE_TOKEN) as line:
-        config = discord_config(discord.url, line.url, db_url, signer.public_key, RULES)
-        app = build_app(config, clock=clock)
-        client = await aiohttp_client(app)
-        yield DiscordServed(
-            app=app, client=client, clock=clock, line=line, discord=discord, signer=signer
-        )
+served = served_fixture(RULES)
 
 
 def line_postback(data: str, user: str) -> dict[str, Any]:

@@ -236,10 +236,12 @@ async def test_check_asks_who_the_bot_is_and_opens_a_dm_per_approver() -> None:
         results = await channel.check(settings, {"alice": ALICE, "bob": "100000000000000077"})
         assert [(r.what, r.ok) for r in results] == [
             ("bot token", True),
+            ("slash commands", False),  # nothing registered them (the server does, at start)
             (f"approver alice ({ALICE})", True),
             ("approver bob (100000000000000077)", False),
         ]
-        assert "Copy User ID" in results[2].detail
+        assert "not registered: /whoami" in results[1].detail and "curl" in results[1].detail
+        assert "Copy User ID" in results[3].detail
         wrong = settings.model_copy(update={"bot_token": SecretStr("MTEx.wrong.token")})
         results = await channel.check(wrong, {"alice": ALICE})
         assert len(results) == 1 and not results[0].ok and "Reset Token" in results[0].detail

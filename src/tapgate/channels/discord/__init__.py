@@ -6,7 +6,9 @@
   (escaping), ``rest`` (the REST client), ``ratelimit`` (buckets, 429s)
 - inbound: ``signature`` (Ed25519), ``interactions`` (payloads), ``webhook``
   (record, decide, answer within 3 s), ``presses`` (what one press means),
-  ``modals`` (deny reason, answer)
+  ``responses`` (the answers), ``modals`` (deny reason, Deny all's reason,
+  answer), ``edits`` (Edit… then approve), ``commands`` (``/whoami``,
+  ``/grants``, ``/inbox``, ``/help``), ``registration`` (registering them)
 """
 
 from tapgate.channels.discord.channel import DiscordChannel

@@ -7,7 +7,9 @@ Escaping is the single card's (:mod:`.text`). Layout within Discord's limits:
   share of :data:`DESCRIPTION_MAX` shrinks with the number of calls and the
   card is measured and drawn again with smaller shares until it fits;
 - five action rows of at most five buttons: the first holds "Approve all",
-  "Deny all" (and "Allow all for session" where it means something), the
+  "Deny all" (which asks for a reason in a modal), "Allow all for session"
+  where it means something and "Open inbox" when the web inbox has a public
+  URL; the
   other four hold an Approve / Deny pair for each of the first
   :data:`CALL_BUTTONS` open calls, two calls a row. Further open calls are
   decided with the batch's buttons or in the web inbox; the card says so.
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tapgate.channels.discord.cards import BUTTON, NO_MENTIONS, STYLE, button
+from tapgate.channels.discord.cards import BUTTON, NO_MENTIONS, STYLE, button, inbox_button
 from tapgate.channels.discord.text import code_block, escaped_clip
 from tapgate.decisions.buttons import BatchAction, batch_postback_data
 from tapgate.delivery.batch_view import BatchCall, BatchView
@@ -37,8 +39,8 @@ _CALL_SHARE_MAX = 1500
 _CALL_SHARE_MIN = 60
 
 
-def render_discord_batch(batch: BatchView) -> dict[str, Any]:
-    """The Create (or Edit) Message body for ``batch`` as it is now."""
+def render_discord_batch(batch: BatchView, *, inbox: bool = False) -> dict[str, Any]:
+    """The Create (or Edit) Message body for ``batch`` as it is now (``inbox``: "Open inbox")."""
     open_calls = batch.open_calls
     share = min(_CALL_SHARE_MAX, max(_CALL_SHARE_MIN, DESCRIPTION_MAX // len(batch.calls)))
     while True:
@@ -71,7 +73,7 @@ def render_discord_batch(batch: BatchView) -> dict[str, Any]:
     return {
         "content": escaped_clip(f"{title} ({batch.short_id})", 300),
         "embeds": [embed],
-        "components": _rows(batch) if left else [],
+        "components": _rows(batch, inbox) if left else [],
         "allowed_mentions": NO_MENTIONS,
     }
 
@@ -92,8 +94,9 @@ def _call(number: int, call: BatchCall, share: int) -> str:
     )
 
 
-def _rows(batch: BatchView) -> list[dict[str, Any]]:
-    rows = [{"type": 1, "components": _batch_buttons(batch)}]
+def _rows(batch: BatchView, inbox: bool) -> list[dict[str, Any]]:
+    first = _batch_buttons(batch) + ([inbox_button()] if inbox else [])
+    rows = [{"type": 1, "components": first}]
     pairs: list[dict[str, Any]] = []
     numbered = [(i, c) for i, c in enumerate(batch.calls, 1) if c.is_open][:CALL_BUTTONS]
     for number, call in numbered:

@@ -14,17 +14,22 @@ Limits (Discord's documented maximum → what we use):
   arguments ≤ 3000 (≤ 40 lines), other arguments ≤ 1000, facts ≤ 120;
 - action rows ≤ 5, buttons ≤ 5 a row, label ≤ 80, ``custom_id`` 1-100.
 
-Deny (and a question's Reply) opens a modal (:mod:`.modals`); the card's
-buttons decide nothing else by themselves.
+Deny (and a question's Reply) opens a modal (:mod:`.modals`), "Edit…" the
+edit modal (:mod:`.edits`); "Open inbox" (when the web inbox has a public
+URL) answers the presser alone with a single-use sign-in link. These, on a
+second row, decide nothing by themselves. A call whose edit does not fit a
+modal (more than five arguments) is edited in the web inbox: its "Open
+inbox" reads "Edit in inbox", and without a public URL it offers no edit.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
+from tapgate.channels.discord.edits import edit_custom_id, fits_modal
 from tapgate.channels.discord.text import code_block, escape, escaped_clip
-from tapgate.decisions.buttons import TapAction, postback_data
+from tapgate.decisions.buttons import INBOX_POSTBACK, TapAction, postback_data
 from tapgate.delivery.presentation import (
     ApprovalView,
     ResolvedStatus,
@@ -34,7 +39,7 @@ from tapgate.delivery.presentation import (
     question_heading,
     resolved_title,
 )
-from tapgate.gate.models import Scope
+from tapgate.gate.models import Request, Scope
 from tapgate.policy.masking import clean
 
 __all__ = [
@@ -42,7 +47,10 @@ __all__ = [
     "BUTTON",
     "NO_MENTIONS",
     "STYLE",
+    "EditOffer",
     "button",
+    "edit_offer",
+    "inbox_button",
     "render_discord",
     "render_discord_resolved",
 ]
@@ -67,16 +75,62 @@ _RESOLVED_COLOURS: dict[str, int] = {
 }
 
 
-def render_discord(view: ApprovalView) -> dict[str, Any]:
-    """The Create Message body asking for a decision: content, one embed, one row of buttons."""
+EditOffer = Literal["modal", "inbox"] | None
+"""How a card offers editing: "Edit…" (a modal), the web inbox, or not at all."""
+
+
+def edit_offer(view: ApprovalView, request: Request) -> EditOffer:
+    """What ``request``'s card offers for editing (the view says whether it is editable)."""
+    if not view.can_edit:
+        return None
+    return "modal" if fits_modal(request) else "inbox"
+
+
+def render_discord(
+    view: ApprovalView, *, inbox: bool = False, edit: EditOffer = None
+) -> dict[str, Any]:
+    """The Create Message body asking for a decision: content, one embed, rows of buttons.
+
+    ``inbox``: the web inbox has a public URL ("Open inbox"); ``edit``: see :func:`edit_offer`.
+    """
     headline = question_heading(view) if view.is_question else f"Approval needed: {view.tool}"
     embed = _embed(view, headline, colour=_COLOURS.get(view.risk, 0x5865F2), live=True)
+    rows = [{"type": 1, "components": _buttons(view)}]
+    extra = _second_row(view, inbox=inbox, edit=edit)
+    if extra:
+        rows.append({"type": 1, "components": extra})
     return {
         "content": _content(view, "Question" if view.is_question else "Approval needed"),
         "embeds": [embed],
-        "components": [{"type": 1, "components": _buttons(view)}],
+        "components": rows,
         "allowed_mentions": NO_MENTIONS,
     }
+
+
+def inbox_button(label: str = "Open inbox") -> dict[str, Any]:
+    """ "Open inbox": names no request; the press answers the presser with their own link."""
+    return {
+        "type": BUTTON,
+        "style": STYLE["secondary"],
+        "label": label,
+        "custom_id": INBOX_POSTBACK,
+    }
+
+
+def _second_row(view: ApprovalView, *, inbox: bool, edit: EditOffer) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    if edit == "modal" and not view.is_question:
+        found.append(
+            {
+                "type": BUTTON,
+                "style": STYLE["primary"],
+                "label": "Edit…",
+                "custom_id": edit_custom_id(view.request_id),
+            }
+        )
+    if inbox:
+        found.append(inbox_button("Edit in inbox" if edit == "inbox" else "Open inbox"))
+    return found
 
 
 def render_discord_resolved(

@@ -56,6 +56,7 @@ class DiscordChannel(ChannelDefaults):
             _rest(discord, DiscordRest),
             tool_shell_args=host.tool_shell_args,
             offers=host.offers,
+            inbox_button=host.inbox_button,
         )
 
     def pace(self, settings: BaseModel) -> float | None:
@@ -67,7 +68,9 @@ class DiscordChannel(ChannelDefaults):
         return (Route(method="POST", path="/webhooks/discord", name="interactions"),)
 
     async def start(self, settings: BaseModel, host: ChannelHost) -> Receiver | None:
+        from tapgate.channels.discord.commands import DiscordCommands
         from tapgate.channels.discord.presses import DiscordPresses
+        from tapgate.channels.discord.registration import register_commands
         from tapgate.channels.discord.rest import DiscordRest
         from tapgate.channels.discord.signature import Verifier
         from tapgate.channels.discord.webhook import DiscordInteractions, _log
@@ -80,12 +83,18 @@ class DiscordChannel(ChannelDefaults):
             tap_log=tap_log,
             tool_shell_args=self._delivery.tool_shell_args,
             offers=self._delivery.offers,
+            commands=DiscordCommands(host.gate, host.links),
+            inbox_button=self._delivery.inbox_button,
         )
+        rest = _rest(discord, DiscordRest)
+        # The slash commands: registered (idempotently) before presses arrive; a
+        # refusal is logged with the manual command and shows in `tapgate doctor`.
+        await register_commands(rest, discord.application_id, discord.api_base_url)
         return DiscordInteractions(
             verifier=Verifier(discord.public_key),
             application_id=discord.application_id,
             presses=presses,
-            rest=_rest(discord, DiscordRest),
+            rest=rest,
             inbox=host.inbox,
             tap_log=tap_log,
             on_reject=host.on_reject,

@@ -1,10 +1,12 @@
-"""Discord's live setup check: the bot token works, and a DM can be opened to each approver.
+"""Discord's live setup check: the bot token, the slash commands, a DM to each approver.
 
 ``GET /users/@me`` answers only for a valid bot token (and names the bot);
 ``POST /users/@me/channels`` opens (or finds) the DM channel with a user id,
 and fails for an id that is no user. Whether the approver accepts DMs from
 the bot (a shared server, DMs allowed) shows only when a message is sent
 (50007 / 50278): the check says so rather than post a test message.
+``GET /applications/{id}/commands`` shows whether the slash commands the
+server registers at start are there (:mod:`.registration`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from tapgate.channels.contract import CheckResult
+from tapgate.channels.discord.registration import check_commands
 from tapgate.channels.discord.rest import DiscordApiError, DiscordRest
 from tapgate.channels.discord.settings import DiscordConfig
 from tapgate.delivery.retry import TRANSPORT_ERRORS, describe_error
@@ -32,6 +35,7 @@ async def check_discord(settings: DiscordConfig, addresses: Mapping[str, str]) -
             fix = " (reset the token in the Developer Portal: Bot → Reset Token)"
             return [CheckResult(channel="discord", what="bot token", ok=False, detail=detail + fix)]
         out = [CheckResult(channel="discord", what="bot token", ok=True, detail=detail)]
+        out.append(await check_commands(rest, settings.application_id, settings.api_base_url))
         for name, user in addresses.items():
             ok, detail = await _ask(rest, "POST", "/users/@me/channels", {"recipient_id": user})
             if ok:

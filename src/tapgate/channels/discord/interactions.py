@@ -3,7 +3,8 @@
 An interaction arrives as JSON whose signature was verified on the raw
 bytes (:mod:`.signature`). This module narrows it to an :class:`Interaction`
 or raises :class:`Malformed` (a 400, never a 500): ``type`` 1 (PING), 3
-(MESSAGE_COMPONENT: a button), 5 (MODAL_SUBMIT), anything else ``other``.
+(MESSAGE_COMPONENT: a button), 5 (MODAL_SUBMIT), 2 (APPLICATION_COMMAND: a
+slash command, its ``data.name``), anything else ``other``.
 The presser is ``user.id`` in a DM and ``member.user.id`` in a server.
 
 A modal's values are found wherever its text inputs sit: in action rows
@@ -30,6 +31,7 @@ _SNOWFLAKE = re.compile(r"[0-9]{1,25}")
 _CUSTOM_ID_MAX = 100
 _VALUE_MAX = 4000
 _DEPTH_MAX = 4
+_COMMAND_MAX = 32
 
 
 class Malformed(ValueError):
@@ -49,6 +51,8 @@ class Interaction:
     values: dict[str, str] = field(default_factory=dict)
     message_id: str | None = None
     channel_id: str | None = None
+    command: str | None = None
+    """A slash command's name (``whoami``), lower case; ``None`` for anything else."""
 
 
 def read(body: bytes) -> Interaction:
@@ -89,7 +93,15 @@ def read(body: bytes) -> Interaction:
         if isinstance(message, dict)
         else None,
         channel_id=_optional_snowflake(raw.get("channel_id"), "channel_id"),
+        command=_command(data) if kind == "command" else None,
     )
+
+
+def _command(data: object) -> str:
+    name = data.get("name") if isinstance(data, dict) else None
+    if not isinstance(name, str) or not 0 < len(name) <= _COMMAND_MAX:
+        raise Malformed("data.name: expected a command name of 1-32 characters")
+    return name.casefold()
 
 
 def _presser(raw: dict[str, Any]) -> str:

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from tapgate.channels.discord.batch_cards import render_discord_batch
-from tapgate.channels.discord.cards import render_discord, render_discord_resolved
+from tapgate.channels.discord.cards import edit_offer, render_discord, render_discord_resolved
 from tapgate.channels.discord.rest import DiscordApiError, DiscordRest
 from tapgate.decisions.remember import Offer
 from tapgate.delivery.batch_view import present_batch
@@ -68,8 +68,10 @@ class DiscordNotifier:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         tool_shell_args: Mapping[str, str] | None = None,
         offers: Callable[[Request], Offer] | None = None,
+        inbox_button: bool = False,
     ) -> None:
         self._rest = rest
+        self._inbox = inbox_button  # "Open inbox" on every live card (the inbox has a URL)
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
         self._tool_shell_args = dict(tool_shell_args or {})
@@ -80,7 +82,8 @@ class DiscordNotifier:
         self, request: Request, delivery: Delivery, *, key: str, retried: bool = False
     ) -> Receipt:
         """Post ``request``'s card to the Discord user ``delivery.address``."""
-        body = render_discord(self._view(request))
+        view = self._view(request)
+        body = render_discord(view, inbox=self._inbox, edit=edit_offer(view, request))
         return await self._post(body, delivery.address, key, f"request {request.id}")
 
     async def send_batch(
@@ -88,7 +91,7 @@ class DiscordNotifier:
     ) -> Receipt:
         """Post one card for a batch's calls (see :mod:`.batch_cards`)."""
         batch = present_batch(requests, tool_shell_args=self._tool_shell_args)
-        body = render_discord_batch(batch)
+        body = render_discord_batch(batch, inbox=self._inbox)
         return await self._post(body, delivery.address, key, f"batch {batch.batch_id}")
 
     async def update(self, request: Request, receipt: Receipt) -> None:
@@ -100,7 +103,8 @@ class DiscordNotifier:
     async def update_batch(self, requests: Sequence[Request], receipt: Receipt) -> None:
         """Redraw the batch card with its calls as they are now."""
         batch = present_batch(requests, tool_shell_args=self._tool_shell_args)
-        await self._edit(render_discord_batch(batch), receipt, f"batch {batch.batch_id}")
+        body = render_discord_batch(batch, inbox=self._inbox)
+        await self._edit(body, receipt, f"batch {batch.batch_id}")
 
     async def close(self) -> None:
         await self._rest.close()

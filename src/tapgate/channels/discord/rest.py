@@ -1,8 +1,9 @@
 """The few Discord REST calls tapgate makes, over one aiohttp session, within Discord's limits.
 
-No Discord library: tapgate needs five routes (who am I, open a DM, post,
-edit, answer an interaction late) and no Gateway connection, and every
-library worth its name brings a Gateway and its own event model. This
+No Discord library: tapgate needs a handful of routes (who am I, open a DM,
+post, edit, answer an interaction late, register its slash commands) and no
+Gateway connection, and every library worth its name brings a Gateway and
+its own event model. This
 client owns what those routes share:
 
 - ``Authorization: Bot <token>`` and the ``User-Agent`` Discord requires;
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -86,7 +87,7 @@ class DiscordRest:
         template: str,
         *,
         params: Mapping[str, str] | None = None,
-        body: Mapping[str, Any] | None = None,
+        body: Mapping[str, Any] | Sequence[Any] | None = None,
         major: str = "",
         auth: bool = True,
     ) -> Any:

@@ -4,7 +4,10 @@ Owns ``POST /webhooks/discord`` from the raw bytes to the interaction response::
 
     raw body ──X-Signature-Ed25519 over timestamp + body──► 401 (forged, or stale)
     ──JSON──► 400 | PING ──► {"type": 1}
-    Deny… / Reply… ──► modal (type 9) or an ephemeral refusal (decides nothing, stores nothing)
+    /whoami /grants /inbox /help ──► an ephemeral answer (:mod:`.commands`; stores nothing)
+    Deny… / Reply… / Deny all / Edit… / Open inbox ──► modal (type 9), a link, or an
+        ephemeral refusal (decides nothing, stores nothing)
+    an edit's submission the policy refuses ──► ephemeral, why (stores nothing)
     a deciding press or a modal submission ──inbox.record (one INSERT)──► applied at once:
         decided within the budget ──► type 7, the card redrawn from the stored outcome
                                       | type 4 + flags 64, the refusal to the presser only
@@ -38,7 +41,8 @@ from aiohttp import web
 
 from tapgate.channels.contract import Handler
 from tapgate.channels.discord.interactions import Interaction, Malformed, decode, encode, read
-from tapgate.channels.discord.presses import DEFERRED, DiscordPresses, Response, ephemeral
+from tapgate.channels.discord.presses import DiscordPresses
+from tapgate.channels.discord.responses import DEFERRED, Response, ephemeral
 from tapgate.channels.discord.rest import DiscordRest
 from tapgate.channels.discord.signature import SIGNATURE_HEADER, TIMESTAMP_HEADER, Verifier
 from tapgate.channels.tap_log import TapLog
@@ -113,10 +117,9 @@ class DiscordInteractions:
         """The answer to a verified interaction of this application."""
         if interaction.kind == "ping":
             return {"type": 1}
-        if interaction.kind not in ("component", "modal"):
-            return ephemeral("tapgate has no commands: use the buttons on its cards.")
-        if not self._presses.may_decide(interaction):
-            return await self._presses.at_once(interaction)
+        first = await self._presses.without_storing(interaction)
+        if first is not None:  # a command, a modal opened, a refusal: nothing to store
+            return first
         try:
             await self._inbox.record("discord", [(interaction.interaction_id, encode(interaction))])
         except Exception:  # nothing stored: decide nothing, and say so
