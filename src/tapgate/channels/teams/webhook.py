@@ -4,7 +4,9 @@
 
     Authorization ──BotAuth (7 checks)──► 401 / 403 / 503, one log line
     raw body ──JSON──► 400 | activity ──serviceUrl == the token's, channel endorsed──► 403
-    a press ──inbox.record (one INSERT)──► 503 | applied at once ──► 200 + the card
+    a press ──inbox.record (one INSERT)──► 503 | applied at once:
+        decided within ANSWER_BUDGET ──► 200 + the card
+        not yet ──► 200 + "recorded" (the decision lands on its own; the card is redrawn)
     installed / first message ──► the approver's conversation stored ──► 200
     "id" / "help" ──► a reply in the chat (after the 200)
 
@@ -12,9 +14,11 @@ A press (``adaptiveCard/action`` invoke, or its ``Action.Submit`` fallback)
 is recorded in the webhook inbox before it is answered, then decided at once
 and answered *with the redrawn card* in the invoke response: Teams gives a
 bot 10-15 s before "Something went wrong", and a decision here takes
-milliseconds. The decision's transaction remembers the activity id and
-deletes the inbox row, so a redelivered press, or a replay after a crash
-between the record and the decision, acts once (``_replay``). A press that
+milliseconds; one still running after :data:`ANSWER_BUDGET` (a stuck
+database) is answered with a sentence instead, and finishes on its own.
+The decision's transaction remembers the activity id and deletes the inbox
+row, so a redelivered press, or a replay after a crash between the record
+and the decision, acts once (``_replay``). A press that
 came as ``Action.Submit`` has no invoke response: its card is redrawn with
 ``updateActivity`` after the 200. The other approvers' cards are redrawn by
 the outbox's update pass (:meth:`.notifier.TeamsNotifier.update`).
@@ -27,7 +31,7 @@ import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 from aiohttp import web
@@ -43,10 +47,17 @@ from tapgate.channels.teams.taps import TeamsTaps
 from tapgate.decisions.webhook_inbox import Inbox, InboxItem
 from tapgate.gate.gate import Gate
 
-__all__ = ["TeamsResult", "TeamsWebhook"]
+__all__ = ["ANSWER_BUDGET", "STILL_DECIDING", "TeamsResult", "TeamsWebhook"]
 
 _log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
+ANSWER_BUDGET = 4.0
+"""Seconds from verification a press's decision may take before the invoke is answered
+without it: Teams shows "Something went wrong" when a bot takes 10-15 s (5 s on some
+clients); a decision takes milliseconds unless the database is stuck."""
+STILL_DECIDING = "Your press is recorded; the card will update once it is decided."
 _CHANNEL = "teams"
 _TEAMS = "msteams"
 _TRY_AGAIN = "tapgate could not record that just now; please press the button again."
@@ -77,6 +88,7 @@ class TeamsWebhook:
         on_decision: Callable[[float], None] | None = None,
         tap_log: int | None = logging.INFO,
         conversations: ConversationBook | None = None,
+        budget: float = ANSWER_BUDGET,
     ) -> None:
         self._gate = gate
         self._conversations = conversations
@@ -99,7 +111,9 @@ class TeamsWebhook:
             session=self._http,
         )
         self._connector = Connector(tokens, self._http)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.budget = budget
+        """Seconds a decision may take before the invoke is answered without it."""
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     async def handle(self, headers: Mapping[str, str], body: bytes) -> TeamsResult:
         """Verify, read, act; never raises for bad input (see the module docstring)."""
@@ -129,12 +143,15 @@ class TeamsWebhook:
         except Exception:  # no answer that could read as success: Teams shows an error
             _log.exception("Teams press could not be stored; answered 503")
             return TeamsResult(status=503, body={"error": "try again"})
-        try:
-            await self._inbox.before_apply()
-            answer = await self._taps.press(activity, started)
-        except Exception:  # stored: the heartbeat's replay retries it
-            _log.exception("Teams press %s could not be applied", activity.activity_id)
-            return _invoke_message(_TRY_AGAIN) if activity.is_invoke else TeamsResult(status=200)
+        work = self._start(self._apply(activity, started))
+        left = self.budget - (time.perf_counter() - started)
+        done, _ = await asyncio.wait({work}, timeout=max(left, 0.0))
+        if work not in done:  # stored: answer now, the decision lands on its own
+            work.add_done_callback(lambda task: self._late(activity, task))
+            return _invoke_message(STILL_DECIDING) if activity.is_invoke else _OK
+        answer = work.result()
+        if answer is None:
+            return _invoke_message(_TRY_AGAIN) if activity.is_invoke else _OK
         if activity.is_invoke:
             content = answer["attachments"][0]["content"]
             return TeamsResult(
@@ -144,19 +161,30 @@ class TeamsWebhook:
             self._start(self._redraw(activity, activity.reply_to_id, answer))
         return TeamsResult(status=200)
 
+    async def _apply(self, activity: Activity, started: float | None) -> dict[str, Any] | None:
+        """Decide a stored press; the card to answer with, or ``None`` (the row stays)."""
+        await self._inbox.before_apply()
+        try:
+            return await self._taps.press(activity, started)
+        except Exception:  # stored: the heartbeat's replay retries it
+            _log.exception("Teams press %s could not be applied", activity.activity_id)
+            return None
+
+    def _late(self, activity: Activity, task: asyncio.Task[dict[str, Any] | None]) -> None:
+        """A press decided after its answer: redraw the pressed card with what it says now."""
+        if task.cancelled() or activity.reply_to_id is None:
+            return  # a decided card is redrawn by the outbox's update pass anyway
+        answer = task.result()
+        if answer is not None:
+            self._start(self._redraw(activity, activity.reply_to_id, answer))
+
     def _replay(self, item: InboxItem) -> None:
         """A stored press that was never applied: apply it now (nobody waits for its card)."""
         activity = decode(item.payload)
         if activity is None:
             _log.error("stored Teams press %s cannot be read; left alone", item.event_id)
             return
-        self._start(self._replayed(activity))
-
-    async def _replayed(self, activity: Activity) -> None:
-        try:
-            await self._taps.press(activity, None)
-        except Exception:
-            _log.exception("replayed Teams press %s failed", activity.activity_id)
+        self._start(self._apply(activity, None))
 
     async def _remember_conversation(self, activity: Activity) -> None:
         """Where a configured approver can be reached: their 1:1 chat with the bot."""
@@ -203,10 +231,11 @@ class TeamsWebhook:
         except Exception as error:  # the decision stands; the outbox's update pass redraws too
             _log.warning("Teams card redraw failed: %s", error)
 
-    def _start(self, work: Coroutine[Any, Any, None]) -> None:
+    def _start(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     def _reject(self, reason: str, status: int, why: str) -> TeamsResult:
         _log.warning("Teams webhook refused (%d): %s", status, why)
@@ -255,6 +284,7 @@ class TeamsWebhook:
             await session.close()
 
 
+_OK = TeamsResult(status=200)
 _CAPTURED = frozenset({"conversationUpdate", "installationUpdate", "message"})
 
 
