@@ -94,10 +94,11 @@ def config(
     *,
     extra_channels: dict[str, Any] | None = None,
     policy: dict[str, Any] | None = None,
+    server: dict[str, Any] | None = None,
 ) -> Any:
     return parse_config(
         {
-            "server": {"max_wait": 60, "heartbeat_interval": 3600},
+            "server": {"max_wait": 60, "heartbeat_interval": 3600, **(server or {})},
             "store": {"url": db_url},
             "agents": [{"name": "ci", "token": AGENT_TOKEN}],
             "approvers": approvers,

@@ -40,6 +40,7 @@ __all__ = [
     "fact",
     "fits",
     "line",
+    "open_url",
     "opening_facts",
     "reason_input",
 ]
@@ -99,6 +100,11 @@ def button(title: str, action: str, *, style: str = "default") -> dict[str, Any]
         "associatedInputs": "auto",
         "fallback": submit,
     }
+
+
+def open_url(title: str, url: str) -> dict[str, Any]:
+    """A button that opens ``url`` in the browser (no press reaches tapgate)."""
+    return {"type": "Action.OpenUrl", "title": title, "url": url}
 
 
 def reason_input(ident: str, placeholder: str, *, multiline: bool = False) -> dict[str, Any]:

@@ -8,7 +8,7 @@
         decided within ANSWER_BUDGET ──► 200 + the card
         not yet ──► 200 + "recorded" (the decision lands on its own; the card is redrawn)
     installed / first message ──► the approver's conversation stored ──► 200
-    "id" / "help" ──► a reply in the chat (after the 200)
+    "whoami" / "grants" / "inbox" / "help" ──► a reply in the chat (after the 200, .commands)
 
 A press (``adaptiveCard/action`` invoke, or its ``Action.Submit`` fallback)
 is recorded in the webhook inbox before it is answered, then decided at once
@@ -41,9 +41,11 @@ from tapgate.channels.tap_log import TapLog
 from tapgate.channels.teams.activities import Activity, Malformed, decode, encode, read
 from tapgate.channels.teams.auth import BotAuth, Refused
 from tapgate.channels.teams.card_parts import CARD_TYPE
+from tapgate.channels.teams.commands import TeamsCommands, command_word
 from tapgate.channels.teams.connector import BotTokens, Connector
 from tapgate.channels.teams.settings import TeamsConfig
 from tapgate.channels.teams.taps import TeamsTaps
+from tapgate.decisions.chat_commands import LinkMaker
 from tapgate.decisions.webhook_inbox import Inbox, InboxItem
 from tapgate.gate.gate import Gate
 
@@ -61,10 +63,6 @@ STILL_DECIDING = "Your press is recorded; the card will update once it is decide
 _CHANNEL = "teams"
 _TEAMS = "msteams"
 _TRY_AGAIN = "tapgate could not record that just now; please press the button again."
-_HELP = (
-    "tapgate sends approval requests here as cards: press Approve or Deny (a reason for Deny "
-    "goes in the card's box). Send 'id' to see the id to put in tapgate.yaml."
-)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -89,6 +87,8 @@ class TeamsWebhook:
         tap_log: int | None = logging.INFO,
         conversations: ConversationBook | None = None,
         budget: float = ANSWER_BUDGET,
+        links: LinkMaker | None = None,
+        public_url: str | None = None,
     ) -> None:
         self._gate = gate
         self._conversations = conversations
@@ -102,7 +102,13 @@ class TeamsWebhook:
         self._inbox = inbox
         self._inbox.register(_CHANNEL, self._replay)
         self._on_reject = on_reject
-        self._taps = TeamsTaps(gate, TapLog(_log, "Teams", level=tap_log, on_decision=on_decision))
+        self._commands = TeamsCommands(gate, links)
+        self._taps = TeamsTaps(
+            gate,
+            TapLog(_log, "Teams", level=tap_log, on_decision=on_decision),
+            self._commands,
+            public_url=public_url,
+        )
         self._session: aiohttp.ClientSession | None = None
         tokens = BotTokens(
             app_id=settings.app_id,
@@ -133,8 +139,9 @@ class TeamsWebhook:
         if activity.is_press:
             return await self._press(activity, started)
         await self._remember_conversation(activity)
-        if activity.kind == "message" and activity.text is not None:
-            self._start(self._command(activity))
+        word = command_word(activity.text) if activity.kind == "message" else None
+        if word is not None:
+            self._start(self._command(activity, word))
         return TeamsResult(status=200)
 
     async def _press(self, activity: Activity, started: float) -> TeamsResult:
@@ -209,19 +216,12 @@ class TeamsWebhook:
             return
         _log.info("Teams conversation with approver %s stored", approver)
 
-    async def _command(self, activity: Activity) -> None:
-        word = (activity.text or "").strip().casefold()
-        if word == "id":
-            text = f"Your Teams id for tapgate.yaml (approvers[].teams) is {activity.presser}"
-        elif word == "help":
-            text = _HELP
-        else:
-            return
-        reply = {"type": "message", "text": text, "textFormat": "plain"}
+    async def _command(self, activity: Activity, word: str) -> None:
         try:
+            reply = await self._commands.answer(word, activity.presser)
             await self._connector.send(activity.service_url, activity.conversation_id, reply)
         except Exception as error:  # a reply is a courtesy: never a traceback for it
-            _log.warning("Teams reply failed: %s", error)
+            _log.warning("Teams reply to %r failed: %s", word, error)
 
     async def _redraw(self, activity: Activity, activity_id: str, answer: dict[str, Any]) -> None:
         try:
