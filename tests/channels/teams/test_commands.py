@@ -5,7 +5,8 @@ signed by the fake Bot Connector; the answers are what the fake recorded in
 the sender's chat. A Revoke on a grants listing is a press like any other
 (an ``adaptiveCard/action`` invoke), answered with the listing as it is now.
 The server has a public URL here, so cards carry "Open in inbox" and
-``inbox`` can mint a sign-in link.
+``inbox`` can mint a sign-in link. Last, a question (a HumanLayer contact
+request) answered from its card's text box: once, by an approver only.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from aiohttp import web
 from tapgate.decisions.buttons import postback_data, revoke_postback_data
 from tapgate.decisions.texts import NO_INBOX
 from tapgate.gate.clock import ManualClock
-from tapgate.gate.models import Grant
+from tapgate.gate.models import CONTACT_TOOL, Grant
+from tapgate.server.api.humanlayer import PREFIX as HUMANLAYER
 from tests.channels.teams.served import AUTH, TeamsServed, address, served_teams
 from tests.fakes.served import Client, until
 
@@ -163,3 +165,47 @@ async def test_without_a_public_url_there_is_no_inbox_link(
         await until(lambda: any(request_id[:8] in p.text for p in served.teams.cards_in(1)))
         assert "Action.OpenUrl" not in served.teams.cards_in(1)[0].text
         assert (await said(served, 1, "inbox"))["text"] == NO_INBOX
+
+
+async def test_a_question_is_answered_from_the_card_once_by_an_approver_only(
+    db_url: str,
+    clock: ManualClock,
+    aiohttp_client: Callable[[web.Application], Awaitable[Client]],
+) -> None:
+    rules = [{"tool": CONTACT_TOOL, "action": "ask", "approvers": ["alice", "bob"]}]
+    async with served_teams(db_url, clock, aiohttp_client, APPROVERS, rules) as served:
+        await served.install(1, 2)
+        spec = {"msg": "Deploy to eu-west-1 or **us-east-1**?", "subject": "Region"}
+        body = {"run_id": "r1", "call_id": "call-q", "spec": spec}
+        url = f"{HUMANLAYER}/contact_requests"
+        async with served.client.post(url, json=body, headers=AUTH) as response:
+            assert response.status == 201, await response.text()
+        await until(lambda: any("Region" in p.text for p in served.teams.cards_in(1)))
+        card = served.teams.cards_in(1)[0]
+        assert "**us-east-1**" in card.text  # shown as typed, in a TextRun
+        [box] = [b for b in card.card["body"] if b.get("type") == "Input.Text"]
+        reply = next(a for a in card.card["actions"] if a.get("title") == "Reply")
+        assert box["id"] == "answer" and reply["data"]["tg"].startswith("v=1&a=reply&r=")
+        data = reply["data"]["tg"]
+
+        status, empty = await served.post(served.teams.press(1, data))
+        assert status == 200 and "Type your answer" in shown(empty["value"])
+        status, stranger = await served.post(
+            served.teams.press(9, data, inputs={"answer": "us-east-1"})
+        )
+        assert status == 200 and "not an approver" in shown(stranger["value"])
+
+        answer = served.teams.press(1, data, inputs={"answer": "eu-west-1, after 18:00"})
+        results = [await served.post(answer) for _ in range(2)]  # and the Bot Connector's retry
+        assert all(s == 200 for s, _ in results)
+        assert "eu-west-1, after 18:00" in shown(results[0][1]["value"])
+        late = await served.post(served.teams.press(2, data, inputs={"answer": "us-east-1"}))
+        assert "already" in shown(late[1]["value"]).lower()
+
+        async with served.client.get(f"{url}/call-q", headers=AUTH) as response:
+            contact = await response.json()
+        assert contact["status"]["response"] == "eu-west-1, after 18:00", contact
+        audit = await served.gate.store.audit_log()
+        assert [e.event for e in audit].count("approved") == 1
+        bobs = served.teams.cards_in(2)[0]
+        await until(lambda: "eu-west-1, after 18:00" in bobs.text)  # redrawn for bob too
