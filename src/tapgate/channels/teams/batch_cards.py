@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from tapgate.channels.teams.card_parts import (
+    INBOX_TITLE,
     attachment_activity,
     button,
     card,
@@ -25,7 +26,6 @@ from tapgate.channels.teams.card_parts import (
     opening_facts,
     reason_input,
 )
-from tapgate.channels.teams.cards import INBOX_TITLE
 from tapgate.decisions.buttons import batch_postback_data, postback_data
 from tapgate.decisions.chat_commands import inbox_page
 from tapgate.delivery.batch_view import BatchCall, BatchView

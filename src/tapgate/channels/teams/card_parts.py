@@ -31,6 +31,7 @@ from tapgate.delivery.presentation import ApprovalView, clip
 __all__ = [
     "CARD_TYPE",
     "FACT_MAX",
+    "INBOX_TITLE",
     "MAX_BYTES",
     "REASON_MAX",
     "attachment_activity",
@@ -48,6 +49,8 @@ __all__ = [
 CARD_TYPE = "application/vnd.microsoft.card.adaptive"
 MAX_BYTES = 28 * 1024
 """The largest message tapgate sends to Teams (JSON bytes of the whole activity)."""
+INBOX_TITLE = "Open in inbox"
+"""The title of the link to the web inbox on an asking card."""
 FACT_MAX = 100
 REASON_MAX = 200
 SUMMARY_MAX = 200

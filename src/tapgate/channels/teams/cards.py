@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from tapgate.channels.teams.card_parts import (
+    INBOX_TITLE,
     REASON_MAX,
     attachment_activity,
     button,
@@ -43,9 +44,7 @@ from tapgate.delivery.presentation import (
 from tapgate.gate.models import Request
 from tapgate.policy.masking import clean
 
-__all__ = ["INBOX_TITLE", "render_request"]
-
-INBOX_TITLE = "Open in inbox"
+__all__ = ["render_request"]
 
 _CUTS = ((2000, 40, 500), (1000, 20, 200), (300, 8, 100))
 """Argument caps (characters, lines, other arguments) tried in turn until the card fits."""
