@@ -230,10 +230,18 @@ class Channel(Protocol):
         """Start the inbound side: register with ``host.inbox``, open sockets or polls."""
         ...
 
-    async def check(self, settings: BaseModel, addresses: Mapping[str, str]) -> list[CheckResult]:
+    async def check(
+        self,
+        settings: BaseModel,
+        addresses: Mapping[str, str],
+        conversations: ConversationBook | None = None,
+    ) -> list[CheckResult]:
         """Ask the platform whether the credentials work and each approver is reachable.
 
-        ``addresses`` maps an approver's name to their id on this channel.
+        ``addresses`` maps an approver's name to their id on this channel;
+        ``conversations`` is the store's conversation book when ``tapgate doctor``
+        could open the database (``None`` otherwise): a channel that can reach an
+        approver only where they messaged it first (Teams) reads it, others ignore it.
         """
         ...
 

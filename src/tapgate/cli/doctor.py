@@ -83,10 +83,21 @@ def line(result: CheckResult) -> str:
 
 
 def _checks(config: Config) -> list[CheckResult]:
+    from tapgate.cli.database import open_existing
     from tapgate.cli.doctor_checks import check_channels, check_public_url, check_reach
+    from tapgate.errors import StoreError
 
     async def run() -> list[CheckResult]:
-        checked = await check_channels(config)
+        try:  # the conversations approvers opened (Teams); the checks run without them too
+            store = await open_existing(config.store_url)
+        except StoreError:
+            store = None
+        try:
+            book = None if store is None else store.conversations
+            checked = await check_channels(config, book)
+        finally:
+            if store is not None:
+                await store.close()
         results = [r for found in checked.values() for r in found]
         results += check_reach(config, checked)
         results += await check_public_url(config)

@@ -6,8 +6,9 @@ with it, before the first real request finds out:
 - **each enabled channel**: :meth:`~tapgate.channels.contract.Channel.check`
   asks the platform (LINE's bot info and each approver's profile, Slack's
   ``auth.test``, its scopes and each approver's ``users.info``, and what
-  every other installed channel checks); a check that raises or hangs is a
-  failed line, never a traceback;
+  every other installed channel checks, given the store's conversations:
+  Teams says per approver whether they installed the app yet); a check that
+  raises or hangs is a failed line, never a traceback;
 - **each approver the policy can ask** is reachable on some channel: a
   channel's line naming them passed (a channel whose check names nobody, the
   console, reaches everyone it has an address for when all its lines pass);
@@ -23,7 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 import aiohttp
 
 from tapgate.channels import registry
-from tapgate.channels.contract import CheckResult
+from tapgate.channels.contract import CheckResult, ConversationBook
 from tapgate.config import Config
 from tapgate.config.policy import RuleConfig
 
@@ -33,8 +34,15 @@ CHECK_TIMEOUT = 30.0
 """Seconds one channel's check may take before it is a failed line."""
 
 
-async def check_channels(config: Config) -> dict[str, list[CheckResult]]:
-    """Every enabled channel's own check, by channel, in delivery order."""
+async def check_channels(
+    config: Config, conversations: ConversationBook | None = None
+) -> dict[str, list[CheckResult]]:
+    """Every enabled channel's own check, by channel, in delivery order.
+
+    ``conversations`` is the store's conversation book (``None``: the database
+    could not be opened), for a channel that can message an approver only
+    where they messaged it first (Teams) to say, per approver, whether it can.
+    """
     out: dict[str, list[CheckResult]] = {}
     for name in config.enabled_channels:
         channel = registry.get(name)
@@ -48,7 +56,7 @@ async def check_channels(config: Config) -> dict[str, list[CheckResult]]:
         }
         try:
             async with asyncio.timeout(CHECK_TIMEOUT):
-                out[name] = list(await channel.check(settings, addresses))
+                out[name] = list(await channel.check(settings, addresses, conversations))
         except TimeoutError:
             out[name] = [_failed(name, f"no answer within {CHECK_TIMEOUT:g}s")]
         except Exception as exc:  # a plugin's bug is a failed line, not a traceback

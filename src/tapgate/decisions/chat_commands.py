@@ -22,11 +22,22 @@ from tapgate.decisions.sign_in import LINK_TTL
 from tapgate.decisions.texts import NO_INBOX, NO_INBOX_FOR_STRANGERS, inbox_link_message
 from tapgate.gate.directory import Directory
 
-__all__ = ["INBOX_SUMMARY", "Command", "CommandAnswer", "LinkMaker", "run_command"]
+__all__ = [
+    "INBOX_SUMMARY",
+    "WEB_INBOX_PATH",
+    "Command",
+    "CommandAnswer",
+    "LinkMaker",
+    "inbox_page",
+    "run_command",
+]
 
 Command = Literal["inbox"]
 INBOX_SUMMARY = "a single-use link that signs you in to the web inbox"
 """The help line of ``inbox`` in Slack's ``/tapgate help`` and LINE's ``help``."""
+
+WEB_INBOX_PATH = "/inbox"
+"""Where ``tapgate serve`` serves the web inbox, under ``server.public_url``."""
 
 LinkMaker = Callable[[str, str], Awaitable[str | None]]
 """``(approver, via) →`` a sign-in URL, or ``None`` when the server has no public URL."""
@@ -65,3 +76,16 @@ async def run_command(
     minutes = int(LINK_TTL.total_seconds() // 60)
     template = inbox_link_message("{url}", minutes)
     return CommandAnswer(text=template.replace("{url}", url), url=url, template=template)
+
+
+def inbox_page(public_url: str | None, request_id: str | None = None) -> str | None:
+    """The web inbox's pending page (at ``request_id``'s card), or ``None`` without a public URL.
+
+    For a card's "Open in inbox" link: a plain page address, safe to open any
+    number of times. Signed out, the page says to ask the chat for a sign-in
+    link (``inbox``); nothing signs anyone in on a GET.
+    """
+    if public_url is None:
+        return None
+    page = f"{public_url.rstrip('/')}{WEB_INBOX_PATH}"
+    return page if request_id is None else f"{page}#r-{request_id}"

@@ -86,6 +86,9 @@ class TeamsServed:
             return answer
 
 
+_SERVER: dict[str, Any] = {"max_wait": 60, "heartbeat_interval": 3600}
+
+
 def config(
     teams: FakeTeams,
     db_url: str,
@@ -94,22 +97,21 @@ def config(
     *,
     extra_channels: dict[str, Any] | None = None,
     policy: dict[str, Any] | None = None,
+    server: dict[str, Any] | None = None,
 ) -> Any:
-    return parse_config(
-        {
-            "server": {"max_wait": 60, "heartbeat_interval": 3600},
-            "store": {"url": db_url},
-            "agents": [{"name": "ci", "token": AGENT_TOKEN}],
-            "approvers": approvers,
-            "channels": {
-                "console": {"enabled": False},
-                "teams": teams.settings(),
-                **(extra_channels or {}),
-            },
-            "policy": {"rules": rules, **(policy or {})},
+    raw: dict[str, Any] = {
+        "server": {**_SERVER, **(server or {})},
+        "store": {"url": db_url},
+        "agents": [{"name": "ci", "token": AGENT_TOKEN}],
+        "approvers": approvers,
+        "channels": {
+            "console": {"enabled": False},
+            "teams": teams.settings(),
+            **(extra_channels or {}),
         },
-        env={},
-    )
+        "policy": {"rules": rules, **(policy or {})},
+    }
+    return parse_config(raw, env={})
 
 
 @asynccontextmanager

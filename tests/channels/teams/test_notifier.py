@@ -1,6 +1,6 @@
 """TeamsNotifier against the fake Entra token endpoint and Bot Connector: retries, limits, text.
 
-The conversation references come from a real SQLite store; no test waits
+The conversation references come from a real store (SQLite and PostgreSQL); no test waits
 for a backoff (the retry policy's sleep is a recorder).
 """
 
@@ -10,7 +10,6 @@ import dataclasses
 import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,15 +38,15 @@ async def teams() -> AsyncIterator[FakeTeams]:
 
 
 @pytest.fixture
-async def store(tmp_path: Path, teams: FakeTeams) -> AsyncIterator[Store]:
-    async with await Store.open(f"sqlite:///{tmp_path / 't.db'}") as opened:
-        reference = {
-            "service_url": teams.service_url,
-            "conversation_id": teams.conversation_of(1),
-            "tenant_id": "t",
-        }
-        await opened.conversations.put("teams", address(1), reference, NOW)
-        yield opened
+async def store(store: Store, teams: FakeTeams) -> Store:
+    """The shared store (SQLite and PostgreSQL) holding alice's conversation."""
+    reference = {
+        "service_url": teams.service_url,
+        "conversation_id": teams.conversation_of(1),
+        "tenant_id": "t",
+    }
+    await store.conversations.put("teams", address(1), reference, NOW)
+    return store
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from tapgate.channels.contract import (
     ChannelDefaults,
     ChannelHost,
     CheckResult,
+    ConversationBook,
     DeliveryHost,
     Receiver,
 )
@@ -48,6 +49,11 @@ class ConsoleChannel(ChannelDefaults):
         del settings, host
         return None
 
-    async def check(self, settings: BaseModel, addresses: Mapping[str, str]) -> list[CheckResult]:
-        del settings, addresses
+    async def check(
+        self,
+        settings: BaseModel,
+        addresses: Mapping[str, str],
+        conversations: ConversationBook | None = None,
+    ) -> list[CheckResult]:
+        del settings, addresses, conversations
         return [CheckResult(channel="console", what="standard output", ok=True)]

@@ -26,6 +26,7 @@ from tapgate.channels.contract import (
     ChannelDefaults,
     ChannelHost,
     CheckResult,
+    ConversationBook,
     DeliveryHost,
     Receiver,
     Route,
@@ -100,7 +101,13 @@ class DiscordChannel(ChannelDefaults):
             on_reject=host.on_reject,
         )
 
-    async def check(self, settings: BaseModel, addresses: Mapping[str, str]) -> list[CheckResult]:
+    async def check(
+        self,
+        settings: BaseModel,
+        addresses: Mapping[str, str],
+        conversations: ConversationBook | None = None,
+    ) -> list[CheckResult]:
+        del conversations  # nothing here depends on a stored conversation
         from tapgate.channels.discord.check import check_discord
 
         return await check_discord(cast(DiscordConfig, settings), addresses)

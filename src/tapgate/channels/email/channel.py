@@ -18,6 +18,7 @@ from tapgate.channels.contract import (
     ChannelDefaults,
     ChannelHost,
     CheckResult,
+    ConversationBook,
     DeliveryHost,
     Receiver,
     Route,
@@ -72,7 +73,13 @@ class EmailChannel(ChannelDefaults):
         del settings
         return ReviewPages(host.gate, public_url=host.public_url)
 
-    async def check(self, settings: BaseModel, addresses: Mapping[str, str]) -> list[CheckResult]:
+    async def check(
+        self,
+        settings: BaseModel,
+        addresses: Mapping[str, str],
+        conversations: ConversationBook | None = None,
+    ) -> list[CheckResult]:
+        del conversations  # nothing here depends on a stored conversation
         from tapgate.channels.email.check import check_email
 
         return await check_email(cast(EmailConfig, settings), addresses)

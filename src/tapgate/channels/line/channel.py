@@ -20,6 +20,7 @@ from tapgate.channels.contract import (
     ChannelDefaults,
     ChannelHost,
     CheckResult,
+    ConversationBook,
     DeliveryHost,
     Receiver,
     Route,
@@ -74,7 +75,13 @@ class LineChannel(ChannelDefaults):
             tap_log=host.tap_log,
         )
 
-    async def check(self, settings: BaseModel, addresses: Mapping[str, str]) -> list[CheckResult]:
+    async def check(
+        self,
+        settings: BaseModel,
+        addresses: Mapping[str, str],
+        conversations: ConversationBook | None = None,
+    ) -> list[CheckResult]:
+        del conversations  # nothing here depends on a stored conversation
         from tapgate.channels.line.check import check_line
 
         return await check_line(cast(LineConfig, settings), addresses)

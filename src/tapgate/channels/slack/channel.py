@@ -19,6 +19,7 @@ from tapgate.channels.contract import (
     ChannelDefaults,
     ChannelHost,
     CheckResult,
+    ConversationBook,
     DeliveryHost,
     Receiver,
     Route,
@@ -86,7 +87,13 @@ class SlackChannel(ChannelDefaults):
                 raise
         return webhook
 
-    async def check(self, settings: BaseModel, addresses: Mapping[str, str]) -> list[CheckResult]:
+    async def check(
+        self,
+        settings: BaseModel,
+        addresses: Mapping[str, str],
+        conversations: ConversationBook | None = None,
+    ) -> list[CheckResult]:
+        del conversations  # nothing here depends on a stored conversation
         from tapgate.channels.slack.check import check_slack
 
         return await check_slack(cast(SlackConfig, settings), addresses)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from tapgate.channels.teams.card_parts import (
+    INBOX_TITLE,
     attachment_activity,
     button,
     card,
@@ -21,10 +22,12 @@ from tapgate.channels.teams.card_parts import (
     fact,
     fits,
     line,
+    open_url,
     opening_facts,
     reason_input,
 )
 from tapgate.decisions.buttons import batch_postback_data, postback_data
+from tapgate.decisions.chat_commands import inbox_page
 from tapgate.delivery.batch_view import BatchCall, BatchView
 from tapgate.delivery.presentation import fit_text
 
@@ -33,8 +36,14 @@ __all__ = ["render_batch"]
 _CUTS = ((600, 10), (200, 4), (60, 1))
 
 
-def render_batch(batch: BatchView, *, notice: str | None = None) -> dict[str, Any]:
-    """The message activity showing ``batch`` as it is now; ``notice`` goes on top."""
+def render_batch(
+    batch: BatchView, *, notice: str | None = None, public_url: str | None = None
+) -> dict[str, Any]:
+    """The message activity showing ``batch`` as it is now; ``notice`` goes on top.
+
+    With ``public_url``, an open batch ends with "Open in inbox" (its pending page).
+    """
+    inbox = inbox_page(public_url)
     count = len(batch.calls)
     summary = f"{count} calls from {batch.agent} need approval (batch {batch.short_id})"
     for chars, lines in _CUTS:
@@ -52,6 +61,8 @@ def render_batch(batch: BatchView, *, notice: str | None = None) -> dict[str, An
         if batch.open_calls:
             body.append(reason_input("reason", "Reason (sent with Deny; optional)"))
             actions = _batch_buttons(batch)
+            if inbox is not None:
+                actions.append(open_url(INBOX_TITLE, inbox))
         activity = attachment_activity(card(body, actions), summary)
         if fits(activity):
             return activity

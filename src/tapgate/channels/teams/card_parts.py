@@ -31,6 +31,7 @@ from tapgate.delivery.presentation import ApprovalView, clip
 __all__ = [
     "CARD_TYPE",
     "FACT_MAX",
+    "INBOX_TITLE",
     "MAX_BYTES",
     "REASON_MAX",
     "attachment_activity",
@@ -40,6 +41,7 @@ __all__ = [
     "fact",
     "fits",
     "line",
+    "open_url",
     "opening_facts",
     "reason_input",
 ]
@@ -47,6 +49,8 @@ __all__ = [
 CARD_TYPE = "application/vnd.microsoft.card.adaptive"
 MAX_BYTES = 28 * 1024
 """The largest message tapgate sends to Teams (JSON bytes of the whole activity)."""
+INBOX_TITLE = "Open in inbox"
+"""The title of the link to the web inbox on an asking card."""
 FACT_MAX = 100
 REASON_MAX = 200
 SUMMARY_MAX = 200
@@ -99,6 +103,11 @@ def button(title: str, action: str, *, style: str = "default") -> dict[str, Any]
         "associatedInputs": "auto",
         "fallback": submit,
     }
+
+
+def open_url(title: str, url: str) -> dict[str, Any]:
+    """A button that opens ``url`` in the browser (no press reaches tapgate)."""
+    return {"type": "Action.OpenUrl", "title": title, "url": url}
 
 
 def reason_input(ident: str, placeholder: str, *, multiline: bool = False) -> dict[str, Any]:

@@ -7,6 +7,9 @@ card a request needs *now* (it is what a press is answered with, and what
 while the request is pending, else the decided one. ``notice`` puts one line
 on top (a refusal, a quorum's progress) without changing anything else.
 
+"Open in inbox" (``Action.OpenUrl``) is a plain link to the web inbox: it
+signs nobody in (a signed-out browser is told to ask the chat, ``inbox``).
+
 A call's Deny takes a reason from the card's own text box (sent with the
 press); a question's Reply sends the answer typed in its box.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from tapgate.channels.teams.card_parts import (
+    INBOX_TITLE,
     REASON_MAX,
     attachment_activity,
     button,
@@ -24,10 +28,12 @@ from tapgate.channels.teams.card_parts import (
     fact,
     fits,
     line,
+    open_url,
     opening_facts,
     reason_input,
 )
 from tapgate.decisions.buttons import postback_data
+from tapgate.decisions.chat_commands import inbox_page
 from tapgate.delivery.presentation import (
     ApprovalView,
     fit_text,
@@ -46,12 +52,23 @@ _RISK_COLORS = {"read_only": "Good", "write": "Warning", "destructive": "Attenti
 
 
 def render_request(
-    view: ApprovalView, request: Request, *, notice: str | None = None
+    view: ApprovalView,
+    request: Request,
+    *,
+    notice: str | None = None,
+    public_url: str | None = None,
 ) -> dict[str, Any]:
-    """The message activity showing ``request`` as it is now (see the module docstring)."""
+    """The message activity showing ``request`` as it is now (see the module docstring).
+
+    With ``public_url`` (the web inbox is reachable) an asking card ends with
+    "Open in inbox", a link to the request on the inbox's pending page.
+    """
+    inbox = inbox_page(public_url, view.request_id)
     for cut in _CUTS:
         if request.is_pending:
             body, actions = _asking(view, cut)
+            if inbox is not None:
+                actions.append(open_url(INBOX_TITLE, inbox))
         else:
             body, actions = _decided(view, request, cut)
         if notice:

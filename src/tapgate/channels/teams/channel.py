@@ -56,6 +56,7 @@ class TeamsChannel(ChannelDefaults):
             timeout=teams.timeout,
             tool_shell_args=host.tool_shell_args,
             offers=host.offers,
+            public_url=host.public_url if host.inbox_button else None,
         )
 
     def pace(self, settings: BaseModel) -> float | None:
@@ -79,6 +80,8 @@ class TeamsChannel(ChannelDefaults):
             on_decision=host.on_decision,
             tap_log=host.tap_log,
             conversations=host.conversations,
+            links=host.links,
+            public_url=host.public_url,
         )
         directory = host.gate.directory
         addresses = {

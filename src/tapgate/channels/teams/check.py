@@ -4,8 +4,10 @@ A client-credentials token from the tenant's token endpoint proves the app
 id, the secret and the tenant together. Whether an approver can be reached
 is not something Microsoft can be asked (a bot learns where a user is only
 when the user installs the app or messages it): it is whether tapgate has
-stored that conversation, so given the store's conversations, each approver
-without one is listed with what to do.
+stored that conversation. Each approver gets a line naming them (what
+``tapgate doctor`` counts as reached): passed when the store holds their
+conversation, else failed with what to do (or, when the database could not
+be opened, that it cannot tell).
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ from tapgate.errors import DeliveryError
 __all__ = ["check_teams", "missing_conversations"]
 
 _INSTALL = "no conversation yet: the approver must install the tapgate app in Teams (or message it)"
+_NO_STORE = (
+    "cannot tell: tapgate's database could not be opened (run `tapgate serve` with this config "
+    "first; each approver then installs the tapgate app in Teams)"
+)
 
 
 async def check_teams(
@@ -29,7 +35,7 @@ async def check_teams(
     addresses: Mapping[str, str],
     conversations: ConversationBook | None = None,
 ) -> list[CheckResult]:
-    """One result for the credentials, then one per approver (when the store is given)."""
+    """One result for the credentials, then one per approver."""
     timeout = aiohttp.ClientTimeout(total=settings.timeout)
     async with aiohttp.ClientSession(timeout=timeout) as session:
         tokens = BotTokens(
@@ -44,19 +50,16 @@ async def check_teams(
             detail = f"{error} (check app_id, app_password and tenant_id)"
             return [CheckResult(channel="teams", what="bot credentials", ok=False, detail=detail)]
     out = [CheckResult(channel="teams", what="bot credentials", ok=True)]
-    if conversations is None:
-        return out
-    missing = await missing_conversations(conversations, addresses)
+    missing = (
+        list(addresses)
+        if conversations is None
+        else await missing_conversations(conversations, addresses)
+    )
     for name, address in addresses.items():
         ok = name not in missing
-        out.append(
-            CheckResult(
-                channel="teams",
-                what=f"approver {name} ({address})",
-                ok=ok,
-                detail="" if ok else _INSTALL,
-            )
-        )
+        detail = "" if ok else _INSTALL if conversations is not None else _NO_STORE
+        what = f"approver {name} ({address})"
+        out.append(CheckResult(channel="teams", what=what, ok=ok, detail=detail, approver=name))
     return out
 
 

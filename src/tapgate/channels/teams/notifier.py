@@ -67,6 +67,7 @@ class TeamsNotifier:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         tool_shell_args: Mapping[str, str] | None = None,
         offers: Callable[[Request], Offer] | None = None,
+        public_url: str | None = None,
     ) -> None:
         self._conversations = conversations
         self._timeout = aiohttp.ClientTimeout(total=timeout)
@@ -74,6 +75,7 @@ class TeamsNotifier:
         self._sleep = sleep
         self._shell = dict(tool_shell_args or {})
         self._offers = offers
+        self._public_url = public_url  # "Open in inbox" on asking cards (the inbox is reachable)
         self._session: aiohttp.ClientSession | None = None
         tokens = BotTokens(
             app_id=app_id, app_password=app_password, token_url=token_url, session=self._http
@@ -94,7 +96,7 @@ class TeamsNotifier:
             tool_shell_arg=self._shell.get(request.tool),
             offer=self._offers(request) if self._offers is not None else None,
         )
-        activity = _built(lambda: render_request(view, request))
+        activity = _built(lambda: render_request(view, request, public_url=self._public_url))
         return await self._post(delivery, activity, f"request {request.id}")
 
     async def send_batch(
@@ -102,18 +104,22 @@ class TeamsNotifier:
     ) -> Receipt:
         """Post one card for a batch's calls (see :mod:`.batch_cards`)."""
         batch = present_batch(requests, tool_shell_args=self._shell)
-        activity = _built(lambda: render_batch(batch))
+        activity = _built(lambda: render_batch(batch, public_url=self._public_url))
         return await self._post(delivery, activity, f"batch {batch.batch_id}")
 
     async def update(self, request: Request, receipt: Receipt) -> None:
         """Redraw the posted card from ``request`` as it is now (decided: no buttons)."""
         view = present(request, tool_shell_arg=self._shell.get(request.tool))
-        await self._redraw(receipt, _built(lambda: render_request(view, request)))
+        await self._redraw(
+            receipt, _built(lambda: render_request(view, request, public_url=self._public_url))
+        )
 
     async def update_batch(self, requests: Sequence[Request], receipt: Receipt) -> None:
         """Redraw a batch card: decided calls show their outcome."""
         batch = present_batch(requests, tool_shell_args=self._shell)
-        await self._redraw(receipt, _built(lambda: render_batch(batch)))
+        await self._redraw(
+            receipt, _built(lambda: render_batch(batch, public_url=self._public_url))
+        )
 
     async def close(self) -> None:
         """Close the HTTP session; a later call opens a new one."""

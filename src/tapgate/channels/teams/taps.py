@@ -8,6 +8,7 @@ approvers inside the compare-and-set, decided once, refusals audited)::
 
     "v=1&a=<action>&r=<id>"  ──tap (reason: the card's box)──► the request's card now
     "v=1&a=<all>&b=<batch>"  ──tap_batch──────────────────────► the batch's card now
+    "v=1&a=revoke&g=<grant>" ──chat_grants.revoke_own────────► the grants listing now
     anything else            ──claimed, refused───────────────► "no longer valid"
 
 The answer is always the card *as stored after the press* (decided: no
@@ -28,7 +29,12 @@ from tapgate.channels.teams.activities import Activity
 from tapgate.channels.teams.batch_cards import render_batch
 from tapgate.channels.teams.card_parts import attachment_activity, card, line
 from tapgate.channels.teams.cards import render_request
-from tapgate.decisions.buttons import parse_batch_postback_data, parse_postback_data
+from tapgate.channels.teams.commands import TeamsCommands
+from tapgate.decisions.buttons import (
+    parse_batch_postback_data,
+    parse_postback_data,
+    parse_revoke_postback_data,
+)
 from tapgate.decisions.remember import offer_for
 from tapgate.decisions.taps import BatchTap, Tap, TapOutcome, tap, tap_batch
 from tapgate.delivery.batch_view import present_batch
@@ -49,8 +55,12 @@ _CHANNEL = "teams"
 class TeamsTaps:
     """Decides presses for the webhook and draws the card each is answered with."""
 
-    def __init__(self, gate: Gate, tap_log: TapLog) -> None:
+    def __init__(
+        self, gate: Gate, tap_log: TapLog, commands: TeamsCommands, public_url: str | None = None
+    ) -> None:
         self._gate = gate
+        self._commands = commands
+        self._public_url = public_url
         self._tap_log = tap_log
         self._shell = {t.name: t.shell for t in gate.policy.spec.tools if t.shell}
         self._offers = partial(offer_for, gate.policy)
@@ -58,6 +68,9 @@ class TeamsTaps:
     async def press(self, activity: Activity, started: float | None) -> dict[str, Any]:
         """Apply the press; the message activity (one card) to answer it with."""
         data = activity.action
+        grant_id = parse_revoke_postback_data(data)
+        if grant_id is not None:  # a Revoke on a "grants" listing
+            return await self._commands.revoke(activity.presser, grant_id, activity.activity_id)
         batch = parse_batch_postback_data(data)
         if batch is not None:
             every, batch_id = batch
@@ -107,7 +120,7 @@ class TeamsTaps:
             now=self._gate.clock.now(),
             offer=self._offers(request),
         )
-        return render_request(view, request, notice=notice)
+        return render_request(view, request, notice=notice, public_url=self._public_url)
 
     async def _batch_card(self, batch_id: str, notice: str | None, *, by: str) -> dict[str, Any]:
         """The batch card as the presser sees it: the calls they decide, as they are now."""
@@ -117,7 +130,7 @@ class TeamsTaps:
         if not mine:
             return _notice_only(notice or NO_LONGER_VALID)
         view = present_batch(mine, tool_shell_args=self._shell, now=self._gate.clock.now())
-        return render_batch(view, notice=notice)
+        return render_batch(view, notice=notice, public_url=self._public_url)
 
 
 def _notice(outcome: TapOutcome) -> str | None:

@@ -4,17 +4,21 @@
 
     Authorization ──BotAuth (7 checks)──► 401 / 403 / 503, one log line
     raw body ──JSON──► 400 | activity ──serviceUrl == the token's, channel endorsed──► 403
-    a press ──inbox.record (one INSERT)──► 503 | applied at once ──► 200 + the card
+    a press ──inbox.record (one INSERT)──► 503 | applied at once:
+        decided within ANSWER_BUDGET ──► 200 + the card
+        not yet ──► 200 + "recorded" (the decision lands on its own; the card is redrawn)
     installed / first message ──► the approver's conversation stored ──► 200
-    "id" / "help" ──► a reply in the chat (after the 200)
+    "whoami" / "grants" / "inbox" / "help" ──► a reply in the chat (after the 200, .commands)
 
 A press (``adaptiveCard/action`` invoke, or its ``Action.Submit`` fallback)
 is recorded in the webhook inbox before it is answered, then decided at once
 and answered *with the redrawn card* in the invoke response: Teams gives a
 bot 10-15 s before "Something went wrong", and a decision here takes
-milliseconds. The decision's transaction remembers the activity id and
-deletes the inbox row, so a redelivered press, or a replay after a crash
-between the record and the decision, acts once (``_replay``). A press that
+milliseconds; one still running after :data:`ANSWER_BUDGET` (a stuck
+database) is answered with a sentence instead, and finishes on its own.
+The decision's transaction remembers the activity id and deletes the inbox
+row, so a redelivered press, or a replay after a crash between the record
+and the decision, acts once (``_replay``). A press that
 came as ``Action.Submit`` has no invoke response: its card is redrawn with
 ``updateActivity`` after the 200. The other approvers' cards are redrawn by
 the outbox's update pass (:meth:`.notifier.TeamsNotifier.update`).
@@ -27,7 +31,7 @@ import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 from aiohttp import web
@@ -37,23 +41,28 @@ from tapgate.channels.tap_log import TapLog
 from tapgate.channels.teams.activities import Activity, Malformed, decode, encode, read
 from tapgate.channels.teams.auth import BotAuth, Refused
 from tapgate.channels.teams.card_parts import CARD_TYPE
+from tapgate.channels.teams.commands import TeamsCommands, command_word
 from tapgate.channels.teams.connector import BotTokens, Connector
 from tapgate.channels.teams.settings import TeamsConfig
 from tapgate.channels.teams.taps import TeamsTaps
+from tapgate.decisions.chat_commands import LinkMaker
 from tapgate.decisions.webhook_inbox import Inbox, InboxItem
 from tapgate.gate.gate import Gate
 
-__all__ = ["TeamsResult", "TeamsWebhook"]
+__all__ = ["ANSWER_BUDGET", "STILL_DECIDING", "TeamsResult", "TeamsWebhook"]
 
 _log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
+ANSWER_BUDGET = 4.0
+"""Seconds from verification a press's decision may take before the invoke is answered
+without it: Teams shows "Something went wrong" when a bot takes 10-15 s (5 s on some
+clients); a decision takes milliseconds unless the database is stuck."""
+STILL_DECIDING = "Your press is recorded; the card will update once it is decided."
 _CHANNEL = "teams"
 _TEAMS = "msteams"
 _TRY_AGAIN = "tapgate could not record that just now; please press the button again."
-_HELP = (
-    "tapgate sends approval requests here as cards: press Approve or Deny (a reason for Deny "
-    "goes in the card's box). Send 'id' to see the id to put in tapgate.yaml."
-)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -77,6 +86,9 @@ class TeamsWebhook:
         on_decision: Callable[[float], None] | None = None,
         tap_log: int | None = logging.INFO,
         conversations: ConversationBook | None = None,
+        budget: float = ANSWER_BUDGET,
+        links: LinkMaker | None = None,
+        public_url: str | None = None,
     ) -> None:
         self._gate = gate
         self._conversations = conversations
@@ -90,7 +102,13 @@ class TeamsWebhook:
         self._inbox = inbox
         self._inbox.register(_CHANNEL, self._replay)
         self._on_reject = on_reject
-        self._taps = TeamsTaps(gate, TapLog(_log, "Teams", level=tap_log, on_decision=on_decision))
+        self._commands = TeamsCommands(gate, links)
+        self._taps = TeamsTaps(
+            gate,
+            TapLog(_log, "Teams", level=tap_log, on_decision=on_decision),
+            self._commands,
+            public_url=public_url,
+        )
         self._session: aiohttp.ClientSession | None = None
         tokens = BotTokens(
             app_id=settings.app_id,
@@ -99,7 +117,9 @@ class TeamsWebhook:
             session=self._http,
         )
         self._connector = Connector(tokens, self._http)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.budget = budget
+        """Seconds a decision may take before the invoke is answered without it."""
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     async def handle(self, headers: Mapping[str, str], body: bytes) -> TeamsResult:
         """Verify, read, act; never raises for bad input (see the module docstring)."""
@@ -119,8 +139,9 @@ class TeamsWebhook:
         if activity.is_press:
             return await self._press(activity, started)
         await self._remember_conversation(activity)
-        if activity.kind == "message" and activity.text is not None:
-            self._start(self._command(activity))
+        word = command_word(activity.text) if activity.kind == "message" else None
+        if word is not None:
+            self._start(self._command(activity, word))
         return TeamsResult(status=200)
 
     async def _press(self, activity: Activity, started: float) -> TeamsResult:
@@ -129,12 +150,15 @@ class TeamsWebhook:
         except Exception:  # no answer that could read as success: Teams shows an error
             _log.exception("Teams press could not be stored; answered 503")
             return TeamsResult(status=503, body={"error": "try again"})
-        try:
-            await self._inbox.before_apply()
-            answer = await self._taps.press(activity, started)
-        except Exception:  # stored: the heartbeat's replay retries it
-            _log.exception("Teams press %s could not be applied", activity.activity_id)
-            return _invoke_message(_TRY_AGAIN) if activity.is_invoke else TeamsResult(status=200)
+        work = self._start(self._apply(activity, started))
+        left = self.budget - (time.perf_counter() - started)
+        done, _ = await asyncio.wait({work}, timeout=max(left, 0.0))
+        if work not in done:  # stored: answer now, the decision lands on its own
+            work.add_done_callback(lambda task: self._late(activity, task))
+            return _invoke_message(STILL_DECIDING) if activity.is_invoke else _OK
+        answer = work.result()
+        if answer is None:
+            return _invoke_message(_TRY_AGAIN) if activity.is_invoke else _OK
         if activity.is_invoke:
             content = answer["attachments"][0]["content"]
             return TeamsResult(
@@ -144,19 +168,30 @@ class TeamsWebhook:
             self._start(self._redraw(activity, activity.reply_to_id, answer))
         return TeamsResult(status=200)
 
+    async def _apply(self, activity: Activity, started: float | None) -> dict[str, Any] | None:
+        """Decide a stored press; the card to answer with, or ``None`` (the row stays)."""
+        await self._inbox.before_apply()
+        try:
+            return await self._taps.press(activity, started)
+        except Exception:  # stored: the heartbeat's replay retries it
+            _log.exception("Teams press %s could not be applied", activity.activity_id)
+            return None
+
+    def _late(self, activity: Activity, task: asyncio.Task[dict[str, Any] | None]) -> None:
+        """A press decided after its answer: redraw the pressed card with what it says now."""
+        if task.cancelled() or activity.reply_to_id is None:
+            return  # a decided card is redrawn by the outbox's update pass anyway
+        answer = task.result()
+        if answer is not None:
+            self._start(self._redraw(activity, activity.reply_to_id, answer))
+
     def _replay(self, item: InboxItem) -> None:
         """A stored press that was never applied: apply it now (nobody waits for its card)."""
         activity = decode(item.payload)
         if activity is None:
             _log.error("stored Teams press %s cannot be read; left alone", item.event_id)
             return
-        self._start(self._replayed(activity))
-
-    async def _replayed(self, activity: Activity) -> None:
-        try:
-            await self._taps.press(activity, None)
-        except Exception:
-            _log.exception("replayed Teams press %s failed", activity.activity_id)
+        self._start(self._apply(activity, None))
 
     async def _remember_conversation(self, activity: Activity) -> None:
         """Where a configured approver can be reached: their 1:1 chat with the bot."""
@@ -181,19 +216,12 @@ class TeamsWebhook:
             return
         _log.info("Teams conversation with approver %s stored", approver)
 
-    async def _command(self, activity: Activity) -> None:
-        word = (activity.text or "").strip().casefold()
-        if word == "id":
-            text = f"Your Teams id for tapgate.yaml (approvers[].teams) is {activity.presser}"
-        elif word == "help":
-            text = _HELP
-        else:
-            return
-        reply = {"type": "message", "text": text, "textFormat": "plain"}
+    async def _command(self, activity: Activity, word: str) -> None:
         try:
+            reply = await self._commands.answer(word, activity.presser)
             await self._connector.send(activity.service_url, activity.conversation_id, reply)
         except Exception as error:  # a reply is a courtesy: never a traceback for it
-            _log.warning("Teams reply failed: %s", error)
+            _log.warning("Teams reply to %r failed: %s", word, error)
 
     async def _redraw(self, activity: Activity, activity_id: str, answer: dict[str, Any]) -> None:
         try:
@@ -203,10 +231,11 @@ class TeamsWebhook:
         except Exception as error:  # the decision stands; the outbox's update pass redraws too
             _log.warning("Teams card redraw failed: %s", error)
 
-    def _start(self, work: Coroutine[Any, Any, None]) -> None:
+    def _start(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     def _reject(self, reason: str, status: int, why: str) -> TeamsResult:
         _log.warning("Teams webhook refused (%d): %s", status, why)
@@ -255,6 +284,7 @@ class TeamsWebhook:
             await session.close()
 
 
+_OK = TeamsResult(status=200)
 _CAPTURED = frozenset({"conversationUpdate", "installationUpdate", "message"})
 
 

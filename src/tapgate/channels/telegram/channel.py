@@ -20,6 +20,7 @@ from tapgate.channels.contract import (
     ChannelDefaults,
     ChannelHost,
     CheckResult,
+    ConversationBook,
     DeliveryHost,
     Receiver,
     Route,
@@ -90,7 +91,13 @@ class TelegramChannel(ChannelDefaults):
             await register_webhook(api, telegram, host.public_url)
         return receiver
 
-    async def check(self, settings: BaseModel, addresses: Mapping[str, str]) -> list[CheckResult]:
+    async def check(
+        self,
+        settings: BaseModel,
+        addresses: Mapping[str, str],
+        conversations: ConversationBook | None = None,
+    ) -> list[CheckResult]:
+        del conversations  # nothing here depends on a stored conversation
         from tapgate.channels.telegram.check import check_telegram
 
         return await check_telegram(cast(TelegramConfig, settings), addresses)
