@@ -17,14 +17,8 @@ import logging
 from dataclasses import dataclass
 from functools import partial
 
+from tapgate.decisions import texts
 from tapgate.decisions.taps import ANSWER_MAX, Tap, TapOutcome, tap
-from tapgate.decisions.texts import (
-    answer_missing,
-    answer_too_long,
-    is_question,
-    no_question_matches,
-    too_many_questions,
-)
 from tapgate.errors import RequestNotFound
 from tapgate.gate.gate import Gate
 from tapgate.gate.models import CONTACT_TOOL, Request
@@ -65,7 +59,7 @@ async def find_question(
 
     def mine(request: Request) -> bool:
         return (
-            is_question(request)
+            texts.is_question(request)
             and request.id.startswith(reference)
             and approver in request.approvers
         )
@@ -73,7 +67,7 @@ async def find_question(
     found = partial(gate.list_requests, tool=CONTACT_TOOL, id_prefix=reference)
     matches = [r for r in await found(status="pending", limit=_PENDING_SCAN) if mine(r)]
     if len(matches) > 1:
-        message = too_many_questions(reference)
+        message = texts.too_many_questions(reference)
         return TapOutcome(kind="ambiguous", approver=approver, message=message)
     if not matches:
         matches = [r for r in await found(limit=_RECENT_SCAN) if mine(r)][:1]
@@ -83,7 +77,9 @@ async def find_question(
 
 
 def _no_match(reference: str, approver: str | None) -> TapOutcome:
-    return TapOutcome(kind="not_found", approver=approver, message=no_question_matches(reference))
+    return TapOutcome(
+        kind="not_found", approver=approver, message=texts.no_question_matches(reference)
+    )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -116,7 +112,9 @@ async def answer_typed(
     if not text or len(text) > ANSWER_MAX:
         if not await gate.remember_event(channel, event):
             return _SILENT
-        return TypedAnswer(reply=answer_too_long(ANSWER_MAX) if text else answer_missing(reference))
+        return TypedAnswer(
+            reply=texts.answer_too_long(ANSWER_MAX) if text else texts.answer_missing(reference)
+        )
     found = await find_question(gate, channel=channel, user_id=user_id, reference=reference)
     if found.request is None:
         if not await gate.remember_event(channel, event):

@@ -41,6 +41,7 @@ from sqlalchemy.exc import IntegrityError
 
 from tapgate.decisions.buttons import parse_deny_reason_postback_data, parse_postback_data
 from tapgate.decisions.lookahead import Lookahead
+from tapgate.decisions.questions import TypedAnswer, answer_typed
 from tapgate.decisions.taps import ANSWER_MAX, Tap, TapOutcome, check, tap
 from tapgate.decisions.texts import (
     REASON_SKIPPED,
@@ -176,6 +177,17 @@ class Reasons:
         outcome = await self._finish(current)  # "stale": ended just now, without the text
         return outcome.message or None if outcome is not None else None  # "": a duplicate
 
+    async def answer(self, user_id: str, reference: str, text: str, *, event: str) -> TypedAnswer:
+        """A typed ``answer <reference>: <text>`` on this channel (:func:`answer_typed`)."""
+        return await answer_typed(
+            self._gate,
+            channel=self._channel,
+            user_id=user_id,
+            reference=reference,
+            text=text,
+            event=event,
+        )
+
     async def interrupt(self, *, user_id: str, event: str | None = None) -> str | None:
         """A tap elsewhere: end the approver's pending reason without text first.
 
@@ -191,7 +203,7 @@ class Reasons:
         pending = await ahead if ahead is not None else await self._pending_of(user_id)
         if pending is None:
             return None
-        if event is not None and await self._gate.seen_event(self._channel, event):
+        if event is not None and await self._gate.store.seen_event(self._channel, event):
             return None
         return "\n".join(_applied(await self._finish(pending))) or None
 

@@ -45,7 +45,6 @@ from tapgate.decisions.buttons import (
     parse_revoke_postback_data,
 )
 from tapgate.decisions.chat_commands import LinkMaker
-from tapgate.decisions.questions import answer_typed
 from tapgate.decisions.taps import BatchTap, Tap, TapOutcome, tap, tap_batch
 from tapgate.decisions.typed_reasons import Reasons, asks_for_text
 from tapgate.gate.gate import Gate
@@ -161,15 +160,8 @@ class LineTaps:
     async def _answer(
         self, event: Event, user_id: str, reference: str, answer: str, started: float | None
     ) -> str | None:
-        """A typed ``answer <reference>: …`` (:func:`answer_typed`), logged when it decided."""
-        typed = await answer_typed(
-            self._gate,
-            channel="line",
-            user_id=user_id,
-            reference=reference,
-            text=answer,
-            event=event.event_id,
-        )
+        """A typed ``answer <reference>: …`` (``Reasons.answer``), logged when it decided."""
+        typed = await self._reasons.answer(user_id, reference, answer, event=event.event_id)
         if typed.outcome is not None:
             self._tap_log.decided("reply", user_id, typed.request_id, typed.outcome, started)
         return typed.reply

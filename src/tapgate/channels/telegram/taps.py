@@ -34,7 +34,6 @@ from tapgate.decisions.buttons import (
     parse_revoke_postback_data,
 )
 from tapgate.decisions.chat_commands import LinkMaker
-from tapgate.decisions.questions import answer_typed
 from tapgate.decisions.taps import BatchTap, Tap, TapOutcome, tap, tap_batch
 from tapgate.decisions.typed_reasons import Reasons, asks_for_text
 from tapgate.gate.gate import Gate
@@ -154,15 +153,8 @@ class TelegramTaps:
     async def _answer(
         self, update: Update, user: str, reference: str, text: str, started: float | None
     ) -> str | None:
-        """A typed ``answer <reference>: …`` (:func:`answer_typed`), logged when it decided."""
-        typed = await answer_typed(
-            self._gate,
-            channel="telegram",
-            user_id=user,
-            reference=reference,
-            text=text,
-            event=update.event_id,
-        )
+        """A typed ``answer <reference>: …`` (``Reasons.answer``), logged when it decided."""
+        typed = await self._reasons.answer(user, reference, text, event=update.event_id)
         if typed.outcome is not None:
             self._tap_log.decided("reply", user, typed.request_id, typed.outcome, started)
         return typed.reply
