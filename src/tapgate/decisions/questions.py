@@ -20,6 +20,7 @@ from functools import partial
 from tapgate.decisions import texts
 from tapgate.decisions.taps import ANSWER_MAX, Tap, TapOutcome, tap
 from tapgate.errors import RequestNotFound
+from tapgate.gate.doors import QuestionLookup
 from tapgate.gate.gate import Gate
 from tapgate.gate.models import CONTACT_TOOL, Request
 
@@ -35,7 +36,7 @@ _RECENT_SCAN = 50
 
 
 async def find_question(
-    gate: Gate, *, channel: str, user_id: str, reference: str, team: str | None = None
+    gate: QuestionLookup, *, channel: str, user_id: str, reference: str, team: str | None = None
 ) -> TapOutcome:
     """The question a typed ``reference`` (an id, or a prefix of one) names for this person.
 
