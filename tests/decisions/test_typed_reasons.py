@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import pytest
 
+from tapgate.decisions.buttons import deny_reason_postback_data, postback_data
+from tapgate.decisions.questions import TypedAnswer, answer_typed
 from tapgate.decisions.taps import ANSWER_MAX, Tap
 from tapgate.decisions.taps import tap as decide
 from tapgate.decisions.texts import NOT_APPROVER, reason_too_long
-from tapgate.decisions.typed_reasons import Reasons
+from tapgate.decisions.typed_reasons import Reasons, asks_for_text
 from tapgate.gate import Gate
 from tapgate.gate.clock import ManualClock
 from tapgate.gate.models import Request
@@ -193,3 +195,35 @@ async def test_a_strangers_deny_is_refused_and_waits_for_nothing(
     assert (await gate.get_request(request.id)).is_pending
     [line] = await refusals(gate, request.id)  # audited once: the redelivery said nothing
     assert (line.actor, line.detail["why"]) == ("dave", "not an approver")
+
+
+def test_deny_and_reply_buttons_ask_for_text_and_others_do_not() -> None:
+    """The one reading of "Deny…" and Reply every chat channel shares (asks_for_text)."""
+    deny_data = deny_reason_postback_data("r" * 32)
+    asked = asks_for_text(channel="line", user_id="LA", data=deny_data)
+    assert asked == Tap(channel="line", user_id="LA", action="deny", request_id="r" * 32)
+    reply_data = postback_data("reply", "q" * 32)
+    asked = asks_for_text(channel="telegram", user_id="7", data=reply_data)
+    assert asked == Tap(channel="telegram", user_id="7", action="reply", request_id="q" * 32)
+    for other in (postback_data("deny", "r" * 32), "garbage", None):
+        assert asks_for_text(channel="line", user_id="LA", data=other) is None
+
+
+async def test_a_typed_answer_refused_before_the_gate_is_told_once(gate: Gate) -> None:
+    """answer_typed: nothing typed, too long, no such question; a redelivery says nothing."""
+    empty = await answer_typed(
+        gate, channel="line", user_id="LA", reference="3fA9xK2b", text="", event="t-1"
+    )
+    assert empty == TypedAnswer(reply='Type your answer after "answer 3fA9xK2b:".')
+    again = await answer_typed(
+        gate, channel="line", user_id="LA", reference="3fA9xK2b", text="", event="t-1"
+    )
+    assert again == TypedAnswer(reply=None)  # the same event redelivered
+    long = await answer_typed(
+        gate, channel="line", user_id="LA", reference="3fA9xK2b", text="x" * 2001, event="t-2"
+    )
+    assert long.reply is not None and long.reply.startswith("That answer is longer than 2000")
+    missing = await answer_typed(
+        gate, channel="line", user_id="LA", reference="3fA9xK2b", text="yes", event="t-3"
+    )
+    assert missing.outcome is None and missing.reply is not None and "3fA9xK2b" in missing.reply

@@ -18,7 +18,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from tapgate.cli.agent import connection_options, retry_option
+from tapgate.cli.agent_options import connection_options, retry_option
 from tapgate.client import EXIT_CONFIG
 
 if TYPE_CHECKING:

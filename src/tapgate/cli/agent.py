@@ -4,7 +4,7 @@ Argument wiring only: what they do lives in :mod:`tapgate.client`
 (``claude_code_hook``, ``run_approved``), next to the remote gates they use.
 Both find the server in ``--url`` / ``$TAPGATE_URL`` and the agent token in an
 environment variable, never on the command line, where ``ps`` and shell
-history would show it.
+history would show it (the options: :mod:`tapgate.cli.agent_options`).
 
 The hook's contract with Claude Code is "exit 0, JSON on stdout" whatever
 happens, so even a mistyped flag in Claude Code's settings is answered with a
@@ -25,6 +25,13 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from tapgate.cli.agent_options import (
+    Parser,
+    connection_options,
+    retry_option,
+    seconds_arg,
+    submitted_arg,
+)
 from tapgate.client._hook_answer import DEFAULT_URL, TOKEN_ENV
 
 if TYPE_CHECKING:
@@ -35,12 +42,9 @@ __all__ = [
     "HOOK_EPILOG",
     "RUN_EPILOG",
     "TOKEN_ENV",
-    "Parser",
     "add_agent_commands",
-    "connection_options",
     "hook_claude_code",
     "hook_misconfigured",
-    "retry_option",
     "run",
 ]
 
@@ -63,35 +67,6 @@ exit status:
   0  always: the decision (allow, deny or ask) is the JSON on stdout, as the agent
      expects; a server that cannot be reached answers --on-error, and a mistyped flag
      is a JSON deny that names the mistake."""
-
-
-class Parser(argparse.ArgumentParser):
-    """``argparse``'s parser, its help formatter told the width instead of asking ``shutil``.
-
-    ``add_argument`` builds a help formatter to check each metavar, and the
-    formatter imports ``shutil`` (with ``zlib``, ``bz2``, ``lzma``) for the
-    terminal's width: a few ms of every command, the hook's included. The
-    width is found as ``shutil.get_terminal_size`` finds it. Sub-parsers are
-    of this class too (``add_subparsers`` uses the parent's class; the hook's own, below).
-    """
-
-    def _get_formatter(self) -> argparse.HelpFormatter:
-        formatter: Callable[..., argparse.HelpFormatter] = self.formatter_class
-        return formatter(prog=self.prog, width=_columns() - 2)
-
-
-def _columns() -> int:
-    """``$COLUMNS``, else the terminal's width, else 80 (``shutil.get_terminal_size``'s rules)."""
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns if columns > 0 else 80
 
 
 class _HookParser(Parser):
@@ -161,7 +136,7 @@ def _add_hook(hooks: Any, name: str, help_text: str, entry: Command) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=_seconds,
+        type=seconds_arg,
         default=DEFAULT_HOOK_TIMEOUT,
         help="seconds to wait for an approver (default: %(default)g); keep it below the "
         f"hook's timeout in {agent}'s settings",
@@ -174,7 +149,7 @@ def _add_hook(hooks: Any, name: str, help_text: str, entry: Command) -> None:
         "in a few ms with python -I -S) and exit",
     )
     # What the fast path's submit got back (tapgate.client._fast_hook): read, not sent again.
-    parser.add_argument("--submitted", type=_submitted, help=argparse.SUPPRESS)
+    parser.add_argument("--submitted", type=submitted_arg, help=argparse.SUPPRESS)
     translate = _translation(parser.prog)
     parser.set_defaults(func=entry, reject_extra=lambda extra: _hook_extra(extra, translate))
 
@@ -195,7 +170,7 @@ def _add_run(sub: Any, run: Command) -> None:
         "--session", help="session id, e.g. the CI pipeline id (session grants)"
     )
     run_parser.add_argument(
-        "--timeout", type=_seconds, help="seconds to wait (default: the request's own timeout)"
+        "--timeout", type=seconds_arg, help="seconds to wait (default: the request's own timeout)"
     )
     run_parser.add_argument(
         "--sandbox",
@@ -209,64 +184,6 @@ def _add_run(sub: Any, run: Command) -> None:
     retry_option(run_parser)
     run_parser.add_argument("argv", nargs=argparse.REMAINDER, help="-- COMMAND [ARG ...]")
     run_parser.set_defaults(func=run)
-
-
-def connection_options(parser: argparse.ArgumentParser, *, flag: str = "--url") -> None:
-    """Options for the tapgate server (``flag``) and the variable holding the agent token."""
-    parser.add_argument(
-        flag,
-        default=os.environ.get("TAPGATE_URL") or DEFAULT_URL,
-        help=f"tapgate server (default: $TAPGATE_URL, else {DEFAULT_URL})",
-    )
-    parser.add_argument(
-        "--token-env",
-        default=TOKEN_ENV,
-        metavar="NAME",
-        help=f"environment variable holding the agent token (default: {TOKEN_ENV})",
-    )
-
-
-def retry_option(parser: argparse.ArgumentParser) -> None:
-    """``--retry-for``: how long a waiting agent rides out a server that fails or restarts."""
-    from tapgate.client import DEFAULT_RETRY_FOR
-
-    parser.add_argument(
-        "--retry-for",
-        type=_duration,
-        default=DEFAULT_RETRY_FOR,
-        metavar="DURATION",
-        help="keep retrying a tapgate server that is down or failing (a restart) this long, "
-        "then give the error answer: seconds, or 90s, 2m, 1h (default: %(default)gs; 0: a few "
-        "quick retries only); never past the request's deadline or --timeout",
-    )
-
-
-def _duration(text: str) -> float:
-    """Seconds in ``90``, ``90s``, ``2m`` or ``1h``; 0 is allowed (quick retries only)."""
-    from tapgate.client._hook_answer import duration
-
-    try:
-        return duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _seconds(text: str) -> float:
-    from tapgate.client._hook_answer import seconds
-
-    try:
-        return seconds(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _submitted(text: str) -> tuple[bytes, tuple[str, str] | None]:
-    from tapgate.client._hook_answer import decode_submitted
-
-    try:
-        return decode_submitted(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 HOOK_GRACE = 15.0

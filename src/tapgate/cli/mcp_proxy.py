@@ -21,7 +21,7 @@ import sys
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from tapgate.cli.agent import _duration, connection_options, retry_option
+from tapgate.cli.agent_options import connection_options, duration_arg, retry_option
 from tapgate.client import EXIT_CONFIG
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def add_mcp_proxy_command(sub: Any, command: Command) -> None:
     )
     parser.add_argument(
         "--listing-timeout",
-        type=_duration,
+        type=duration_arg,
         metavar="DURATION",
         help="how long a call to a tool not listed yet may page through the upstream's "
         "tools/list (for its hints, and to refuse a tool it does not have) before it goes "

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from tapgate import __version__
-from tapgate.cli.agent import Parser, add_agent_commands
+from tapgate.cli.agent import add_agent_commands
+from tapgate.cli.agent_options import Parser
 from tapgate.cli.commands import COMMANDS
 
 __all__ = ["DESCRIPTION", "EPILOG", "SUBCOMMANDS", "build_parser"]

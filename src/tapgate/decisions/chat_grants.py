@@ -39,7 +39,7 @@ from tapgate.decisions.texts import (
     grants_heading,
     revoked_message,
 )
-from tapgate.gate.gate import Gate
+from tapgate.gate.doors import ApproverStore
 from tapgate.gate.models import Grant
 from tapgate.policy.masking import clean
 
@@ -98,7 +98,7 @@ class Revoked:
     approver: str | None = None
 
 
-async def list_own(gate: Gate, asker: Asker, *, limit: int) -> Listing:
+async def list_own(gate: ApproverStore, asker: Asker, *, limit: int) -> Listing:
     """``asker``'s active grants, newest first, at most ``limit`` of them (a surface's cap)."""
     approver = gate.directory.identify(asker.channel, asker.user_id, asker.team)
     if approver is None:
@@ -114,7 +114,7 @@ async def list_own(gate: Gate, asker: Asker, *, limit: int) -> Listing:
 
 
 async def revoke_own(
-    gate: Gate,
+    gate: ApproverStore,
     asker: Asker,
     grant_id: str,
     *,

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tapgate.decisions.refusals import record_refusal
 from tapgate.decisions.taps import Tap, TapOutcome, check, tap
 from tapgate.decisions.texts import (
     EDIT_KEEP_MASKED,
@@ -390,4 +391,4 @@ async def _audit_refused(
         "edit": _edit_detail(request, arguments),
     }
     actor = approver or f"{answer.channel}:{answer.user_id}"
-    await gate.record_refusal(request.id, actor=actor, detail=detail)
+    await record_refusal(gate, request.id, actor=actor, detail=detail)

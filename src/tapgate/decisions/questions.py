@@ -1,23 +1,32 @@
-"""A typed answer's reference turned into the one question it names.
+"""A typed answer: its reference turned into the one question it names, then answered.
 
-LINE has no modal: an approver answers a question by typing
-``answer <reference>: <text>`` (:func:`tapgate.decisions.buttons.parse_answer`),
-where the reference is the question's id or a prefix of it. This module finds
-the question; answering it is an ordinary tap (:func:`tapgate.decisions.taps.tap`),
-which authorises and audits as for any other.
+Chats without a modal (LINE, Telegram) let an approver answer a question by
+typing ``answer <reference>: <text>`` (:func:`tapgate.decisions.buttons.parse_answer`),
+where the reference is the question's id or a prefix of it.
+:func:`find_question` finds the question; :func:`answer_typed` is the whole
+typed answer, the same on every channel: refused before the gate is asked
+(nothing typed, too long, no such question, ambiguous), or an ordinary tap
+(:func:`tapgate.decisions.taps.tap`), which authorises and audits as for any
+other. A channel only reads the reference and text off its wire and renders
+the reply.
 """
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
 from functools import partial
 
-from tapgate.decisions.taps import TapOutcome
-from tapgate.decisions.texts import is_question, no_question_matches, too_many_questions
+from tapgate.decisions import texts
+from tapgate.decisions.taps import ANSWER_MAX, Tap, TapOutcome, tap
 from tapgate.errors import RequestNotFound
+from tapgate.gate.doors import QuestionLookup
 from tapgate.gate.gate import Gate
 from tapgate.gate.models import CONTACT_TOOL, Request
 
-__all__ = ["find_question"]
+__all__ = ["TypedAnswer", "answer_typed", "find_question"]
+
+_log = logging.getLogger(__name__)
 
 # Bounds of the queries that resolve a typed reference (tool and id prefix are
 # matched in SQL; the prefix again exactly here): pending questions are
@@ -27,7 +36,7 @@ _RECENT_SCAN = 50
 
 
 async def find_question(
-    gate: Gate, *, channel: str, user_id: str, reference: str, team: str | None = None
+    gate: QuestionLookup, *, channel: str, user_id: str, reference: str, team: str | None = None
 ) -> TapOutcome:
     """The question a typed ``reference`` (an id, or a prefix of one) names for this person.
 
@@ -51,7 +60,7 @@ async def find_question(
 
     def mine(request: Request) -> bool:
         return (
-            is_question(request)
+            texts.is_question(request)
             and request.id.startswith(reference)
             and approver in request.approvers
         )
@@ -59,7 +68,7 @@ async def find_question(
     found = partial(gate.list_requests, tool=CONTACT_TOOL, id_prefix=reference)
     matches = [r for r in await found(status="pending", limit=_PENDING_SCAN) if mine(r)]
     if len(matches) > 1:
-        message = too_many_questions(reference)
+        message = texts.too_many_questions(reference)
         return TapOutcome(kind="ambiguous", approver=approver, message=message)
     if not matches:
         matches = [r for r in await found(limit=_RECENT_SCAN) if mine(r)][:1]
@@ -69,4 +78,51 @@ async def find_question(
 
 
 def _no_match(reference: str, approver: str | None) -> TapOutcome:
-    return TapOutcome(kind="not_found", approver=approver, message=no_question_matches(reference))
+    return TapOutcome(
+        kind="not_found", approver=approver, message=texts.no_question_matches(reference)
+    )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TypedAnswer:
+    """What a typed answer came to: the reply, and the tap when one was made.
+
+    ``reply`` is what to tell the approver (``None``: nothing, a redelivery);
+    ``outcome`` is the tap's when the answer reached the gate (``None``:
+    refused before it), for the channel's tap log, with the ``request_id``
+    of the question it answered.
+    """
+
+    reply: str | None
+    outcome: TapOutcome | None = None
+    request_id: str = ""
+
+
+_SILENT = TypedAnswer(reply=None)
+
+
+async def answer_typed(
+    gate: Gate, *, channel: str, user_id: str, reference: str, text: str, event: str
+) -> TypedAnswer:
+    """``answer <reference>: <text>`` typed by ``user_id`` on ``channel``, as event ``event``.
+
+    Refusals made before the gate is asked claim the event themselves, so a
+    redelivery says nothing twice; the answer's own event id is remembered
+    with the decision by :func:`~tapgate.decisions.taps.tap`.
+    """
+    if not text or len(text) > ANSWER_MAX:
+        if not await gate.remember_event(channel, event):
+            return _SILENT
+        return TypedAnswer(
+            reply=texts.answer_too_long(ANSWER_MAX) if text else texts.answer_missing(reference)
+        )
+    found = await find_question(gate, channel=channel, user_id=user_id, reference=reference)
+    if found.request is None:
+        if not await gate.remember_event(channel, event):
+            return _SILENT
+        _log.info("%s answer by %s to %s: %s", channel, user_id, reference, found.kind)
+        return TypedAnswer(reply=found.message)
+    reply = Tap(channel=channel, user_id=user_id, action="reply", request_id=found.request.id)
+    outcome = await tap(gate, reply, reason=text, event=event)
+    said = None if outcome.kind == "duplicate" else outcome.message
+    return TypedAnswer(reply=said, outcome=outcome, request_id=found.request.id)

@@ -11,6 +11,9 @@ the same line in the audit log whoever decided it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from tapgate.decisions.tap_records import BatchTap, Tap, TapOutcome, Tapper, audit_detail, identify
 from tapgate.decisions.texts import (
     NOT_APPROVER,
@@ -29,7 +32,7 @@ from tapgate.errors import (
 from tapgate.gate.gate import Gate
 from tapgate.gate.models import Request
 
-__all__ = ["audit_refused", "not_a_question", "refusal", "refuse"]
+__all__ = ["audit_refused", "not_a_question", "record_refusal", "refusal", "refuse"]
 
 
 async def refuse(
@@ -100,8 +103,19 @@ async def audit_refused(tapper: Tapper, *, why: str, request_id: str | None = No
         target, extra = request_id or answer.batch_id, {"batch": answer.batch_id}
     else:
         target, extra = answer.request_id, {}
-    await tapper.gate.record_refusal(
+    await record_refusal(
+        tapper.gate,
         target,
         actor=tapper.actor,
         detail={**audit_detail(tapper), **extra, "wanted": wanted, "why": why},
+    )
+
+
+async def record_refusal(
+    gate: Gate, request_id: str, *, actor: str, detail: Mapping[str, Any]
+) -> None:
+    """Write a ``refused`` audit line for a refusal decided before the compare-and-set."""
+    now = gate.clock.now()
+    await gate.store.record(
+        "refused", request_id=request_id, actor=actor, now=now, detail=dict(detail)
     )

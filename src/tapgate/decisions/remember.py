@@ -35,7 +35,7 @@ from tapgate.policy.masking import clean
 from tapgate.policy.rules import DEFAULT_ALWAYS_TTL
 
 if TYPE_CHECKING:
-    from tapgate.gate.gate import Gate
+    from tapgate.gate.doors import PolicyLookup
 
 __all__ = ["Offer", "Reach", "covers", "offer_for", "reach", "reach_for"]
 
@@ -110,7 +110,7 @@ def reach_for(policy: Policy, request: Request | None, scope: Scope) -> Reach:
     return Reach(scope="session", refused=refused)
 
 
-async def reach(gate: Gate, request_id: str, scope: Scope) -> Reach:
+async def reach(gate: PolicyLookup, request_id: str, scope: Scope) -> Reach:
     """:func:`reach_for` on the request as the store has it now (``core.taps`` asks first)."""
     if scope == "once":
         return Reach(scope=scope)

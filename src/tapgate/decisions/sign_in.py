@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from tapgate.store.web_sessions import NewSession, WebSession
 
 if TYPE_CHECKING:
-    from tapgate.gate.gate import Gate
+    from tapgate.gate.doors import ApproverStore
 
 __all__ = [
     "INBOX_PATH",
@@ -107,7 +107,7 @@ def csrf_matches(session: WebSession, offered: str | None) -> bool:
 class SignIns:
     """Sign-in links and web sessions, through the gate's store."""
 
-    def __init__(self, gate: Gate) -> None:
+    def __init__(self, gate: ApproverStore) -> None:
         self._gate = gate
 
     async def link(self, approver: str, *, via: str) -> str:

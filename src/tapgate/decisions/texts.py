@@ -43,6 +43,8 @@ __all__ = [
     "already_message",
     "always_label",
     "answer_hint",
+    "answer_missing",
+    "answer_too_long",
     "applied_message",
     "ask_reason_message",
     "batch_message",
@@ -159,6 +161,16 @@ def applied_message(request: Request) -> str:
 def answer_hint(request_id: str) -> str:
     """LINE's Reply button opened the keyboard: what to send."""
     return f'Type your answer after "{answer_prefill(request_id).rstrip()}" and send it.'
+
+
+def answer_too_long(limit: int) -> str:
+    """A typed ``answer <reference>: …`` over ``limit`` characters: refused, nothing decided."""
+    return f"That answer is longer than {limit} characters; please shorten it and send it again."
+
+
+def answer_missing(reference: str) -> str:
+    """A typed ``answer <reference>:`` with nothing after the colon."""
+    return f'Type your answer after "answer {reference}:".'
 
 
 def reason_too_long(limit: int) -> str:

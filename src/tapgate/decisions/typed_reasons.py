@@ -39,7 +39,9 @@ from datetime import timedelta
 
 from sqlalchemy.exc import IntegrityError
 
+from tapgate.decisions.buttons import parse_deny_reason_postback_data, parse_postback_data
 from tapgate.decisions.lookahead import Lookahead
+from tapgate.decisions.questions import TypedAnswer, answer_typed
 from tapgate.decisions.taps import ANSWER_MAX, Tap, TapOutcome, check, tap
 from tapgate.decisions.texts import (
     REASON_SKIPPED,
@@ -54,13 +56,28 @@ from tapgate.gate.gate import Gate
 from tapgate.gate.models import Request
 from tapgate.store.reasons import Busy, PendingReason, ReasonKind
 
-__all__ = ["GRACE", "Reasons"]
+__all__ = ["GRACE", "Reasons", "asks_for_text"]
 
 _log = logging.getLogger(__name__)
 
 GRACE = timedelta(seconds=30)
 """How long a typed or lapsed row waits for the process deciding it before the heartbeat does."""
 _ASK_ATTEMPTS = 3
+
+
+def asks_for_text(*, channel: str, user_id: str, data: str | None) -> Tap | None:
+    """The tap a "Deny…" or a question's Reply button makes, or ``None`` for any other button.
+
+    Both ask for the approver's next text (:meth:`Reasons.ask`) rather than
+    deciding; ``data`` is the button's postback data as the channel read it.
+    """
+    deny_for = parse_deny_reason_postback_data(data)
+    parsed = parse_postback_data(data)
+    if deny_for is None and (parsed is None or parsed[0] != "reply"):
+        return None
+    request_id = deny_for or (parsed[1] if parsed else "")
+    action: ReasonKind = "deny" if deny_for else "reply"
+    return Tap(channel=channel, user_id=user_id, action=action, request_id=request_id)
 
 
 class Reasons:
@@ -160,6 +177,17 @@ class Reasons:
         outcome = await self._finish(current)  # "stale": ended just now, without the text
         return outcome.message or None if outcome is not None else None  # "": a duplicate
 
+    async def answer(self, user_id: str, reference: str, text: str, *, event: str) -> TypedAnswer:
+        """A typed ``answer <reference>: <text>`` on this channel (:func:`answer_typed`)."""
+        return await answer_typed(
+            self._gate,
+            channel=self._channel,
+            user_id=user_id,
+            reference=reference,
+            text=text,
+            event=event,
+        )
+
     async def interrupt(self, *, user_id: str, event: str | None = None) -> str | None:
         """A tap elsewhere: end the approver's pending reason without text first.
 
@@ -175,7 +203,7 @@ class Reasons:
         pending = await ahead if ahead is not None else await self._pending_of(user_id)
         if pending is None:
             return None
-        if event is not None and await self._gate.seen_event(self._channel, event):
+        if event is not None and await self._gate.store.seen_event(self._channel, event):
             return None
         return "\n".join(_applied(await self._finish(pending))) or None
 

@@ -30,7 +30,7 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
-from tapgate.gate.gate import Gate
+from tapgate.gate.doors import ClockedStore
 from tapgate.store.webhook_inbox import InboxItem
 
 __all__ = ["MAX_ATTEMPTS", "REPLAY_AFTER", "Applier", "Inbox", "InboxItem"]
@@ -61,7 +61,7 @@ class Inbox:
     test set-up (``bot/app.py``).
     """
 
-    def __init__(self, gate: Gate, *, apply_delay: float = 0.0) -> None:
+    def __init__(self, gate: ClockedStore, *, apply_delay: float = 0.0) -> None:
         self._gate = gate
         self.apply_delay = apply_delay
         self._appliers: dict[str, Applier] = {}

@@ -16,7 +16,8 @@ burst of taps must not cost a claim transaction and two reads each
 (docs/benchmarks.md).
 
 A batch's card (an outbox item with ``members``) goes through the
-notifier's :class:`~tapgate.delivery.notifier.BatchNotifier` methods: one
+notifier's :class:`~tapgate.delivery.notifier.BatchNotifier` methods
+(the calls themselves are :mod:`tapgate.delivery.item_calls`): one
 message per approver × channel, paced like any other, and after each wave
 of its calls' decisions one update showing the batch as it then is.
 """
@@ -31,9 +32,10 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 
-from tapgate.delivery.notifier import BatchNotifier, Notifier, Receipt
+from tapgate.delivery.item_calls import send_item, update_item
+from tapgate.delivery.notifier import Notifier
 from tapgate.delivery.retry import outbox_backoff
-from tapgate.errors import DeliveryError, PermanentDeliveryError
+from tapgate.errors import DeliveryError
 from tapgate.gate.bus import EventBus
 from tapgate.gate.clock import Clock, SystemClock
 from tapgate.gate.models import GateEvent
@@ -275,7 +277,7 @@ class Dispatcher:
     async def _send(self, notifier: Notifier, item: OutboxItem) -> None:
         try:
             async with self._slots:
-                receipt = await _send_item(notifier, item)
+                receipt = await send_item(notifier, item)
         except DeliveryError as exc:
             await self._failed(item, exc)
             return
@@ -339,18 +341,9 @@ class Dispatcher:
     async def _update(self, item: OutboxItem) -> bool:
         """Show the decision on one sent message; a failure is tried again after a backoff."""
         notifier = self.notifiers[item.delivery.channel]
-        ref = item.receipt or {}
-        receipt = Receipt(
-            channel=str(ref.get("channel", item.delivery.channel)),
-            address=str(ref.get("address", item.delivery.address)),
-            ref={k: str(v) for k, v in dict(ref.get("ref", {})).items()},
-        )
         try:
             async with self._slots:
-                if item.batch_id is not None:
-                    await _batch_notifier(notifier).update_batch(item.members, receipt)
-                else:
-                    await notifier.update(item.request, receipt)
+                await update_item(notifier, item)
         except DeliveryError as exc:
             log.warning(
                 "could not update %s message of request %s: %s",
@@ -383,22 +376,3 @@ class Dispatcher:
             now=now,
             retry_at=now + timedelta(seconds=delay),
         )
-
-
-async def _send_item(notifier: Notifier, item: OutboxItem) -> Receipt:
-    """One attempt at an item: a request's message, or a batch's card."""
-    # The claim counted this attempt: more than one means an earlier
-    # one failed, died or was stopped, and may have been delivered.
-    retried = item.attempts > 1
-    if item.batch_id is None:
-        return await notifier.send(item.request, item.delivery, key=item.retry_key, retried=retried)
-    return await _batch_notifier(notifier).send_batch(
-        item.members, item.delivery, key=item.retry_key, retried=retried
-    )
-
-
-def _batch_notifier(notifier: Notifier) -> BatchNotifier:
-    """``notifier`` as one that can show a batch card; a permanent failure if it cannot."""
-    if not isinstance(notifier, BatchNotifier):
-        raise PermanentDeliveryError(f"the {notifier.channel} notifier cannot send batch cards")
-    return notifier

@@ -46,6 +46,7 @@ __all__ = [
     "RetryPolicy",
     "build_retrying",
     "delivery_retry_after",
+    "delivery_retrying",
     "describe_error",
     "is_retryable_delivery",
     "is_transient_status",
@@ -163,6 +164,28 @@ def build_retrying(
         sleep=sleep,
         before_sleep=_log_retry(label),
         reraise=True,
+    )
+
+
+def delivery_retrying(
+    policy: RetryPolicy,
+    *,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    label: str = "delivery",
+) -> AsyncRetrying:
+    """:func:`build_retrying` for a notifier's call that raises ``DeliveryError``.
+
+    What every channel's send retries is the same: a retryable
+    ``DeliveryError`` (or a transport error), waiting its ``retry_after``
+    when the platform gave one; only the policy, the sleep and the label
+    differ.
+    """
+    return build_retrying(
+        policy,
+        retryable=is_retryable_delivery,
+        retry_after=delivery_retry_after,
+        sleep=sleep,
+        label=label,
     )
 
 

@@ -1,18 +1,23 @@
-"""The gate's door to the store for the layers above core.
+"""The gate's door to the store for the layers above the domain.
 
-Webhooks, the heartbeat and the CLI need a few things only the store knows
-(requests and grants as stored, the audit log, webhook event ids,
+Webhooks, the heartbeat, the server and the CLI need a few things only the
+store knows (requests and grants as stored, the audit log, webhook event ids,
 reminders, the leader's lock). They ask the gate, never ``gate.store``
 (``tests/test_conventions.py`` enforces it), so a store change is a change
-in core only. The methods live here, mixed into
-:class:`~tapgate.gate.gate.Gate`, to keep the gate's own module about deciding.
+in the domain only. That is what the forwarding methods here are for: the
+door itself, not a layer of logic. What the door adds beyond it is the
+gate's clock (``now`` for grants, consuming, remembering events,
+reminders) and its directory (whom a reminder or an escalation reaches).
+The domain's own modules, which may touch the store, call it directly
+(refusals' audit lines, typed reasons' event checks) rather than through
+here. The methods live in this mixin of :class:`~tapgate.gate.gate.Gate` to
+keep the gate's own module about deciding.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from datetime import datetime
-from typing import Any
 
 from tapgate.gate.clock import Clock
 from tapgate.gate.directory import Directory
@@ -25,7 +30,7 @@ __all__ = ["StoreDoor"]
 
 
 class StoreDoor:
-    """Store reads and writes for callers above core; needs ``store``, ``clock``, ``directory``."""
+    """Store reads and writes for the layers above the domain (needs store, clock, directory)."""
 
     store: Store
     clock: Clock
@@ -110,22 +115,9 @@ class StoreDoor:
         """``agent``'s requests decided after the cursor (decision number, id), in order."""
         return await self.store.decided_since(agent, after, limit)
 
-    async def record_refusal(
-        self, request_id: str, *, actor: str, detail: Mapping[str, Any]
-    ) -> None:
-        """Audit a refusal decided before the compare-and-set
-        (:mod:`tapgate.decisions.refusals`)."""
-        await self.store.record(
-            "refused", request_id=request_id, actor=actor, now=self.clock.now(), detail=dict(detail)
-        )
-
     async def remember_event(self, channel: str, event_id: str) -> bool:
         """Remember a platform event id; False if it was seen before (a redelivery)."""
         return await self.store.remember_event(channel, event_id, self.clock.now())
-
-    async def seen_event(self, channel: str, event_id: str) -> bool:
-        """Whether a platform event id was applied already; nothing is remembered by asking."""
-        return await self.store.seen_event(channel, event_id)
 
     async def forget_events(self, before: datetime) -> int:
         """Forget event ids remembered before ``before`` (redeliveries stop after a day)."""

@@ -21,7 +21,7 @@ import asyncio
 import logging
 
 from tapgate.delivery.notifier import Announcer
-from tapgate.gate.gate import Gate
+from tapgate.gate.doors import Stranding
 from tapgate.gate.models import GateEvent
 from tapgate.server.metrics import Metrics
 
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 class Unreachable:
     """Ends unreachable requests for the server; owns the small tasks it starts."""
 
-    def __init__(self, gate: Gate, metrics: Metrics, console: Announcer | None) -> None:
+    def __init__(self, gate: Stranding, metrics: Metrics, console: Announcer | None) -> None:
         self._gate = gate
         self._metrics = metrics
         self._console = console

@@ -38,10 +38,8 @@ from tapgate.delivery.presentation import present
 from tapgate.delivery.retry import (
     TRANSPORT_ERRORS,
     RetryPolicy,
-    build_retrying,
-    delivery_retry_after,
+    delivery_retrying,
     describe_error,
-    is_retryable_delivery,
     is_transient_status,
     parse_retry_after,
 )
@@ -132,13 +130,8 @@ class LineNotifier:
         self, body: PushMessageRequest, delivery: Delivery, key: str, subject: str
     ) -> Receipt:
         """One push of ``body``'s messages (one retry key for all: LINE accepts them together)."""
-        retrying = build_retrying(
-            self._retry,
-            retryable=is_retryable_delivery,
-            retry_after=delivery_retry_after,
-            sleep=self._sleep,
-            label=f"LINE push of {subject} to {delivery.address}",
-        )
+        label = f"LINE push of {subject} to {delivery.address}"
+        retrying = delivery_retrying(self._retry, sleep=self._sleep, label=label)
         message_id: str | None = await retrying(self._push, body, _retry_key(key))
         ref = {"message_id": message_id} if message_id else {}
         return Receipt(channel=self.channel, address=delivery.address, ref=ref)

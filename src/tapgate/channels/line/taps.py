@@ -10,7 +10,7 @@ decides what to do and say::
              ─► Deny… / Reply ──core.reasons.ask──► "Type the reason"
              ─► a decision's button ──core.reasons.interrupt, core.taps.tap / tap_batch──► reply
     "grants" / "inbox" / "help" text ──► ``_line_commands``
-    "answer <ref>: …" text ──core.questions, core.taps.tap──► reply
+    "answer <ref>: …" text ──decisions.questions.answer_typed──► reply
     other text ──core.reasons.typed──► the reason, or nothing
     "id" text / follow ──► reply with the user id
 
@@ -41,14 +41,12 @@ from tapgate.decisions.buttons import (
     BatchAction,
     TapAction,
     parse_batch_postback_data,
-    parse_deny_reason_postback_data,
     parse_postback_data,
     parse_revoke_postback_data,
 )
 from tapgate.decisions.chat_commands import LinkMaker
-from tapgate.decisions.questions import find_question
-from tapgate.decisions.taps import ANSWER_MAX, BatchTap, Tap, TapOutcome, tap, tap_batch
-from tapgate.decisions.typed_reasons import Reasons
+from tapgate.decisions.taps import BatchTap, Tap, TapOutcome, tap, tap_batch
+from tapgate.decisions.typed_reasons import Reasons, asks_for_text
 from tapgate.gate.gate import Gate
 
 __all__ = ["LineTaps"]
@@ -59,9 +57,6 @@ _NO_LONGER_VALID = "This button is no longer valid."
 _ONE_TO_ONE_ONLY = (
     "tapgate works in a 1:1 chat only: open a chat with this bot "
     "to approve requests or to see your user id."
-)
-_TOO_LONG = (
-    f"That answer is longer than {ANSWER_MAX} characters; please shorten it and send it again."
 )
 
 
@@ -135,17 +130,9 @@ class LineTaps:
         grant_id = parse_revoke_postback_data(event.data)
         if grant_id is not None:  # a listed grant's Revoke (see _line_grants)
             return await revoke_answer(self._gate, user_id, grant_id, event.event_id)
-        parsed = parse_postback_data(event.data)
-        deny_for = parse_deny_reason_postback_data(event.data)
-        if deny_for is not None or (parsed is not None and parsed[0] == "reply"):
-            request_id = deny_for or (parsed[1] if parsed else "")
-            asked = Tap(
-                channel="line",
-                user_id=user_id,
-                action="deny" if deny_for else "reply",
-                request_id=request_id,
-            )
-            _log.info("LINE %s tap by %s on request %s", asked.action, user_id, request_id)
+        asked = asks_for_text(channel="line", user_id=user_id, data=event.data)
+        if asked is not None:
+            _log.info("LINE %s tap by %s on request %s", asked.action, user_id, asked.request_id)
             return await self._reasons.ask(asked, event=event.event_id)
         before = await self._reasons.interrupt(user_id=user_id, event=event.event_id)
         return _joined(before, await self._button(event, user_id, started))
@@ -173,27 +160,11 @@ class LineTaps:
     async def _answer(
         self, event: Event, user_id: str, reference: str, answer: str, started: float | None
     ) -> str | None:
-        """A typed ``answer <reference>: <answer>``: the question it names, answered.
-
-        Refusals made before the gate is asked (nothing typed, too long, no
-        such question, ambiguous) claim the event themselves; the answer's
-        own event id is remembered with the decision by :func:`tap`.
-        """
-        if not answer or len(answer) > ANSWER_MAX:
-            if not await self.claim(event):
-                return None
-            return _TOO_LONG if answer else f'Type your answer after "answer {reference}:".'
-        found = await find_question(
-            self._gate, channel="line", user_id=user_id, reference=reference
-        )
-        if found.request is None:
-            if not await self.claim(event):
-                return None
-            _log.info("LINE answer by %s to %s: %s", user_id, reference, found.kind)
-            return found.message
-        reply = Tap(channel="line", user_id=user_id, action="reply", request_id=found.request.id)
-        outcome = await tap(self._gate, reply, reason=answer, event=event.event_id)
-        return self._told(event, "reply", found.request.id, outcome, started)
+        """A typed ``answer <reference>: …`` (``Reasons.answer``), logged when it decided."""
+        typed = await self._reasons.answer(user_id, reference, answer, event=event.event_id)
+        if typed.outcome is not None:
+            self._tap_log.decided("reply", user_id, typed.request_id, typed.outcome, started)
+        return typed.reply
 
     def _told(
         self,

@@ -38,10 +38,8 @@ from tapgate.delivery.presentation import ApprovalView, present
 from tapgate.delivery.retry import (
     TRANSPORT_ERRORS,
     RetryPolicy,
-    build_retrying,
-    delivery_retry_after,
+    delivery_retrying,
     describe_error,
-    is_retryable_delivery,
     is_transient_status,
     may_have_been_delivered,
     parse_retry_after,
@@ -226,13 +224,7 @@ class SlackNotifier:
         )
 
     def _retrying(self, label: str) -> AsyncRetrying:
-        return build_retrying(
-            self._retry,
-            retryable=is_retryable_delivery,
-            retry_after=delivery_retry_after,
-            sleep=self._sleep,
-            label=label,
-        )
+        return delivery_retrying(self._retry, sleep=self._sleep, label=label)
 
     async def _post_once(self, post: _Post, address: str) -> dict[str, str]:
         channel = await self._conversation(address)

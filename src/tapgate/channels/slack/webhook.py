@@ -22,10 +22,11 @@ bytes to the answer::
 
 What a tap *means* (who may, what is refused and audited, the words) is
 :mod:`tapgate.decisions.taps`; this module only speaks Slack: it verifies, routes,
-stores and acknowledges; ``_slack_taps`` does the work after the ack, in tasks
-owned here. A decided request's message is rewritten by the outbox dispatcher
-(every message of the request, on every channel), so a successful tap needs
-no answer here; a refused or late one gets an ephemeral sentence.
+stores and acknowledges (each listener in :mod:`.listeners`); ``_slack_taps``
+does the work after the ack, in tasks owned here. A decided request's message
+is rewritten by the outbox dispatcher (every message of the request, on every
+channel), so a successful tap needs no answer here; a refused or late one gets
+an ephemeral sentence.
 
 Record before acknowledging (decision 0017-record-before-acknowledge): what decides is stored
 in the inbox (:mod:`tapgate.decisions.webhook_inbox`) under a stable event id
@@ -40,38 +41,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
-from slack_bolt.async_app import AsyncAck
-from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from tapgate.channels.contract import Handler
-from tapgate.channels.slack import inbox as _slack_inbox
 from tapgate.channels.slack.bolt import bolt_request, build_bolt
 from tapgate.channels.slack.commands import SlashCommands
 from tapgate.channels.slack.grants import SUMMARY, SlackGrantTaps
+from tapgate.channels.slack.listeners import UNRECORDED, SlackListeners
 from tapgate.channels.slack.payloads import (
-    ANSWER_BLOCK,
     DENY_ALL_CALLBACK_ID,
     DENY_CALLBACK_ID,
     EDIT_CALLBACK_ID,
     REPLY_CALLBACK_ID,
-    BatchInteraction,
-    Interaction,
-    RevokeInteraction,
-    parse_action,
-    parse_batch_action,
-    parse_deny_all_submission,
-    parse_deny_submission,
-    parse_edit_action,
-    parse_edit_submission,
-    parse_reply_submission,
-    parse_revoke,
 )
 from tapgate.channels.slack.replies import SlackReplies
 from tapgate.channels.slack.sign_in import SlackSignIn
@@ -94,7 +80,7 @@ from tapgate.decisions.buttons import (
     SLACK_REVOKE_ACTION_ID,
 )
 from tapgate.decisions.chat_commands import INBOX_SUMMARY, LinkMaker
-from tapgate.decisions.webhook_inbox import Inbox, InboxItem
+from tapgate.decisions.webhook_inbox import Inbox
 from tapgate.gate.gate import Gate
 
 if TYPE_CHECKING:
@@ -110,13 +96,8 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-BLANK_ANSWER = "Type an answer: the agent is waiting for it."
-# What the inbox keeps: everything that changes state.
-_Stored = Interaction | BatchInteraction | RevokeInteraction
-_UNRECORDED = 503  # the listener's own answer when the inbox could not store a tap
 
-
-class SlackWebhook:
+class SlackWebhook(SlackListeners):
     """Receives Slack interactions for one app and resolves taps through ``gate``.
 
     ``team_id`` pins the workspace: a tap from any other is refused even
@@ -230,7 +211,7 @@ class SlackWebhook:
             _log.warning("Slack webhook refused: signed but malformed payload")
             return self._refuse("payload", 400, "malformed payload")
         response = await self._bolt.async_dispatch(verified)
-        if response.status >= 500 and response.status != _UNRECORDED:  # bolt choked on it
+        if response.status >= 500 and response.status != UNRECORDED:  # bolt choked on it
             _log.warning("Slack webhook refused: bolt could not process a signed payload")
             return self._refuse("payload", 400, "malformed payload")
         return await to_aiohttp_response(response)
@@ -262,144 +243,8 @@ class SlackWebhook:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
 
-    # -- bolt listeners: store a decision, ack, work in an owned task -----------------
-
-    async def _on_action(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
-        started = time.perf_counter()
-        interaction = parse_action(body)
-        if interaction is None:
-            return self._refuse_bolt()
-        if interaction.action not in ("deny", "reply"):
-            return await self._record_then_ack(ack, body, interaction, started)
-        response = await ack()
-        ask = self._taps.ask_reason if interaction.action == "deny" else self._taps.ask_answer
-        self._spawn(interaction, ask(interaction))
-        return response
-
-    async def _on_batch_action(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
-        started = time.perf_counter()
-        interaction = parse_batch_action(body)
-        if interaction is None:
-            return self._refuse_bolt()
-        if interaction.action != "deny_all":
-            return await self._record_then_ack(ack, body, interaction, started)
-        response = await ack()  # a reason first, as a single Deny
-        self._spawn(interaction, self._taps.batches.ask_reason(interaction))
-        return response
-
-    async def _on_revoke(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
-        """A listed grant's Revoke: it changes state, so it is stored before the ack."""
-        interaction = parse_revoke(body)
-        if interaction is None:
-            return self._refuse_bolt()
-        return await self._record_then_ack(ack, body, interaction, time.perf_counter())
-
-    async def _on_deny_all_submission(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
-        """The "Deny all" modal was submitted: close it at once, then deny (as a single deny)."""
-        started = time.perf_counter()
-        interaction = parse_deny_all_submission(body)
-        if interaction is None:
-            return self._refuse_bolt()
-        return await self._record_then_ack(ack, body, interaction, started)
-
-    async def _on_deny_submission(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
-        """The reason modal was submitted: close it at once, then deny.
-
-        Whether the deny still applies is known only after the compare-and-set;
-        a late one (decided meanwhile, expired) is told ephemerally, like a
-        late tap, rather than by keeping the modal open with an error.
-        """
-        started = time.perf_counter()
-        interaction = parse_deny_submission(body)
-        if interaction is None:
-            return self._refuse_bolt()
-        return await self._record_then_ack(ack, body, interaction, started)
-
-    async def _on_reply_submission(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
-        """A question's answer modal was submitted: a blank answer keeps it open, else answer.
-
-        As with a deny, whether the answer still applies is known only after
-        the compare-and-set, and a late one is told ephemerally.
-        """
-        started = time.perf_counter()
-        interaction = parse_reply_submission(body)
-        if interaction is None:
-            return self._refuse_bolt()
-        if interaction.reason is None:
-            return await ack(response_action="errors", errors={ANSWER_BLOCK: BLANK_ANSWER})
-        return await self._record_then_ack(ack, body, interaction, started)
-
-    async def _on_edit_action(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
-        """ "Edit…" opens a modal and decides nothing: ack, then open it in an owned task."""
-        interaction = parse_edit_action(body)
-        if interaction is None:
-            return self._refuse_bolt()
-        response = await ack()
-        self._spawn(interaction, self._taps.edits.open_modal(interaction))
-        return response
-
-    async def _on_edit_submission(self, ack: AsyncAck, body: dict[str, Any]) -> BoltResponse:
-        """The edit modal was submitted: judged first, so a refusal stays in the modal."""
-        started = time.perf_counter()
-        parsed = parse_edit_submission(body)
-        if parsed is None:
-            return self._refuse_bolt()
-        try:
-            judged = await self._taps.edits.judge(*parsed)
-        except Exception:  # the store failed: no 200, so Slack shows the approver an error
-            _log.exception("Slack edit of %s could not be judged", parsed[0].request_id)
-            return BoltResponse(status=_UNRECORDED, body={"error": "could not judge the edit"})
-        if isinstance(judged, dict):
-            return await ack(response_action="errors", errors=judged)
-        return await self._record_then_ack(ack, body, judged, started)
-
-    async def _record_then_ack(
-        self, ack: AsyncAck, body: dict[str, Any], interaction: _Stored, started: float
-    ) -> BoltResponse:
-        """Store the tap, then ack, then decide in an owned task (decision
-        0017-record-before-acknowledge).
-
-        No 200 goes out unless the tap is stored: a failed INSERT is a 503,
-        Slack shows the tapper an error, and their next tap is a new event.
-        """
-        event = _slack_inbox.event_id(body)
-        try:
-            await self._inbox.record("slack", [(event, _slack_inbox.encode(interaction))])
-        except Exception:
-            _log.exception("Slack tap on %s could not be stored", interaction.request_id)
-            return BoltResponse(status=_UNRECORDED, body={"error": "could not record the tap"})
-        response = await ack()
-        self._spawn(interaction, self._taps.apply(interaction, event, started))
-        return response
-
-    def _replay(self, item: InboxItem) -> None:
-        """A stored tap that was acknowledged and never applied: decide it now."""
-        interaction = _slack_inbox.decode(item.payload)
-        if interaction is None:
-            _log.error("stored Slack tap %s cannot be read; left alone", item.event_id)
-            return
-        self._spawn(interaction, self._taps.apply(interaction, item.event_id, None))
-
-    def _spawn(self, interaction: _Stored, work: Coroutine[Any, Any, None]) -> None:
-        self._own(self._taps.guarded(interaction, work))
-
-    def _own(self, work: Coroutine[Any, Any, None]) -> None:
-        """Run ``work`` in a task this webhook owns (awaited, then cancelled, on close)."""
-        task = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     # -- refusals ---------------------------------------------------------------------
-
-    def _note_reject(self, reason: str) -> None:
-        if self._on_reject is not None:
-            self._on_reject(reason)
 
     def _refuse(self, reason: str, status: int, error: str) -> web.Response:
         self._note_reject(reason)
         return web.json_response({"error": error}, status=status)
-
-    def _refuse_bolt(self) -> BoltResponse:
-        _log.warning("Slack interaction refused: not a tapgate tap we can read")
-        self._note_reject("payload")
-        return BoltResponse(status=400, body={"error": "malformed interaction"})

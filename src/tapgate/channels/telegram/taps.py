@@ -8,7 +8,7 @@ and sends what this module says; this module reads one update::
           ─► Deny… / Reply ──decisions.typed_reasons.ask──► a ForceReply prompt
           ─► a decision's button ──interrupt, decisions.taps.tap / tap_batch──► the toast
     "/start" "/grants" "/inbox" "/help" ──► commands
-    "answer <ref>: …" ──decisions.questions, tap──► reply
+    "answer <ref>: …" ──decisions.questions.answer_typed──► reply
     other text ──decisions.typed_reasons.typed──► the reason (or answer), or nothing
 
 The presser is ``callback_query.from.id``, checked against *this* request's
@@ -30,14 +30,12 @@ from tapgate.decisions.buttons import (
     TapAction,
     parse_answer,
     parse_batch_postback_data,
-    parse_deny_reason_postback_data,
     parse_postback_data,
     parse_revoke_postback_data,
 )
 from tapgate.decisions.chat_commands import LinkMaker
-from tapgate.decisions.questions import find_question
-from tapgate.decisions.taps import ANSWER_MAX, BatchTap, Tap, TapOutcome, tap, tap_batch
-from tapgate.decisions.typed_reasons import Reasons
+from tapgate.decisions.taps import BatchTap, Tap, TapOutcome, tap, tap_batch
+from tapgate.decisions.typed_reasons import Reasons, asks_for_text
 from tapgate.gate.gate import Gate
 
 __all__ = ["Answer", "TelegramTaps"]
@@ -48,9 +46,6 @@ _NO_LONGER_VALID = "This button is no longer valid."
 _PRIVATE_ONLY = (
     "tapgate works in a private chat only: open a chat with this bot to approve "
     "requests or to see your user id (/start)."
-)
-_TOO_LONG = (
-    f"That answer is longer than {ANSWER_MAX} characters; please shorten it and send it again."
 )
 _TOAST_MAX = 200
 _LATE_REPLY = (
@@ -125,16 +120,9 @@ class TelegramTaps:
             said = await revoke(self._gate, user, grant_id, update.event_id)
             return Answer(toast="", say=said) if said is not None else _NOTHING
         parsed = parse_postback_data(data)
-        deny_for = parse_deny_reason_postback_data(data)
-        if deny_for is not None or (parsed is not None and parsed[0] == "reply"):
-            request_id = deny_for or (parsed[1] if parsed else "")
-            asked = Tap(
-                channel="telegram",
-                user_id=user,
-                action="deny" if deny_for else "reply",
-                request_id=request_id,
-            )
-            _log.info("Telegram %s press by %s on request %s", asked.action, user, request_id)
+        asked = asks_for_text(channel="telegram", user_id=user, data=data)
+        if asked is not None:
+            _log.info("Telegram %s press by %s on request %s", asked.action, user, asked.request_id)
             told = await self._reasons.ask(asked, event=update.event_id)
             if told is None:
                 return _NOTHING
@@ -172,21 +160,11 @@ class TelegramTaps:
     async def _answer(
         self, update: Update, user: str, reference: str, text: str, started: float | None
     ) -> str | None:
-        """A typed ``answer <reference>: <answer>``: the question it names, answered."""
-        if not text or len(text) > ANSWER_MAX:
-            if not await self.claim(update):
-                return None
-            return _TOO_LONG if text else f'Type your answer after "answer {reference}:".'
-        found = await find_question(
-            self._gate, channel="telegram", user_id=user, reference=reference
-        )
-        if found.request is None:
-            if not await self.claim(update):
-                return None
-            return found.message
-        reply = Tap(channel="telegram", user_id=user, action="reply", request_id=found.request.id)
-        outcome = await tap(self._gate, reply, reason=text, event=update.event_id)
-        return self._told(update, "reply", found.request.id, outcome, started)
+        """A typed ``answer <reference>: …`` (``Reasons.answer``), logged when it decided."""
+        typed = await self._reasons.answer(user, reference, text, event=update.event_id)
+        if typed.outcome is not None:
+            self._tap_log.decided("reply", user, typed.request_id, typed.outcome, started)
+        return typed.reply
 
     def _told(
         self,

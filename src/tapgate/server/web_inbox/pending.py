@@ -18,7 +18,7 @@ from tapgate.decisions.edits import not_editable
 from tapgate.decisions.remember import offer_for
 from tapgate.delivery.presentation import ApprovalView, present
 from tapgate.delivery.standing import standing
-from tapgate.gate.gate import Gate
+from tapgate.gate.doors import PendingQueue
 from tapgate.gate.models import Request
 from tapgate.server.keys import GATE
 from tapgate.server.web_inbox.cards import batch_html, card_html
@@ -33,7 +33,9 @@ PAGE = 40
 and with the stylesheet and script under 100 KB (a card is about 1.8 KB of HTML)."""
 
 
-async def pending_for(gate: Gate, approver: str, *, start: int = 0) -> tuple[list[Request], int]:
+async def pending_for(
+    gate: PendingQueue, approver: str, *, start: int = 0
+) -> tuple[list[Request], int]:
     """One page of ``approver``'s open requests, newest first, and how many are pending in all.
 
     Expired requests the heartbeat has not swept yet are left off the page.
@@ -45,7 +47,7 @@ async def pending_for(gate: Gate, approver: str, *, start: int = 0) -> tuple[lis
 
 
 def views_of(
-    gate: Gate, requests: list[Request], shell_args: Mapping[str, str]
+    gate: PendingQueue, requests: list[Request], shell_args: Mapping[str, str]
 ) -> list[ApprovalView]:
     """Each request's presentation, with the remember buttons the policy offers now."""
     now = gate.clock.now()
