@@ -188,6 +188,10 @@ class Reasons:
             event=event,
         )
 
+    async def seen(self, event: str) -> bool:
+        """Whether this channel's ``event`` was applied before: a redelivery says nothing twice."""
+        return await self._gate.store.seen_event(self._channel, event)
+
     async def interrupt(self, *, user_id: str, event: str | None = None) -> str | None:
         """A tap elsewhere: end the approver's pending reason without text first.
 

@@ -101,7 +101,7 @@ class TelegramTaps:
             before = await self._reasons.interrupt(user_id=user)
             said = await self._answer(update, user, *answer, started)
             return Answer(say=_joined(before, said))
-        fresh = update.replying and not await self._gate.seen_event("telegram", update.event_id)
+        fresh = update.replying and not await self._reasons.seen(update.event_id)
         said = await self._reasons.typed(
             user_id=user, text=update.text or "", event=update.event_id
         )
