@@ -17,7 +17,9 @@ from tapgate.gate.clock import ManualClock
 from tapgate.store import Store
 from tests.suites import (
     has_postgresql,
+    mark_postgresql,
     mark_slow_folders,
+    skips_collecting,
     start_postgresql,
     start_shared_postgresql,
     stop_postgresql,
@@ -95,6 +97,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     mark_slow_folders(items)
+    mark_postgresql(items)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under ``-m "not slow"`` the slow folders are not imported (see tests/suites.py)."""
+    return True if skips_collecting(collection_path, config) else None
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import sys
 from dataclasses import dataclass
@@ -17,7 +18,8 @@ from pathlib import Path
 import aiohttp
 
 from tests.fakes.slack import DEFAULT_BOT_TOKEN
-from tests.fakes.taps import free_port
+
+_LISTENING = re.compile(r"tapgate listening on (http://127\.0\.0\.1:\d+)")
 
 TOKEN = "replica-agent-token-0123456789"
 SECRET = "replica-channel-secret"
@@ -79,10 +81,9 @@ async def start_replica(
         if slack_url is not None
         else ""
     )
-    port = free_port() if port is None else port
     config = tmp / f"{name}.yaml"
     config.write_text(
-        f"server: {{host: 127.0.0.1, port: {port}{', ' + server if server else ''}}}\n"
+        f"server: {{host: 127.0.0.1, port: {port or 8080}{', ' + server if server else ''}}}\n"
         f"store: {{url: '{db_url}'}}\n"
         f"agents: [{{name: ci, token: '{TOKEN}', max_pending: 0, asks_per_minute: 0}}]\n"
         f"approvers: [{{name: alice, line: '{APPROVER}', slack: '{SLACK_APPROVER}'"
@@ -94,25 +95,26 @@ async def start_replica(
     )
     exe = str(Path(sys.executable).with_name("tapgate"))
     log = (tmp / f"{name}.log").open("ab")  # the child process keeps its own copy
+    start = log.tell()  # a restart appends: only this process's lines name its port
+    # Port 0 unless the test names one: the server binds a port the system picks and names it
+    # in its listening line, so no other process can take it between choosing and binding.
     proc = await asyncio.create_subprocess_exec(
         exe,
         "serve",
         "--config",
         str(config),
+        "--port",
+        str(port or 0),
         env={**os.environ, **(env or {})},
         stdout=log,
         stderr=log,
     )
     log.close()
-    url = f"http://127.0.0.1:{port}"
     async with aiohttp.ClientSession() as session:
         for _ in range(400):
-            try:
-                async with session.get(url + "/readyz") as response:
-                    if response.status == 200:
-                        return Replica(name, url, proc)
-            except aiohttp.ClientError:
-                pass
+            url = _listening(tmp / f"{name}.log", start, port)
+            if url is not None and await _ready(session, url):
+                return Replica(name, url, proc)
             if proc.returncode is not None:
                 break
             await asyncio.sleep(0.05)
@@ -120,6 +122,24 @@ async def start_replica(
     await proc.wait()
     logged = (tmp / f"{name}.log").read_text(errors="replace")[-2000:]
     raise AssertionError(f"replica {name} never became ready:\n{logged}")
+
+
+async def _ready(session: aiohttp.ClientSession, url: str) -> bool:
+    try:
+        async with session.get(url + "/readyz") as response:
+            return response.status == 200
+    except aiohttp.ClientError:
+        return False
+
+
+def _listening(log: Path, start: int, port: int | None) -> str | None:
+    """The server's base URL: ``port``, or the one its listening line (past ``start``) names."""
+    if port:
+        return f"http://127.0.0.1:{port}"
+    with log.open("rb") as lines:
+        lines.seek(start)
+        named = _LISTENING.search(lines.read().decode("utf-8", "replace"))
+    return named.group(1) if named else None
 
 
 async def ask(session: aiohttp.ClientSession, url: str, n: int, tool: str = "deploy") -> str:

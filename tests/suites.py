@@ -1,11 +1,15 @@
 """How the suite is split and run: the ``slow`` marker by folder, one PostgreSQL for all workers.
 
-``pytest -m "not slow"`` is the contributor's inner loop: the unit and
-app-level tests, without the suites that start real processes, browsers or
-frameworks. A test is slow because of the folder it lives in, never because
-someone remembered to mark it, so a new end-to-end test cannot slip into the
-fast set by accident (tests/test_conventions.py checks the list names folders
-that exist).
+``pytest -m "not slow and not postgres"`` is the contributor's inner loop:
+the unit and app-level tests on SQLite, without the suites that start real
+processes, browsers or frameworks, and without the PostgreSQL side of the
+store's cases (the full run has both). A test is slow because of the folder
+it lives in, never because someone remembered to mark it, so a new
+end-to-end test cannot slip into the fast set by accident
+(tests/test_suites.py checks the list names folders that exist); a case is
+``postgres`` because it asks for a PostgreSQL database. When ``-m``
+deselects every slow test, the slow folders are not even collected: their
+imports (the frameworks, Playwright) are most of a worker's start-up.
 
 Under pytest-xdist the controller starts the throwaway PostgreSQL server
 (when ``TAPGATE_TEST_PG_URL`` names none) before the workers exist, so they
@@ -15,7 +19,9 @@ without workers the session fixture ``pg_server`` starts it on first use.
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -23,12 +29,15 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from _pytest.mark.expression import Expression
 
 __all__ = [
     "SLOW_FILES",
     "SLOW_FOLDERS",
     "has_postgresql",
+    "mark_postgresql",
     "mark_slow_folders",
+    "skips_collecting",
     "start_postgresql",
     "start_shared_postgresql",
     "stop_postgresql",
@@ -66,6 +75,47 @@ def mark_slow_folders(items: list[pytest.Item]) -> None:
             continue
         if relative.parts[0] in SLOW_FOLDERS or relative.as_posix() in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
+
+
+PG_FIXTURES = frozenset({"pg_server", "pg_url", "pg_template"})
+"""Fixtures that reach the PostgreSQL server; ``db_url`` does on its ``postgresql`` side."""
+
+
+def mark_postgresql(items: list[pytest.Item]) -> None:
+    """Mark ``postgres`` every case that uses a PostgreSQL database."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        on_postgresql = callspec is not None and callspec.params.get("db_url") == "postgresql"
+        fixtures = frozenset(getattr(item, "fixturenames", ()))
+        if on_postgresql or not PG_FIXTURES.isdisjoint(fixtures):
+            item.add_marker(pytest.mark.postgres)
+
+
+def _deselects_slow(markexpr: str) -> bool:
+    """Whether ``-m markexpr`` deselects a ``slow`` test whatever other markers it carries."""
+    if not markexpr.strip():
+        return False
+    expression = Expression.compile(markexpr)
+    others = sorted(set(re.findall(r"[A-Za-z_][\w.]*", markexpr)) - {"and", "or", "not", "slow"})
+    for carried in itertools.product((False, True), repeat=len(others)):
+        marks = {"slow", *(name for name, on in zip(others, carried, strict=True) if on)}
+        if expression.evaluate(lambda name, /, marks=marks, **_: name in marks):
+            return False
+    return True
+
+
+def skips_collecting(path: Path, config: pytest.Config) -> bool:
+    """Whether ``path`` (a slow folder or file) need not be collected at all under this ``-m``."""
+    try:
+        relative = path.relative_to(TESTS)
+    except ValueError:
+        return False
+    if not relative.parts:
+        return False
+    slow = (relative.parts[0] in SLOW_FOLDERS and len(relative.parts) == 1) or (
+        relative.as_posix() in SLOW_FILES
+    )
+    return slow and _deselects_slow(str(config.getoption("markexpr") or ""))
 
 
 def has_postgresql() -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.suites import SLOW_FILES, SLOW_FOLDERS, TESTS
+from tests.suites import SLOW_FILES, SLOW_FOLDERS, TESTS, _deselects_slow
 
 
 def test_every_slow_folder_and_file_exists() -> None:
@@ -29,3 +29,30 @@ def test_every_collected_test_is_marked_by_its_folder(request: pytest.FixtureReq
         if slow != (item.get_closest_marker("slow") is not None):
             wrong.append(item.nodeid)
     assert wrong == []
+
+
+def test_the_postgresql_side_of_db_url_is_marked_postgres(
+    db_url: str, request: pytest.FixtureRequest
+) -> None:
+    """The inner loop's ``not postgres`` leaves out exactly the cases on a PostgreSQL database."""
+    marked = request.node.get_closest_marker("postgres") is not None
+    assert marked == db_url.startswith("postgresql")
+
+
+@pytest.mark.parametrize(
+    ("markexpr", "deselects"),
+    [
+        ("not slow", True),
+        ("not slow and not postgres", True),
+        ("not postgres and not slow", True),
+        ("", False),
+        ("slow", False),
+        ("not postgres", False),
+        ("not slow or postgres", False),
+        ("postgres or not slow", False),
+    ],
+)
+def test_slow_folders_are_left_uncollected_only_when_m_deselects_every_slow_test(
+    markexpr: str, deselects: bool
+) -> None:
+    assert _deselects_slow(markexpr) is deselects

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tapgate.cli.parser import build_parser
-from tests.fakes.taps import free_port
 
 TAPGATE = str(Path(sys.executable).with_name("tapgate"))
 ROOT = Path(__file__).parents[2]
@@ -108,7 +109,7 @@ def test_a_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert not (tmp_path / "ops.db").exists()  # refused before the store was opened
 
 
-@pytest.mark.parametrize("port", ["99999", "0", "http"])
+@pytest.mark.parametrize("port", ["99999", "-1", "http"])
 def test_a_bad_port_is_one_line_and_exit_2(tmp_path: Path, port: str) -> None:
     result = tapgate("serve", "--config", str(chat_config(tmp_path)), "--port", port, env=SECRETS)
     assert one_line(result).startswith("tapgate: error: --port: ")
@@ -129,15 +130,15 @@ def test_serve_refuses_an_approver_nobody_can_reach(tmp_path: Path) -> None:
 
 
 def test_serve_says_what_it_loaded_and_when_it_stops(tmp_path: Path) -> None:
-    port = free_port()
-    config = chat_config(tmp_path, port)
+    """On ``--port 0`` too: the listening line names the port the system gave, which answers."""
+    config = chat_config(tmp_path)
     text = config.read_text().replace(
         f"store: {{url: 'sqlite:///{tmp_path / 'ops.db'}'}}", "store: {url: 'sqlite:///rel.db'}"
     )
     config.write_text(text)
     log = (tmp_path / "serve.log").open("w")  # the child keeps its own copy
     server = subprocess.Popen(
-        [TAPGATE, "serve", "--config", str(config)],
+        [TAPGATE, "serve", "--config", str(config), "--port", "0"],
         env={**os.environ, **SECRETS},
         cwd=tmp_path,
         stdout=subprocess.PIPE,
@@ -151,6 +152,12 @@ def test_serve_says_what_it_loaded_and_when_it_stops(tmp_path: Path) -> None:
         lines.append(line)
         if "listening on" in line:
             break
+    listening = re.search(r"tapgate listening on http://127\.0\.0\.1:(\d+) ", lines[-1])
+    assert listening is not None, lines
+    port = int(listening.group(1))
+    assert port not in (0, 8080)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as answer:
+        assert answer.status == 200
     server.send_signal(signal.SIGTERM)
     rest, _ = server.communicate(timeout=30)
     banner = "".join(lines)

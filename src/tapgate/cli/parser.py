@@ -92,7 +92,9 @@ def _serve(sub: Any) -> None:
     serve = sub.add_parser("serve", help="run the webhook server and agent API")
     _config_option(serve, required=True)
     serve.add_argument("--host", help="interface to bind (default: server.host)")
-    serve.add_argument("--port", help="TCP port, 1-65535 (default: server.port)")
+    serve.add_argument(
+        "--port", help="TCP port, 1-65535, or 0 for a free one (default: server.port)"
+    )
     serve.set_defaults(func=COMMANDS["serve"])
 
 

@@ -56,13 +56,18 @@ def serve(args: argparse.Namespace, config: Config) -> int:
 
 
 def parse_port(text: str) -> int:
-    """``--port``: a TCP port, checked like ``server.port`` (1-65535)."""
+    """``--port``: a TCP port (1-65535), or 0 for one the system picks.
+
+    0 is for programs that start tapgate and read the port it got from the
+    ``tapgate listening on …`` line: no window between choosing a free port
+    and binding it, where another process could take it.
+    """
     try:
         port = int(text)
     except ValueError:
-        raise UsageError(f"--port: expected a port number (1-65535), got {text!r}") from None
-    if not 1 <= port <= _MAX_PORT:
-        raise UsageError(f"--port: must be between 1 and {_MAX_PORT}, got {port}")
+        raise UsageError(f"--port: expected a port number (0-65535), got {text!r}") from None
+    if not 0 <= port <= _MAX_PORT:
+        raise UsageError(f"--port: must be between 0 and {_MAX_PORT}, got {port}")
     return port
 
 
