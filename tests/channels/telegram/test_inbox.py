@@ -10,31 +10,16 @@ chat get no link.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
 
 import aiohttp
-import pytest
-from aiohttp import web
 
 from tapgate.decisions.sign_in import SignIns
 from tapgate.decisions.texts import NO_INBOX, NO_INBOX_FOR_STRANGERS
-from tapgate.gate.clock import ManualClock
-from tests.channels.telegram.served import ALICE, Served, serving
-from tests.fakes.served import Client
+from tests.channels.telegram.served import ALICE, PUBLIC_URL, Served
 
-PUBLIC = "http://gate.example.test"
-_LINK = re.compile(re.escape(PUBLIC) + r"(/inbox/sign-in\?token=[A-Za-z0-9_-]+)")
+_LINK = re.compile(re.escape(PUBLIC_URL) + r"(/inbox/sign-in\?token=[A-Za-z0-9_-]+)")
 _HIDDEN = re.compile(r'name="(\w+)" value="([^"]*)"')
 _NEWCOMER = "424242424"
-
-
-@pytest.fixture
-async def public(
-    db_url: str, clock: ManualClock, aiohttp_client: Callable[[web.Application], Awaitable[Client]]
-) -> AsyncIterator[Served]:
-    """Polling, with ``server.public_url`` set: the server can make sign-in links."""
-    async for s in serving(db_url, clock, aiohttp_client, public_url=PUBLIC):
-        yield s
 
 
 def browser() -> aiohttp.ClientSession:
