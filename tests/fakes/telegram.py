@@ -160,6 +160,8 @@ class FakeTelegram(FakeServer):
         self.messages: dict[tuple[str, int], TelegramMessage] = {}
         self.answers: list[tuple[str, str | None]] = []
         self.webhook: dict[str, Any] | None = None
+        self.webhook_error: str | None = None
+        """``getWebhookInfo``'s ``last_error_message``: Telegram's last failed delivery."""
         self._updates: list[dict[str, Any]] = []
         self._next_update = 700_000_001
         self._next_message = 1
@@ -407,7 +409,11 @@ class FakeTelegram(FakeServer):
         if (refused := self._check(req)) is not None:
             return refused
         url = self.webhook["url"] if self.webhook else ""
-        return self._ok({"url": url, "pending_update_count": 0})
+        info: dict[str, Any] = {"url": url, "pending_update_count": 0}
+        if self.webhook_error is not None:
+            info["last_error_date"] = 1
+            info["last_error_message"] = self.webhook_error
+        return self._ok(info)
 
     async def _getMe(self, req: RecordedRequest) -> web.Response:
         if (refused := self._check(req)) is not None:

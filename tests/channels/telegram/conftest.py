@@ -9,7 +9,7 @@ import pytest
 from aiohttp import web
 
 from tapgate.gate.clock import ManualClock
-from tests.channels.telegram.served import Served, serving
+from tests.channels.telegram.served import PUBLIC_URL, Served, serving
 from tests.fakes.served import Client
 
 App = Callable[[web.Application], Awaitable[Client]]
@@ -31,4 +31,18 @@ async def served(db_url: str, clock: ManualClock, aiohttp_client: App) -> AsyncI
 async def hooked(db_url: str, clock: ManualClock, aiohttp_client: App) -> AsyncIterator[Served]:
     """Presses are posted to ``/webhooks/telegram`` with the secret (``mode: webhook``)."""
     async for s in serving(db_url, clock, aiohttp_client, mode="webhook"):
+        yield s
+
+
+@pytest.fixture
+async def public(db_url: str, clock: ManualClock, aiohttp_client: App) -> AsyncIterator[Served]:
+    """Polling, with ``server.public_url`` set: the server can make web-inbox sign-in links."""
+    async for s in serving(db_url, clock, aiohttp_client, public_url=PUBLIC_URL):
+        yield s
+
+
+@pytest.fixture
+async def both(db_url: str, clock: ManualClock, aiohttp_client: App) -> AsyncIterator[Served]:
+    """Polling, and the fake Slack API too: alice approves on Slack as well."""
+    async for s in serving(db_url, clock, aiohttp_client, slack=True):
         yield s

@@ -1,14 +1,17 @@
 """The real app (``build_app``) against the fake Telegram Bot API (and the fake LINE API).
 
 alice and bob approve on Telegram, carol on LINE and Telegram; mallory is on
-Telegram and approves nothing. The agent asks over HTTP; the real dispatcher
-sends cards to the fakes; presses arrive by long poll (``mode: polling``) or
-are posted to ``/webhooks/telegram`` with the secret header (``mode: webhook``).
+Telegram and approves nothing. With ``slack=True`` the fake Slack API runs
+too and alice is on Slack as well (:data:`ALICE_SLACK`). The agent asks over
+HTTP; the real dispatcher sends cards to the fakes; presses arrive by long
+poll (``mode: polling``) or are posted to ``/webhooks/telegram`` with the
+secret header (``mode: webhook``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -21,7 +24,8 @@ from tapgate.gate.clock import ManualClock
 from tapgate.server.app import build_app
 from tapgate.server.routes import RECEIVERS
 from tests.fakes.line import FakeLine
-from tests.fakes.served import LINE_TOKEN, Client, LineServed, channels, until
+from tests.fakes.served import LINE_TOKEN, TEAM, Client, LineServed, channels, until
+from tests.fakes.slack import FakeSlack
 from tests.fakes.telegram import BOT_TOKEN, FakeTelegram, TelegramMessage, webhook_headers
 
 AGENT_TOKEN = "ci-bot-token-0123456789abcdef"
@@ -29,6 +33,10 @@ AUTH = {"Authorization": f"Bearer {AGENT_TOKEN}"}
 SECRET = "tg-webhook-secret_0123456789"
 ALICE, BOB, CAROL, MALLORY = "111111111", "222222222", "333333333", "999999999"
 CAROL_LINE = "U" + "c3" * 16
+PUBLIC_URL = "http://gate.example.test"
+"""``server.public_url`` when a suite sets one (sign-in links are made on it)."""
+ALICE_SLACK = "U0ALICE"
+"""alice's Slack member id, when the suite runs Slack too (``serving(slack=True)``)."""
 PACE = 0.01
 """Seconds between two messages to one chat, on the manual clock: :meth:`Served.card` moves it."""
 
@@ -40,6 +48,7 @@ def config(
     *,
     mode: str,
     public_url: str | None = None,
+    slack_url: str | None = None,
     timeout: float = 5,
     **policy: Any,
 ) -> Any:
@@ -68,12 +77,19 @@ def config(
             "store": {"url": db_url},
             "agents": [{"name": "ci", "token": AGENT_TOKEN}],
             "approvers": [
-                {"name": "alice", "telegram": ALICE},
+                {
+                    "name": "alice",
+                    "telegram": ALICE,
+                    **({"slack": ALICE_SLACK, "slack_team": TEAM} if slack_url else {}),
+                },
                 {"name": "bob", "telegram": BOB},
                 {"name": "carol", "telegram": CAROL, "line": CAROL_LINE},
                 {"name": "mallory", "telegram": MALLORY},
             ],
-            "channels": {**channels(line_url=line_url), "telegram": section},
+            "channels": {
+                **channels(line_url=line_url, slack_url=slack_url),
+                "telegram": section,
+            },
             "policy": {"rules": rules, **policy},
         },
         env={},
@@ -86,6 +102,7 @@ class Served(LineServed):
 
     telegram: FakeTelegram
     mode: str = "polling"
+    slack: FakeSlack | None = None
 
     @property
     def receiver(self) -> TelegramReceiver:
@@ -190,21 +207,37 @@ async def serving(
     *,
     mode: str = "polling",
     public_url: str | None = None,
+    slack: bool = False,
     before: Callable[[FakeTelegram], None] | None = None,
     **policy: Any,
 ) -> AsyncIterator[Served]:
     """The app on the fakes; ``before`` scripts the fake Bot API before the app starts."""
     started = {ALICE, BOB, CAROL, MALLORY}
-    async with FakeTelegram(started=started) as telegram, FakeLine(access_token=LINE_TOKEN) as line:
+    async with contextlib.AsyncExitStack() as fakes:
+        telegram = await fakes.enter_async_context(FakeTelegram(started=started))
+        line = await fakes.enter_async_context(FakeLine(access_token=LINE_TOKEN))
+        slack_api = await fakes.enter_async_context(FakeSlack()) if slack else None
         if before is not None:
             before(telegram)
         settings = config(
-            telegram.url, line.url, db_url, mode=mode, public_url=public_url, **policy
+            telegram.url,
+            line.url,
+            db_url,
+            mode=mode,
+            public_url=public_url,
+            slack_url=None if slack_api is None else slack_api.url,
+            **policy,
         )
         app = build_app(settings, clock=clock)
         client = await aiohttp_client(app)
         served = Served(
-            app=app, client=client, clock=clock, line=line, telegram=telegram, mode=mode
+            app=app,
+            client=client,
+            clock=clock,
+            line=line,
+            telegram=telegram,
+            mode=mode,
+            slack=slack_api,
         )
         yield served
         await client.close()  # the app (and its poll) stops before the fakes do

@@ -72,14 +72,21 @@ async def test_a_409_conflict_backs_off_on_the_clock_and_is_logged_once(
             """getUpdates calls made since the webhook was set: each one answered 409."""
             return len(telegram.requests_to("getUpdates")) - before
 
+        def parked() -> int:
+            """Refusals the poll has read and started its pause for (logged just before it)."""
+            said = ("refused getUpdates", "getUpdates failed again")
+            return sum(any(w in r.getMessage() for w in said) for r in caplog.records)
+
         telegram.webhook = {"url": "https://elsewhere.example/hook"}  # set by someone else
-        with caplog.at_level(logging.INFO, logger="tapgate.channels.telegram"):
-            await until(lambda: refused() == 1)
+        with caplog.at_level(logging.DEBUG, logger="tapgate.channels.telegram"):
+            # The fake records a call before the poll reads its 409: moving the clock in
+            # between would start the next pause late. Each step waits for both.
+            await until(lambda: refused() == 1 and parked() == 1)
             for pause, seen in ((1.0, 2), (2.0, 3), (4.0, 4)):  # 1 s, doubling: never a hot loop
                 clock.advance(pause - 0.5)
                 assert refused() == seen - 1  # still waiting out its pause
                 clock.advance(0.5)
-                await until(lambda s=seen: refused() == s)  # type: ignore[misc]
+                await until(lambda s=seen: refused() == s and parked() == s)  # type: ignore[misc]
             notes = [r for r in caplog.records if "refused getUpdates" in r.getMessage()]
             assert len(notes) == 1 and notes[0].levelno == logging.ERROR
             assert "deleteWebhook" in notes[0].getMessage()

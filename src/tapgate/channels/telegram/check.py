@@ -4,6 +4,12 @@
 answers only when that user has a private chat with the bot (they pressed
 Start and have not blocked it): exactly the people ``sendMessage`` can reach.
 In webhook mode ``getWebhookInfo`` says whether Telegram has a URL to post to.
+
+Each approver's line names them (``CheckResult.approver``): doctor counts an
+approver reachable on Telegram by their own line, so one approver who never
+pressed Start does not make the others look unreachable. An API that cannot
+be reached (a wrong ``api_base_url``, no route out, nothing answering within
+``timeout``) is told as that, with the address asked: the token may be fine.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from tapgate.channels.telegram.settings import TelegramConfig
 
 __all__ = ["check_telegram"]
 
+_UNREACHABLE = "unreachable"
+
 
 async def check_telegram(
     settings: TelegramConfig, addresses: Mapping[str, str]
@@ -33,7 +41,12 @@ async def check_telegram(
     try:
         me, failed = await _ask(api, "getMe", {})
         if failed is not None:
-            detail = f"getMe failed: {failed} (check bot_token; @BotFather /token shows it)"
+            fix = (
+                f"check api_base_url ({settings.api_base_url}) and that this host can reach it"
+                if failed.startswith(_UNREACHABLE)
+                else "check bot_token; @BotFather /token shows it"
+            )
+            detail = f"getMe failed: {failed} ({fix})"
             return [CheckResult(channel="telegram", what="bot token", ok=False, detail=detail)]
         name = me.get("username", "?") if isinstance(me, dict) else "?"
         out = [CheckResult(channel="telegram", what="bot token", ok=True, detail=f"@{name}")]
@@ -43,7 +56,15 @@ async def check_telegram(
             _, failed = await _ask(api, "getChat", {"chat_id": user})
             detail = "" if failed is None else f"{failed} ({unreachable_hint(approver, user)})"
             what = f"approver {approver} ({user})"
-            out.append(CheckResult(channel="telegram", what=what, ok=failed is None, detail=detail))
+            out.append(
+                CheckResult(
+                    channel="telegram",
+                    what=what,
+                    ok=failed is None,
+                    detail=detail,
+                    approver=approver,
+                )
+            )
         return out
     finally:
         await api.close()
@@ -67,4 +88,4 @@ async def _ask(api: BotApi, method: str, fields: Mapping[str, Any]) -> tuple[Any
     except BotApiError as error:
         return None, f"HTTP {error.status}: {error.description[:200]}"
     except (aiohttp.ClientError, TimeoutError, OSError) as error:
-        return None, f"unreachable: {type(error).__name__}"
+        return None, f"{_UNREACHABLE}: {type(error).__name__}"
