@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 
 from tapgate.decisions.presses import Pressed
+from tapgate.decisions.questions import TypedAnswer
 from tapgate.decisions.taps import TapOutcome
 
 __all__ = ["TAP_LOG_LEVELS", "TapLog"]
@@ -83,3 +84,8 @@ class TapLog:
             self.decided(pressed.action, who, pressed.target, pressed.outcome, started)
         elif pressed.outcome.kind == "unknown_button":
             self._log.info("%s press %s carries unknown data; refused", self._platform, event)
+
+    def answered(self, typed: TypedAnswer, who: str, started: float | None) -> None:
+        """A typed answer's line, when it reached the gate (a refusal before it logs none)."""
+        if typed.outcome is not None:
+            self.decided("reply", who, typed.request_id, typed.outcome, started)

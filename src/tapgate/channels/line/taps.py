@@ -142,8 +142,7 @@ class LineTaps:
     ) -> str | None:
         """A typed ``answer <reference>: …`` (``Reasons.answer``), logged when it decided."""
         typed = await self._reasons.answer(user_id, reference, answer, event=event.event_id)
-        if typed.outcome is not None:
-            self._tap_log.decided("reply", user_id, typed.request_id, typed.outcome, started)
+        self._tap_log.answered(typed, user_id, started)
         return typed.reply
 
 

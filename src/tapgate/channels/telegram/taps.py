@@ -137,8 +137,7 @@ class TelegramTaps:
     ) -> str | None:
         """A typed ``answer <reference>: …`` (``Reasons.answer``), logged when it decided."""
         typed = await self._reasons.answer(user, reference, text, event=update.event_id)
-        if typed.outcome is not None:
-            self._tap_log.decided("reply", user, typed.request_id, typed.outcome, started)
+        self._tap_log.answered(typed, user, started)
         return typed.reply
 
 
