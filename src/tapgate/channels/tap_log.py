@@ -16,6 +16,8 @@ import logging
 import time
 from collections.abc import Callable
 
+from tapgate.decisions.presses import Pressed
+from tapgate.decisions.questions import TypedAnswer
 from tapgate.decisions.taps import TapOutcome
 
 __all__ = ["TAP_LOG_LEVELS", "TapLog"]
@@ -72,3 +74,18 @@ class TapLog:
             )
         if outcome.applied and self._on_decision is not None and started is not None:
             self._on_decision(time.perf_counter() - started)
+
+    def pressed(self, pressed: Pressed, who: str, event: str, started: float | None) -> None:
+        """A decision button's line (:meth:`decided`), or one for a button no card sends.
+
+        A redelivery of an unknown button says nothing, as a duplicate tap does.
+        """
+        if pressed.action is not None:
+            self.decided(pressed.action, who, pressed.target, pressed.outcome, started)
+        elif pressed.outcome.kind == "unknown_button":
+            self._log.info("%s press %s carries unknown data; refused", self._platform, event)
+
+    def answered(self, typed: TypedAnswer, who: str, started: float | None) -> None:
+        """A typed answer's line, when it reached the gate (a refusal before it logs none)."""
+        if typed.outcome is not None:
+            self.decided("reply", who, typed.request_id, typed.outcome, started)

@@ -44,6 +44,7 @@ TapKind = Literal[
     "self_approval",
     "edit_refused",
     "one_by_one",
+    "unknown_button",
 ]
 
 
@@ -56,7 +57,9 @@ class TapOutcome:
     happened yet and ``request`` may be acted on by this person. ``partial``: counted,
     the quorum waits for more; ``counted``: counted before; ``self_approval``:
     refused, the tapper owns the agent; ``edit_refused``: an edit the policy
-    (or the edit's own checks, :mod:`tapgate.decisions.edits`) refuses, nothing decided.
+    (or the edit's own checks, :mod:`tapgate.decisions.edits`) refuses, nothing decided;
+    ``unknown_button``: the button's data names no decision (an old or forged card),
+    refused (:mod:`tapgate.decisions.presses`).
     """
 
     kind: TapKind

@@ -37,6 +37,7 @@ __all__ = [
     "NO_GRANTS",
     "NO_INBOX",
     "NO_INBOX_FOR_STRANGERS",
+    "NO_LONGER_VALID",
     "REASON_SKIPPED",
     "SELF_APPROVAL",
     "TYPE_ANSWER",
@@ -86,6 +87,7 @@ NOT_KNOWN = "tapgate does not know you as an approver, so you have no grants to 
 ASK_REASON = "Type the reason (or 'skip')"
 NO_INBOX = "The web inbox needs server.public_url in tapgate.yaml; ask the operator."
 NO_INBOX_FOR_STRANGERS = "Only configured approvers have an inbox."
+NO_LONGER_VALID = "This button is no longer valid."
 TYPE_ANSWER = "Type your answer and send it."
 REASON_SKIPPED = "skip"
 """What an approver types to deny without a reason (any case)."""

@@ -2,7 +2,8 @@
 
 Two horizons, one module, so the numbers can be read side by side:
 
-- *short*: inside a notifier, :func:`build_retrying` retries a transient
+- *short*: inside a notifier, :func:`delivery_retrying` (every chat
+  channel's, built on :func:`build_retrying`) retries a transient
   failure (a timeout, a dropped connection, a 5xx, a rate limit) a few times
   within seconds, honouring the platform's ``Retry-After``;
 - *long*: when a notifier gives up with a retryable

@@ -35,10 +35,8 @@ from tapgate.delivery.presentation import ApprovalView, present
 from tapgate.delivery.retry import (
     TRANSPORT_ERRORS,
     RetryPolicy,
-    build_retrying,
-    delivery_retry_after,
+    delivery_retrying,
     describe_error,
-    is_retryable_delivery,
 )
 from tapgate.errors import DeliveryError, PermanentDeliveryError
 from tapgate.gate.models import Delivery, Request
@@ -191,13 +189,7 @@ class DiscordNotifier:
             raise DeliveryError(f"Discord {method} failed: {describe_error(error)}") from error
 
     def _retrying(self, label: str) -> Any:
-        return build_retrying(
-            self._retry,
-            retryable=is_retryable_delivery,
-            retry_after=delivery_retry_after,
-            sleep=self._sleep,
-            label=label,
-        )
+        return delivery_retrying(self._retry, sleep=self._sleep, label=label)
 
 
 def resolved_body(view: ApprovalView, request: Request) -> dict[str, Any] | None:

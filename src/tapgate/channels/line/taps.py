@@ -8,7 +8,7 @@ decides what to do and say::
     postback ─► "Open inbox" ──► ``_line_commands`` (inbox)
              ─► Revoke ──► ``_line_grants`` (core.own_grants)
              ─► Deny… / Reply ──core.reasons.ask──► "Type the reason"
-             ─► a decision's button ──core.reasons.interrupt, core.taps.tap / tap_batch──► reply
+             ─► a decision's button ──core.reasons.interrupt, decisions.presses.press──► reply
     "grants" / "inbox" / "help" text ──► ``_line_commands``
     "answer <ref>: …" text ──decisions.questions.answer_typed──► reply
     other text ──core.reasons.typed──► the reason, or nothing
@@ -36,16 +36,9 @@ from tapgate.channels.line.commands import LineAnswer, run
 from tapgate.channels.line.events import Event
 from tapgate.channels.line.grants import revoke_answer
 from tapgate.channels.tap_log import TapLog
-from tapgate.decisions.buttons import (
-    INBOX_POSTBACK,
-    BatchAction,
-    TapAction,
-    parse_batch_postback_data,
-    parse_postback_data,
-    parse_revoke_postback_data,
-)
+from tapgate.decisions.buttons import INBOX_POSTBACK, parse_revoke_postback_data
 from tapgate.decisions.chat_commands import LinkMaker
-from tapgate.decisions.taps import BatchTap, Tap, TapOutcome, tap, tap_batch
+from tapgate.decisions.presses import press
 from tapgate.decisions.typed_reasons import Reasons, asks_for_text
 from tapgate.gate.gate import Gate
 
@@ -53,7 +46,6 @@ __all__ = ["LineTaps"]
 
 _log = logging.getLogger("tapgate.channels.line.webhook")  # the webhook's, as before the split
 
-_NO_LONGER_VALID = "This button is no longer valid."
 _ONE_TO_ONE_ONLY = (
     "tapgate works in a 1:1 chat only: open a chat with this bot "
     "to approve requests or to see your user id."
@@ -138,45 +130,20 @@ class LineTaps:
         return _joined(before, await self._button(event, user_id, started))
 
     async def _button(self, event: Event, user_id: str, started: float | None) -> str | None:
-        """A button that decides: a request's, a batch's, or an unknown one refused."""
-        parsed = parse_postback_data(event.data)
-        batch = parse_batch_postback_data(event.data) if parsed is None else None
-        if batch is not None:  # a batch card's Approve all / Deny all / Allow all
-            answer_all = BatchTap(
-                channel="line", user_id=user_id, action=batch[0], batch_id=batch[1]
-            )
-            outcome = await tap_batch(self._gate, answer_all, event=event.event_id)
-            return self._told(event, batch[0], batch[1], outcome, started)
-        if parsed is None:
-            if not await self.claim(event):
-                return None
-            _log.info("LINE postback %s carries unknown data; refused", event.event_id)
-            return _NO_LONGER_VALID
-        action, request_id = parsed
-        answer = Tap(channel="line", user_id=user_id, action=action, request_id=request_id)
-        outcome = await tap(self._gate, answer, event=event.event_id)
-        return self._told(event, action, request_id, outcome, started)
+        """A button that decides (``decisions.presses``): a request's, a batch's, or one refused."""
+        pressed = await press(
+            self._gate, channel="line", user_id=user_id, data=event.data, event=event.event_id
+        )
+        self._tap_log.pressed(pressed, user_id, event.event_id, started)
+        return pressed.said
 
     async def _answer(
         self, event: Event, user_id: str, reference: str, answer: str, started: float | None
     ) -> str | None:
         """A typed ``answer <reference>: …`` (``Reasons.answer``), logged when it decided."""
         typed = await self._reasons.answer(user_id, reference, answer, event=event.event_id)
-        if typed.outcome is not None:
-            self._tap_log.decided("reply", user_id, typed.request_id, typed.outcome, started)
+        self._tap_log.answered(typed, user_id, started)
         return typed.reply
-
-    def _told(
-        self,
-        event: Event,
-        action: TapAction | BatchAction,
-        request_id: str,
-        outcome: TapOutcome,
-        started: float | None,
-    ) -> str | None:
-        """Log a tap's outcome, time a decision, and return what to reply (nothing twice)."""
-        self._tap_log.decided(action, event.user_id, request_id, outcome, started)
-        return None if outcome.kind == "duplicate" else outcome.message
 
 
 def _joined(before: str | None, said: str | None) -> str | None:

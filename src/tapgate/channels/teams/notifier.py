@@ -32,9 +32,7 @@ from tapgate.delivery.notifier import Receipt
 from tapgate.delivery.presentation import present
 from tapgate.delivery.retry import (
     RetryPolicy,
-    build_retrying,
-    delivery_retry_after,
-    is_retryable_delivery,
+    delivery_retrying,
 )
 from tapgate.errors import PermanentDeliveryError
 from tapgate.gate.models import Delivery, Request
@@ -159,13 +157,7 @@ class TeamsNotifier:
         return found
 
     async def _retrying(self, label: str, call: Callable[..., Awaitable[T]], *args: Any) -> T:
-        retrying = build_retrying(
-            self._retry,
-            retryable=is_retryable_delivery,
-            retry_after=delivery_retry_after,
-            sleep=self._sleep,
-            label=label,
-        )
+        retrying = delivery_retrying(self._retry, sleep=self._sleep, label=label)
         result: T = await retrying(call, *args)
         return result
 

@@ -6,10 +6,11 @@ The press is already verified (:mod:`.auth`) and stored in the webhook inbox
 door of :mod:`tapgate.decisions.taps` (authorised against *this* request's
 approvers inside the compare-and-set, decided once, refusals audited)::
 
-    "v=1&a=<action>&r=<id>"  ──tap (reason: the card's box)──► the request's card now
-    "v=1&a=<all>&b=<batch>"  ──tap_batch──────────────────────► the batch's card now
     "v=1&a=revoke&g=<grant>" ──chat_grants.revoke_own────────► the grants listing now
-    anything else            ──claimed, refused───────────────► "no longer valid"
+    "v=1&a=reply&r=<id>", empty box ──claimed──────────────────► "type your answer first"
+    "v=1&a=<action>&r=<id>"  ──presses.press (reason: the box)─► the request's card now
+    "v=1&a=<all>&b=<batch>"  ──presses.press──────────────────► the batch's card now
+    anything else            ──presses.press: refused─────────► "no longer valid"
 
 The answer is always the card *as stored after the press* (decided: no
 buttons, who and when; still open: the same card), with the outcome's
@@ -31,12 +32,16 @@ from tapgate.channels.teams.card_parts import attachment_activity, card, line
 from tapgate.channels.teams.cards import render_request
 from tapgate.channels.teams.commands import TeamsCommands
 from tapgate.decisions.buttons import (
-    parse_batch_postback_data,
+    BATCH_ACTIONS,
+    BatchAction,
+    TapAction,
     parse_postback_data,
     parse_revoke_postback_data,
 )
+from tapgate.decisions.presses import press
 from tapgate.decisions.remember import offer_for
-from tapgate.decisions.taps import BatchTap, Tap, TapOutcome, tap, tap_batch
+from tapgate.decisions.taps import TapOutcome
+from tapgate.decisions.texts import NO_LONGER_VALID
 from tapgate.delivery.batch_view import present_batch
 from tapgate.delivery.presentation import present
 from tapgate.errors import RequestNotFound
@@ -47,7 +52,6 @@ __all__ = ["NO_LONGER_VALID", "TYPE_ANSWER_FIRST", "TeamsTaps"]
 
 _log = logging.getLogger("tapgate.channels.teams.webhook")
 
-NO_LONGER_VALID = "This button is no longer valid."
 TYPE_ANSWER_FIRST = "Type your answer in the box, then press Reply."
 _CHANNEL = "teams"
 
@@ -71,37 +75,25 @@ class TeamsTaps:
         grant_id = parse_revoke_postback_data(data)
         if grant_id is not None:  # a Revoke on a "grants" listing
             return await self._commands.revoke(activity.presser, grant_id, activity.activity_id)
-        batch = parse_batch_postback_data(data)
-        if batch is not None:
-            every, batch_id = batch
-            answer_all = BatchTap(
-                channel=_CHANNEL, user_id=activity.presser, action=every, batch_id=batch_id
-            )
-            reason = activity.input("reason") if every == "deny_all" else None
-            outcome = await tap_batch(
-                self._gate, answer_all, reason=reason, event=activity.activity_id
-            )
-            self._tap_log.decided(every, activity.presser, batch_id, outcome, started)
-            notice = None if outcome.kind == "duplicate" else outcome.message
-            return await self._batch_card(batch_id, notice, by=activity.presser)
         parsed = parse_postback_data(data)
-        if parsed is None:
+        if parsed is not None and parsed[0] == "reply" and not activity.input("answer"):
             await self._gate.remember_event(_CHANNEL, activity.activity_id)
-            _log.info("Teams press %s carries unknown data; refused", activity.activity_id)
+            return await self._request_card(parsed[1], TYPE_ANSWER_FIRST, by=activity.presser)
+        pressed = await press(
+            self._gate,
+            channel=_CHANNEL,
+            user_id=activity.presser,
+            data=data,
+            event=activity.activity_id,
+            reason=partial(_reason, activity),
+        )
+        self._tap_log.pressed(pressed, activity.presser, activity.activity_id, started)
+        if pressed.action is None:
             return _notice_only(NO_LONGER_VALID)
-        action, request_id = parsed
-        reason = activity.input("answer") if action == "reply" else None
-        if action == "deny":
-            reason = activity.input("reason")
-        if action == "reply" and not reason:
-            await self._gate.remember_event(_CHANNEL, activity.activity_id)
-            return await self._request_card(request_id, TYPE_ANSWER_FIRST, by=activity.presser)
-        presser = activity.presser
-        answer = Tap(channel=_CHANNEL, user_id=presser, action=action, request_id=request_id)
-        outcome = await tap(self._gate, answer, reason=reason, event=activity.activity_id)
-        self._tap_log.decided(action, activity.presser, request_id, outcome, started)
-        notice = _notice(outcome)
-        return await self._request_card(request_id, notice, outcome.request, by=activity.presser)
+        if pressed.action in BATCH_ACTIONS:
+            return await self._batch_card(pressed.target, pressed.said, by=activity.presser)
+        notice, request = _notice(pressed.outcome), pressed.outcome.request
+        return await self._request_card(pressed.target, notice, request, by=activity.presser)
 
     async def _request_card(
         self, request_id: str, notice: str | None, known: Request | None = None, *, by: str
@@ -131,6 +123,13 @@ class TeamsTaps:
             return _notice_only(notice or NO_LONGER_VALID)
         view = present_batch(mine, tool_shell_args=self._shell, now=self._gate.clock.now())
         return render_batch(view, notice=notice, public_url=self._public_url)
+
+
+def _reason(activity: Activity, action: TapAction | BatchAction) -> str | None:
+    """The card's box a press carries: a deny's (or Deny all's) reason, a reply's answer."""
+    if action in ("deny", "deny_all"):
+        return activity.input("reason")
+    return activity.input("answer") if action == "reply" else None
 
 
 def _notice(outcome: TapOutcome) -> str | None:

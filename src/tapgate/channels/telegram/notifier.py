@@ -38,10 +38,8 @@ from tapgate.delivery.presentation import ApprovalView, present
 from tapgate.delivery.retry import (
     TRANSPORT_ERRORS,
     RetryPolicy,
-    build_retrying,
-    delivery_retry_after,
+    delivery_retrying,
     describe_error,
-    is_retryable_delivery,
     is_transient_status,
     may_have_been_delivered,
 )
@@ -150,13 +148,7 @@ class TelegramNotifier:
         await self._retrying(label)(self._call, "editMessageText", payload, None)
 
     def _retrying(self, label: str) -> Any:
-        return build_retrying(
-            self._retry,
-            retryable=is_retryable_delivery,
-            retry_after=delivery_retry_after,
-            sleep=self._sleep,
-            label=label,
-        )
+        return delivery_retrying(self._retry, sleep=self._sleep, label=label)
 
     async def _call(
         self, method: str, payload: Mapping[str, Any], delivery: Delivery | None

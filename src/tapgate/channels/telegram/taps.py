@@ -6,7 +6,7 @@ and sends what this module says; this module reads one update::
     not a private chat ──► "private chat only" (a group member's press decides nothing)
     press ─► Revoke ──► commands.revoke (decisions.chat_grants)
           ─► Deny… / Reply ──decisions.typed_reasons.ask──► a ForceReply prompt
-          ─► a decision's button ──interrupt, decisions.taps.tap / tap_batch──► the toast
+          ─► a decision's button ──interrupt, decisions.presses.press──► the toast
     "/start" "/grants" "/inbox" "/help" ──► commands
     "answer <ref>: …" ──decisions.questions.answer_typed──► reply
     other text ──decisions.typed_reasons.typed──► the reason (or answer), or nothing
@@ -24,17 +24,9 @@ from dataclasses import dataclass
 from tapgate.channels.tap_log import TapLog
 from tapgate.channels.telegram.commands import Say, command_word, plain, revoke, run
 from tapgate.channels.telegram.updates import Update
-from tapgate.decisions.buttons import (
-    INBOX_POSTBACK,
-    BatchAction,
-    TapAction,
-    parse_answer,
-    parse_batch_postback_data,
-    parse_postback_data,
-    parse_revoke_postback_data,
-)
+from tapgate.decisions.buttons import INBOX_POSTBACK, parse_answer, parse_revoke_postback_data
 from tapgate.decisions.chat_commands import LinkMaker
-from tapgate.decisions.taps import BatchTap, Tap, TapOutcome, tap, tap_batch
+from tapgate.decisions.presses import press
 from tapgate.decisions.typed_reasons import Reasons, asks_for_text
 from tapgate.gate.gate import Gate
 
@@ -42,7 +34,6 @@ __all__ = ["Answer", "TelegramTaps"]
 
 _log = logging.getLogger("tapgate.channels.telegram")
 
-_NO_LONGER_VALID = "This button is no longer valid."
 _PRIVATE_ONLY = (
     "tapgate works in a private chat only: open a chat with this bot to approve "
     "requests or to see your user id (/start)."
@@ -119,7 +110,6 @@ class TelegramTaps:
         if grant_id is not None:
             said = await revoke(self._gate, user, grant_id, update.event_id)
             return Answer(toast="", say=said) if said is not None else _NOTHING
-        parsed = parse_postback_data(data)
         asked = asks_for_text(channel="telegram", user_id=user, data=data)
         if asked is not None:
             _log.info("Telegram %s press by %s on request %s", asked.action, user, asked.request_id)
@@ -129,53 +119,26 @@ class TelegramTaps:
             prompt = Say(text=plain(told).text, force_reply=True)
             return Answer(toast=_toast(told), say=prompt)
         before = await self._reasons.interrupt(user_id=user)
-        toast = await self._button(update, user, parsed, started)
+        toast = await self._button(update, user, started)
         if toast is None and before is None:
             return _NOTHING
         return Answer(toast=_toast(toast or ""), say=plain(before) if before else None)
 
-    async def _button(
-        self,
-        update: Update,
-        user: str,
-        parsed: tuple[TapAction, str] | None,
-        started: float | None,
-    ) -> str | None:
-        """A button that decides: a request's, a batch's, or an unknown one refused."""
-        batch = parse_batch_postback_data(update.data) if parsed is None else None
-        if batch is not None:
-            whole = BatchTap(channel="telegram", user_id=user, action=batch[0], batch_id=batch[1])
-            outcome = await tap_batch(self._gate, whole, event=update.event_id)
-            return self._told(update, batch[0], batch[1], outcome, started)
-        if parsed is None:
-            if not await self.claim(update):
-                return None
-            _log.info("Telegram press %s carries unknown data; refused", update.event_id)
-            return _NO_LONGER_VALID
-        action, request_id = parsed
-        answer = Tap(channel="telegram", user_id=user, action=action, request_id=request_id)
-        outcome = await tap(self._gate, answer, event=update.event_id)
-        return self._told(update, action, request_id, outcome, started)
+    async def _button(self, update: Update, user: str, started: float | None) -> str | None:
+        """A button that decides (``decisions.presses``): a request's, a batch's, or one refused."""
+        pressed = await press(
+            self._gate, channel="telegram", user_id=user, data=update.data, event=update.event_id
+        )
+        self._tap_log.pressed(pressed, user, update.event_id, started)
+        return pressed.said
 
     async def _answer(
         self, update: Update, user: str, reference: str, text: str, started: float | None
     ) -> str | None:
         """A typed ``answer <reference>: …`` (``Reasons.answer``), logged when it decided."""
         typed = await self._reasons.answer(user, reference, text, event=update.event_id)
-        if typed.outcome is not None:
-            self._tap_log.decided("reply", user, typed.request_id, typed.outcome, started)
+        self._tap_log.answered(typed, user, started)
         return typed.reply
-
-    def _told(
-        self,
-        update: Update,
-        action: TapAction | BatchAction,
-        target: str,
-        outcome: TapOutcome,
-        started: float | None,
-    ) -> str | None:
-        self._tap_log.decided(action, update.user_id, target, outcome, started)
-        return None if outcome.kind == "duplicate" else outcome.message
 
 
 def _toast(text: str) -> str:
