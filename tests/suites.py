@@ -58,10 +58,19 @@ SLOW_FILES = frozenset(
         "channels/test_plugin.py",
         "channels/telegram/test_crash.py",
         "channels/discord/test_crash.py",
+        "channels/teams/test_crash.py",
+        "client/test_acp_proxy.py",
+        "client/test_mcp_proxy.py",
+        "client/test_mcp_failures.py",
+        "client/test_mcp_unlisted.py",
+        "client/test_run.py",
+        "cli/test_cli_serve.py",
         "test_benchmarks_run.py",
     }
 )
-"""Single files, beside fast ones, that restart real servers or start bubblewrap."""
+"""Single files, beside fast ones, whose cases start real processes: servers killed and
+restarted, bubblewrap, the MCP and ACP proxies with their agents, ``tapgate run``'s commands,
+``tapgate serve`` itself."""
 
 _STARTED: list[Path] = []
 

@@ -96,6 +96,7 @@ async def slack_served(
         app = build_app(config, clock=clock, notifiers=[notifier])
         client = await aiohttp_client(app)
         yield slack_test.Served(app=app, client=client, slack=fake, clock=clock)
+        await client.close()  # the app stops (its dispatcher too) before the fakes do
 
 
 @pytest.fixture
@@ -193,6 +194,7 @@ async def line_served(
         )
         client = await aiohttp_client(app)
         yield line_test.Served(app=app, client=client, line=line, clock=clock)
+        await client.close()  # the app stops (its dispatcher too) before the fakes do
 
 
 async def test_always_from_line_grants_the_fingerprint(line_served: line_test.Served) -> None:

@@ -162,6 +162,7 @@ async def served(
         app = build_app(make_config(slack.url, line.url, db_url), clock=clock)
         client = await aiohttp_client(app)
         yield Served(app=app, client=client, slack=slack, line=line, clock=clock)
+        await client.close()  # the app stops (its dispatcher too) before the fakes do
 
 
 FOUR = [

@@ -50,6 +50,7 @@ async def line(db_url: str, clock: ManualClock, aiohttp_client: Connect) -> Asyn
         app = build_app(config, clock=clock, notifiers=[RecordingNotifier("line")])
         client = await aiohttp_client(app)
         yield line_tests.Served(app=app, client=client, line=fake, clock=clock)
+        await client.close()  # the app stops (its dispatcher too) before the fakes do
 
 
 @pytest.fixture
@@ -60,6 +61,7 @@ async def slack(tmp_path: Any, clock: ManualClock, aiohttp_client: Connect) -> A
         app = build_app(config, clock=clock, notifiers=[notifier])
         client = await aiohttp_client(app)
         yield slack_tests.Served(app=app, client=client, slack=fake, clock=clock)
+        await client.close()  # the app stops (its dispatcher too) before the fakes do
 
 
 def decided(audit: list[AuditEntry]) -> list[tuple[str, str]]:

@@ -154,6 +154,7 @@ async def serving(
         yield DiscordServed(
             app=app, client=client, clock=clock, line=line, discord=discord, signer=signer
         )
+        await client.close()  # the app stops (its dispatcher too) before the fakes do
 
 
 def served_fixture(rules: list[dict[str, Any]], *, public_url: str | None = None) -> Any:

@@ -158,6 +158,7 @@ async def served(
         )
         client = await aiohttp_client(app)
         yield Served(app=app, client=client, line=line, clock=clock)
+        await client.close()  # the app stops (its dispatcher too) before the fakes do
 
 
 def short(request: Request) -> str:

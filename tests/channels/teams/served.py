@@ -127,3 +127,4 @@ async def served_teams(
         app = build_app(config(teams, db_url, approvers, rules, **options), clock=clock)
         client = await aiohttp_client(app)
         yield TeamsServed(app=app, client=client, clock=clock, teams=teams)
+        await client.close()  # the app stops (its dispatcher too) before the fakes do
