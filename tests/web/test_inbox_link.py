@@ -22,7 +22,6 @@ from tapgate.cli import main
 from tapgate.config import parse_config
 from tapgate.server.app import build_app
 from tapgate.server.keys import GATE
-from tests.fakes.taps import free_port
 
 _HIDDEN = re.compile(r'name="(\w+)" value="([^"]*)"')
 
@@ -34,7 +33,7 @@ async def served(tmp_path: Path) -> AsyncIterator[TestServer]:
         "store": {"url": f"sqlite:///{tmp_path / 'tapgate.db'}"},
         "approvers": [{"name": "alice"}, {"name": "bob"}],
     }
-    server = TestServer(build_app(parse_config(config)), host="127.0.0.1", port=free_port())
+    server = TestServer(build_app(parse_config(config)), host="127.0.0.1")  # binds port 0 itself
     await server.start_server()
     yield server
     await server.close()
