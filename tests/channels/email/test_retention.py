@@ -89,7 +89,9 @@ async def test_a_forgotten_link_answers_clearly_on_get_head_and_post(served: Ser
     await served.mails_to(BOB, 2)  # the outcome mail: its claim is stored
     audit = await served.gate.audit_log(request_id=request_id)
     served.clock.advance(600 + DAY + 1)  # the links ended a day ago, the claims are as old
-    await served.beat()
+    # What the leading replica's beat does (tests/server/test_heartbeat.py): called directly, as
+    # on PostgreSQL the beat this test would start can find the background one holding the lead.
+    await forget_ended(served.gate)
     for link in (alice, bob):
         for method in ("GET", "HEAD"):
             status, text, _ = await page(link, method)
