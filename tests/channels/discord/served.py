@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -58,6 +58,7 @@ def discord_config(
     rules: list[dict[str, Any]],
     *,
     public_url: str | None = None,
+    more_approvers: Sequence[dict[str, Any]] = (),
 ) -> Config:
     found = channels(line_url=line_url)
     found["discord"] = {
@@ -77,6 +78,7 @@ def discord_config(
                 {"name": "alice", "discord": ALICE_D, "groups": ["oncall"]},
                 {"name": "bob", "discord": BOB_D, "line": BOB[1], "groups": ["oncall"]},
                 {"name": "carol", "line": CAROL[1]},
+                *more_approvers,
             ],
             "channels": found,
             "policy": {"rules": rules},
@@ -140,14 +142,24 @@ async def serving(
     *,
     public_url: str | None = None,
     before_start: Callable[[FakeDiscord], None] | None = None,
+    more_approvers: Sequence[dict[str, Any]] = (),
 ) -> AsyncIterator[DiscordServed]:
-    """The real app on the fakes; ``before_start`` scripts the fake Discord before it starts."""
+    """The real app on the fakes; ``before_start`` scripts the fake Discord before it starts.
+
+    ``more_approvers`` are added after alice, bob and carol (a test of many presses).
+    """
     signer = Signer()
     async with FakeDiscord() as discord, FakeLine(access_token=LINE_TOKEN) as line:
         if before_start is not None:
             before_start(discord)
         config = discord_config(
-            discord.url, line.url, db_url, signer.public_key, rules, public_url=public_url
+            discord.url,
+            line.url,
+            db_url,
+            signer.public_key,
+            rules,
+            public_url=public_url,
+            more_approvers=more_approvers,
         )
         app = build_app(config, clock=clock)
         client = await aiohttp_client(app)

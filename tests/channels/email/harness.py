@@ -184,6 +184,18 @@ class Served:
         return str(found[0])
 
 
+async def reminded(served: Served, address: str, first: Mail) -> Mail:
+    """Past ``remind_every`` (120 s), one beat: the reminder, checked to reply to ``first``."""
+    root = first.header("Message-ID")
+    served.clock.advance(121)
+    await served.beat()
+    reminder = (await served.mails_to(address, 2))[1]
+    assert reminder.header("In-Reply-To") == root and reminder.header("References") == root
+    assert reminder.header("Subject") == "Re: " + first.header("Subject")
+    assert reminder.header("Message-ID") != root
+    return reminder
+
+
 async def page(link: str, method: str = "GET") -> tuple[int, str, dict[str, str]]:
     """Fetch the page as a scanner would: status, body, the form's hidden fields."""
     async with aiohttp.ClientSession() as http, http.request(method, link) as response:

@@ -7,7 +7,8 @@ and hands it to the relay (:mod:`.smtp`). A mail cannot be edited, but a
 decision is still worth telling: :meth:`EmailNotifier.update` sends one short
 outcome mail per address, in the request's thread, whoever answered and on
 whichever channel. Reminders are sends of the same request again: they reply
-in the thread too (``Re:``). One outcome per address, however many reminders
+in the thread too (``Re:``); a batch's calls are reminded as the batch, in its
+thread, one mail a beat. One outcome per address, however many reminders
 were sent, is kept in the store (``review_outcomes``), so two replicas (or an
 update retried after a crash) do not send it twice.
 """
@@ -78,6 +79,8 @@ class EmailNotifier:
         self, request: Request, delivery: Delivery, *, key: str, retried: bool = False
     ) -> Receipt:
         """Mail ``request`` to ``delivery.address`` with a fresh review link."""
+        if request.batch_id is not None and request.escalated_at is None:
+            return await self._remind_batch(request, delivery, key=key)
         links, public = self._ready()
         minted = await links.mint(
             request.id,
@@ -169,8 +172,39 @@ class EmailNotifier:
         ref = {"message_id": message_id, "root": thread.root, "subject": subject}
         return Receipt(channel=self.channel, address=delivery.address, ref=ref)
 
+    async def _remind_batch(self, request: Request, delivery: Delivery, *, key: str) -> Receipt:
+        """A batched call's reminder: the batch's reminder mail, once per beat, in its thread.
+
+        The store reminds each call of a batch, but the approver got the batch
+        as one mail with one link: the reminder of its first open call mails
+        the batch again (a reply to it, with a link to the batch's page); the
+        others, reminded in the same beat, send nothing more. Either way the
+        receipt names the batch, so the outcome is the batch's one mail.
+        """
+        links, _ = self._ready()
+        batch_id = str(request.batch_id)
+        calls = await links.gate.batch_requests(batch_id)
+        mine = [r for r in calls if r.is_pending and delivery.approver in r.approvers]
+        covered = not mine or request.id not in {r.id for r in mine}
+        if not covered and mine[0].id != request.id:
+            covered = mine[0].remind_at == request.remind_at  # the first's mail covers it
+        if covered:
+            thread = Thread(batch_id, delivery.address, self._settings.from_)
+            subject = batch_subject(present_batch(mine or [request]))
+            ref = {"root": thread.root, "subject": subject, "batch": batch_id}
+            return Receipt(channel=self.channel, address=delivery.address, ref=ref)
+        sent = await self.send_batch(mine, delivery, key=key)
+        return Receipt(
+            channel=self.channel, address=sent.address, ref={**sent.ref, "batch": batch_id}
+        )
+
     async def update(self, request: Request, receipt: Receipt) -> None:
         """Once decided, the thread's outcome mail (once per address, however many were sent)."""
+        batch_id = receipt.ref.get("batch")
+        if batch_id is not None:  # a batched call's reminder: the batch's one outcome
+            links, _ = self._ready()
+            await self.update_batch(await links.gate.batch_requests(batch_id), receipt)
+            return
         if request.status == "pending":
             return
         by = clean(request.resolved_by) if request.resolved_by else None
