@@ -54,6 +54,9 @@ BODY = "abcdefghij" + "KLMNOPQRST" + "0123456789"
         (f"whsec_{BODY}", BODY, "whsec_****"),
         (f"GOCSPX-{BODY}", BODY, "GOCSPX-****"),
         (f"xoxe.xoxp-1-{BODY}", BODY, "xoxe.xoxp-****"),
+        (f"note=_ghp_{BODY}", BODY, "_ghp_****"),  # glued after an underscore: still the token
+        (f"CI_npm_{BODY}{BODY[:6]}", BODY, "CI_npm_****"),
+        (f"key_sk_live_{BODY}", BODY, "key_sk_live_****"),
     ],
 )
 def test_the_reviewed_credential_shapes_are_masked(text: str, secret: str, shown: str) -> None:

@@ -12,7 +12,9 @@ one-line change that cannot disturb the masking logic. Two kinds of shape:
   read in the scope of the command that takes them.
 
 Same rules as the masking module: every pattern is anchored at a token
-boundary (a look-behind) and uses possessive quantifiers, so masking stays
+boundary (a look-behind; for the prefixes that end in ``_``, an underscore
+before them is a boundary too, since ``ID_ghp_…`` still carries the whole
+token) and uses possessive quantifiers, so masking stays
 linear in the input size; a value that expands or runs something (``$VAR``,
 ``$(…)``, backticks) is left visible, because it is code, not a literal secret.
 """
@@ -34,7 +36,7 @@ _B64URL = r"A-Za-z0-9_\-"
 # (pattern, replacement): each keeps a short recognisable prefix, never the body.
 TOKEN_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?<![A-Za-z0-9])(AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"), r"\1****"),
-    (re.compile(r"(?<![A-Za-z0-9_])(gh[pousr]_|github_pat_)[A-Za-z0-9_]{10,}+"), r"\1****"),
+    (re.compile(r"(?<![A-Za-z0-9])(gh[pousr]_|github_pat_)[A-Za-z0-9_]{10,}+"), r"\1****"),
     # GitLab personal, deploy, runner, trigger, OAuth... tokens; new ones carry ".01." parts.
     (
         re.compile(
@@ -44,7 +46,7 @@ TOKEN_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
         r"\1****",
     ),
     (re.compile(r"(?<![A-Za-z0-9_\-])GR1348941[A-Za-z0-9_\-]{16,}+"), "GR1348941****"),
-    (re.compile(r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{30,}+"), "npm_****"),
+    (re.compile(r"(?<![A-Za-z0-9])npm_[A-Za-z0-9]{30,}+"), "npm_****"),
     (
         re.compile(r"(?<![A-Za-z0-9\-.])(xox[a-z]-|xoxe\.xox[a-z]-|xapp-)[A-Za-z0-9\-]{6,}+"),
         r"\1****",
@@ -64,14 +66,14 @@ TOKEN_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"(?<![{_B64URL}])AIza[{_B64URL}]{{30,}}+"), "AIza****"),
     (re.compile(rf"(?<![{_B64URL}])GOCSPX-[{_B64URL}]{{20,}}+"), "GOCSPX-****"),
     (
-        re.compile(r"(?<![A-Za-z0-9_])((?:sk|rk|pk)_(?:live|test)_|whsec_)[A-Za-z0-9]{8,}+"),
+        re.compile(r"(?<![A-Za-z0-9])((?:sk|rk|pk)_(?:live|test)_|whsec_)[A-Za-z0-9]{8,}+"),
         r"\1****",
     ),
     (re.compile(rf"(?<![{_B64URL}.])SG\.[{_B64URL}]{{16,}}+\.[{_B64URL}]{{16,}}+"), "SG.****"),
-    (re.compile(r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}+"), "hf_****"),
+    (re.compile(r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{30,}+"), "hf_****"),
     (re.compile(rf"(?<![{_B64URL}])pypi-AgE[{_B64URL}]{{50,}}+"), "pypi-****"),
     (re.compile(rf"(?<![{_B64URL}.])(hv[sbr]\.)[{_B64URL}]{{24,}}+"), r"\1****"),
-    (re.compile(r"(?<![A-Za-z0-9_])(do[por]_v1_)[a-f0-9]{32,}+"), r"\1****"),
+    (re.compile(r"(?<![A-Za-z0-9])(do[por]_v1_)[a-f0-9]{32,}+"), r"\1****"),
     (
         re.compile(rf"(?<![{_B64URL}])eyJ[{_B64URL}]*+\.eyJ[{_B64URL}]*+\.[{_B64URL}]*+"),
         "eyJ****",
