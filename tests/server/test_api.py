@@ -45,6 +45,7 @@ from tapgate.server.api.openapi import EXAMPLES, openapi_document
 from tapgate.server.api.stream import HEARTBEAT_INTERVAL, STREAM_QUEUE_SIZE
 from tapgate.server.app import build_app
 from tapgate.server.keys import GATE, METRICS, STORE
+from tests.strategies import JSON
 
 CI = "ci-bot-token-0123456789abcdef"
 OTHER = "other-agent-token-0123456789"
@@ -793,13 +794,6 @@ def test_openapi_refs_all_resolve_and_wait_carries_the_configured_maximum() -> N
 # construction (not by asking the model under test), so the oracle is independent.
 
 FIELDS = ("tool", "arguments", "session", "risk", "wait")
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=12,
-)
 NOT_A_STRING = JSON.filter(lambda v: not isinstance(v, str))
 NOT_AN_OBJECT = JSON.filter(lambda v: not isinstance(v, dict))
 HEADER_TEXT = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=64)

@@ -36,6 +36,7 @@ from tests.fakes import FakeLine, Fault, taps
 from tests.fakes.receivers import line_webhook
 from tests.fakes.served import LINE_SECRET, LINE_TOKEN, ServedApp, channels
 from tests.fakes.taps import line_body, line_headers
+from tests.strategies import HEADER_VALUES, JSON
 
 SECRET = LINE_SECRET
 TOKEN = LINE_TOKEN
@@ -605,20 +606,8 @@ async def test_an_empty_channel_secret_is_refused(served: Served) -> None:
 HEADER_NAMES = st.sampled_from(
     ["X-Line-Signature", "x-line-signature", "Content-Type", "Authorization", "X-Other"]
 )
-HEADER_VALUES = st.text(
-    st.characters(min_codepoint=0x20, max_codepoint=0xFF, exclude_characters="\x7f"), max_size=64
-)
 
 
-def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    return st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-
-
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
-    _containers,
-    max_leaves=12,
-)
 SHARED = settings(
     max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -48,6 +48,7 @@ from tests.fakes.receivers import slack_webhook
 from tests.fakes.served import ServedApp, slack_card
 from tests.fakes.slack import DEFAULT_APP_TOKEN, DEFAULT_BOT_TOKEN
 from tests.fakes.taps import slack_form, slack_headers
+from tests.strategies import HEADER_VALUES, JSON
 
 SECRET = "test-slack-signing-secret-0123"
 TEAM = "T0TAPGATE"
@@ -822,16 +823,6 @@ HEADER_NAMES = st.sampled_from(
         "X-Slack-Retry-Num",
         "X-Other",
     ]
-)
-HEADER_VALUES = st.text(
-    st.characters(min_codepoint=0x20, max_codepoint=0xFF, exclude_characters="\x7f"), max_size=64
-)
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=12,
 )
 SHARED = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
