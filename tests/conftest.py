@@ -15,6 +15,8 @@ import pytest
 
 from tapgate.gate.clock import ManualClock
 from tapgate.store import Store
+from tests.bytecode import cache_compiled_modules
+from tests.memory import before_collecting, forget_served_apps, freeze_collected
 from tests.suites import (
     has_postgresql,
     mark_postgresql,
@@ -89,6 +91,18 @@ def pg_server() -> Iterator[str]:
 
 def pytest_configure(config: pytest.Config) -> None:
     start_shared_postgresql(config)
+    cache_compiled_modules(config)
+    before_collecting(config)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    freeze_collected()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """After each test and its fixtures, let its apps go (tests/memory.py)."""
+    forget_served_apps()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -4,9 +4,10 @@
 the unit and app-level tests on SQLite, without the suites that start real
 processes, browsers or frameworks, and without the PostgreSQL side of the
 store's cases (the full run has both). A test is slow because of the folder
-it lives in, never because someone remembered to mark it, so a new
-end-to-end test cannot slip into the fast set by accident
-(tests/test_suites.py checks the list names folders that exist); a case is
+it lives in (or its file, or a parameter that starts a process), never
+because someone remembered to mark it, so a new end-to-end test cannot slip
+into the fast set by accident (tests/test_suites.py checks the list names
+folders that exist); a case is
 ``postgres`` because it asks for a PostgreSQL database. When ``-m``
 deselects every slow test, the slow folders are not even collected: their
 imports (the frameworks, Playwright) are most of a worker's start-up.
@@ -34,7 +35,9 @@ from _pytest.mark.expression import Expression
 __all__ = [
     "SLOW_FILES",
     "SLOW_FOLDERS",
+    "SLOW_PARAMS",
     "has_postgresql",
+    "is_slow",
     "mark_postgresql",
     "mark_slow_folders",
     "skips_collecting",
@@ -47,8 +50,11 @@ __all__ = [
 TESTS = Path(__file__).parent
 SCRIPT = TESTS.parent / "scripts" / "pg-test-server"
 
-SLOW_FOLDERS = frozenset({"e2e", "web", "integrations", "packaging", "container", "deploy"})
-"""Folders under tests/ whose every test is ``slow``: real processes, Chromium, frameworks."""
+SLOW_FOLDERS = frozenset(
+    {"e2e", "web", "integrations", "packaging", "container", "deploy", "scale"}
+)
+"""Folders under tests/ whose every test is ``slow``: real processes, Chromium, frameworks,
+and ``scale`` (masking timed on half a megabyte of hostile text per case)."""
 
 SLOW_FILES = frozenset(
     {
@@ -63,6 +69,7 @@ SLOW_FILES = frozenset(
         "client/test_mcp_proxy.py",
         "client/test_mcp_failures.py",
         "client/test_mcp_unlisted.py",
+        "client/test_fast_hook.py",
         "client/test_run.py",
         "cli/test_cli_serve.py",
         "test_benchmarks_run.py",
@@ -72,17 +79,31 @@ SLOW_FILES = frozenset(
 restarted, bubblewrap, the MCP and ACP proxies with their agents, ``tapgate run``'s commands,
 ``tapgate serve`` itself."""
 
+SLOW_PARAMS = frozenset({("hook", "fast")})
+"""Fixture parameters (fixture, value) whose cases start a real process: the Claude Code and
+Codex hook tests run each case three ways, and their ``fast`` way runs the command the hook
+prints, as Claude Code would, in a process of its own."""
+
 _STARTED: list[Path] = []
 
 
+def is_slow(item: pytest.Item) -> bool:
+    """Whether ``item`` is slow by its folder, its file, or a parameter that starts a process."""
+    try:
+        relative = item.path.relative_to(TESTS)
+    except ValueError:
+        return False
+    if relative.parts[0] in SLOW_FOLDERS or relative.as_posix() in SLOW_FILES:
+        return True
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    return any(name in params and params[name] == value for name, value in SLOW_PARAMS)
+
+
 def mark_slow_folders(items: list[pytest.Item]) -> None:
-    """Mark every test under a slow folder (or in a slow file) ``slow``."""
+    """Mark ``slow`` every test under a slow folder, in a slow file, or with a slow parameter."""
     for item in items:
-        try:
-            relative = item.path.relative_to(TESTS)
-        except ValueError:
-            continue
-        if relative.parts[0] in SLOW_FOLDERS or relative.as_posix() in SLOW_FILES:
+        if is_slow(item):
             item.add_marker(pytest.mark.slow)
 
 

@@ -7,6 +7,7 @@ fails here first, so it is made on purpose and reviewed as such.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import os
 import pkgutil
@@ -273,6 +274,7 @@ PLATFORM_SDKS = {
 """Each platform's SDK, and the one channel folder that may import it."""
 
 
+@functools.cache
 def _modules() -> list[str]:
     found = ["tapgate"]
     for info in pkgutil.walk_packages([str(SRC)], prefix="tapgate."):
@@ -281,17 +283,21 @@ def _modules() -> list[str]:
     return sorted(found)
 
 
-def _imports(module: str) -> set[str]:
-    spec = importlib.util.find_spec(module)
-    assert spec is not None and spec.origin is not None
-    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+@functools.cache
+def _tree(module: str) -> ast.Module:
+    """``module``'s parsed source, parsed once for the many tests that read it."""
+    return ast.parse(_source(module))
+
+
+@functools.cache
+def _imports(module: str) -> frozenset[str]:
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(_tree(module)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
-    return names
+    return frozenset(names)
 
 
 @pytest.mark.parametrize(("package", "expected"), sorted(EXPORTS.items()))
@@ -529,6 +535,7 @@ def test_the_operator_commands_read_the_store_without_alembic() -> None:
     assert "alembic" not in loaded
 
 
+@functools.cache
 def _source(module: str) -> str:
     spec = importlib.util.find_spec(module)
     assert spec is not None and spec.origin is not None
@@ -548,7 +555,7 @@ _DOMAIN = (
 def test_nothing_outside_the_domain_reaches_through_the_gate_into_the_store(module: str) -> None:
     """The gate is the one door to the store: ``gate.store.x`` above the domain means a
     missing method."""
-    for node in ast.walk(ast.parse(_source(module))):
+    for node in ast.walk(_tree(module)):
         if isinstance(node, ast.Attribute) and node.attr == "store":
             owner = ast.unparse(node.value)
             assert "gate" not in owner.lower() and owner != "g", f"{module}: {ast.unparse(node)}"
@@ -557,7 +564,7 @@ def test_nothing_outside_the_domain_reaches_through_the_gate_into_the_store(modu
 @pytest.mark.parametrize("module", [m for m in _modules() if _channel_of(m) is not None])
 def test_channels_decide_only_through_the_decisions_package(module: str) -> None:
     """What a tap means is ``decisions.taps``: a channel never resolves, nor audits, on its own."""
-    for node in ast.walk(ast.parse(_source(module))):
+    for node in ast.walk(_tree(module)):
         if isinstance(node, ast.Attribute) and node.attr in ("resolve", "record_refusal"):
             raise AssertionError(f"{module} calls {ast.unparse(node)}: go through decisions.taps")
 

@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
-from tests.suites import SLOW_FILES, SLOW_FOLDERS, TESTS, _deselects_slow
+from tests.suites import SLOW_FILES, SLOW_FOLDERS, SLOW_PARAMS, TESTS, _deselects_slow
+
+
+def test_every_slow_parameter_is_one_a_fixture_has() -> None:
+    """A renamed parameter would silently move its process-starting cases into the inner loop."""
+    offered: set[tuple[str, object]] = set()
+    for path in TESTS.rglob("test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                for decorator in node.decorator_list:
+                    for keyword in getattr(decorator, "keywords", ()):
+                        if keyword.arg == "params" and isinstance(keyword.value, ast.List):
+                            offered.update(
+                                (node.name, value.value)
+                                for value in keyword.value.elts
+                                if isinstance(value, ast.Constant)
+                            )
+    assert offered >= SLOW_PARAMS
 
 
 def test_every_slow_folder_and_file_exists() -> None:
@@ -21,11 +40,19 @@ def test_a_fast_test_is_not_marked_slow(request: pytest.FixtureRequest) -> None:
 
 
 def test_every_collected_test_is_marked_by_its_folder(request: pytest.FixtureRequest) -> None:
-    """Slow exactly when its folder or file is listed, whatever else marks it."""
+    """Slow exactly when its folder, file or a parameter is listed, whatever else marks it."""
     wrong = []
     for item in request.session.items:
         relative = item.path.relative_to(TESTS)
-        slow = relative.parts[0] in SLOW_FOLDERS or relative.as_posix() in SLOW_FILES
+        params = getattr(item, "callspec", None)
+        slow = (
+            relative.parts[0] in SLOW_FOLDERS
+            or relative.as_posix() in SLOW_FILES
+            or any(
+                params is not None and params.params.get(name, object()) == value
+                for name, value in SLOW_PARAMS
+            )
+        )
         if slow != (item.get_closest_marker("slow") is not None):
             wrong.append(item.nodeid)
     assert wrong == []

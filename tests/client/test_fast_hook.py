@@ -3,9 +3,10 @@
 ``test_hook_claude_code.py`` runs every hook test through the fast command
 too (its ``hook`` fixture), against the real server. Here: a recording
 server shows *who* answered (the fast path sends one POST; a hand-off to the
-full hook sends its own requests after it), the fast path's JSON is held to
-``json``'s on generated values, its constants to the domain's, and its
-imports to the built-in modules that make it fast.
+full hook sends its own requests after it), and the fast path's imports are
+held to the built-in modules that make it fast. Every case starts the fast
+path as a process, so the file is ``slow`` (tests/suites.py); its parts as
+functions (flags, URLs, HTTP, JSON, constants) are in test_fast_hook_units.py.
 """
 
 from __future__ import annotations
@@ -13,27 +14,19 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import math
 import os
 import shlex
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_args
-from unittest.mock import ANY
+from typing import Any
 
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from hypothesis import given
-from hypothesis import strategies as st
 
-from tapgate.client import DEFAULT_HOOK_TIMEOUT
 from tapgate.client import _fast_hook as fast
-from tapgate.client import _hook_answer as answers
-from tapgate.client._hook import HOOK_EVENTS
-from tapgate.gate.models import DecisionSource, DecisionStatus, Verdict
 from tests.client.test_hook_claude_code import (
     FAST,
     TAPGATE,
@@ -294,18 +287,6 @@ async def test_an_error_status_is_answered_as_the_full_hook_answers_it(
     assert full["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
-def test_what_came_back_is_handed_over_intact() -> None:
-    cases = [(b"HTTP/1.1 201 Created\r\n\r\n{}", None), (b"", ("ReadTimeout", "timed out"))]
-    for received, failure in cases:
-        handed = answers.encode_submitted(received, failure)
-        assert answers.decode_submitted(handed) == (received, failure)
-    too_large = answers.encode_submitted(b"x" * (answers._MAX_REPLAY + 1), None)
-    assert answers.decode_submitted(too_large) == (b"", ("RemoteProtocolError", ANY))
-    for garbage in ("", "not base64!", "Zm9v"):
-        with pytest.raises(ValueError, match=r"base64|padding|handed over"):
-            answers.decode_submitted(garbage)
-
-
 async def test_the_printed_command_is_the_fast_path_with_the_flags_given(
     recorder: tuple[Recorder, str],
 ) -> None:
@@ -329,117 +310,3 @@ async def test_the_fast_path_imports_only_built_in_modules(
     assert {"_json", "_socket"} <= imported
     for heavy in ("json", "re", "enum", "socket", "typing", "site", "tapgate", "dataclasses"):
         assert heavy not in imported, sorted(imported)
-
-
-def test_the_constants_are_the_domains() -> None:
-    assert set(answers.VERDICTS) == set(get_args(Verdict))
-    assert set(answers.DECISION_STATUSES) == set(get_args(DecisionStatus))
-    assert set(answers.DECISION_SOURCES) == set(get_args(DecisionSource))
-    assert fast.HOOK_EVENTS == HOOK_EVENTS
-    assert float(fast._HOOK_TIMEOUT) == DEFAULT_HOOK_TIMEOUT
-
-
-@pytest.mark.parametrize(
-    "url",
-    [
-        "https://tapgate.example",
-        "http://[::1]:8080",
-        "http://host:99999",
-        "http://host:port",
-        "http://h\u00f6st",
-        "http://host/?q=1",
-        "ftp://host",
-        "127.0.0.1:8080",
-    ],
-)
-def test_what_is_not_plain_http_is_handed_off(url: str) -> None:
-    with pytest.raises(fast.HandOff):
-        fast._http_url(url)
-
-
-def test_answers_are_read_to_their_length_or_their_end() -> None:
-    body = b'{"decision": "allow"}'
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-    sized = head + b"Content-Length: %d\r\n\r\n" % len(body) + body + b"trailing junk"
-    assert fast._response(sized) == (200, {"decision": "allow"})
-    assert fast._response(head + b"\r\n" + body) == (200, {"decision": "allow"})
-    for broken in (
-        head + b"Content-Length: 99\r\n\r\n" + body,  # cut short
-        head + b"Transfer-Encoding: chunked\r\n\r\n15\r\n" + body + b"\r\n0\r\n\r\n",
-        b"HTTP/1.0 200 OK\r\n\r\n" + body,
-        head + b"\r\n[1]",
-    ):
-        with pytest.raises(fast.HandOff):
-            fast._response(broken)
-
-
-def test_a_proxy_in_the_environment_is_handed_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert fast._http_url("http://agent:pw@Host:8080/base/") == ("host", 8080, "/base")
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy:3128")
-    with pytest.raises(fast.HandOff):
-        fast._http_url("http://host:8080")
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["--help"],
-        ["--submitted", "x"],
-        ["--on-error", "maybe"],
-        ["--timeout", "-5"],
-        ["--timeout=nan"],
-        ["--retry-for", "2d"],
-        ["--url"],
-        ["--token", "x"],
-        ["--url", "--timeout"],
-    ],
-)
-def test_flags_it_cannot_vouch_for_are_handed_off(argv: list[str]) -> None:
-    with pytest.raises((fast.HandOff, ValueError)):
-        fast.read_flags(argv)
-
-
-def test_flags_are_read_as_argparse_reads_them() -> None:
-    found = fast.read_flags(["--url=http://x:1", "--token-env", "T", "--on-expired", "ask"])
-    assert (found["--url"], found["--token-env"], found["--on-expired"]) == (
-        "http://x:1",
-        "T",
-        "ask",
-    )
-    assert answers.duration("2m") == 120 and answers.seconds("0.5") == 0.5
-
-
-JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=20,
-)
-
-
-@given(JSON)
-def test_dumps_writes_what_json_writes(value: Any) -> None:
-    assert fast._dumps(value, compact=False) == json.dumps(value)
-    compact = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    assert fast._dumps(value, compact=True) == compact
-
-
-@given(JSON, st.sampled_from(["", " ", "\n\t ", "\r\n"]))
-def test_loads_reads_what_json_reads(value: Any, space: str) -> None:
-    text = space + json.dumps(value, ensure_ascii=False) + space
-    assert fast._loads(text) == json.loads(text)
-
-
-@given(st.text(max_size=40))
-def test_loads_refuses_what_json_refuses(text: str) -> None:
-    try:
-        expected = json.loads(text)
-    except ValueError:
-        with pytest.raises(fast.HandOff):
-            fast._loads(text)
-        return
-    found = fast._loads(text)
-    assert found == expected or (isinstance(found, float) and math.isnan(found))

@@ -43,7 +43,6 @@ from tapgate.delivery.file_diff import unified_diff as _diff
 from tapgate.delivery.presentation import ApprovalView, present, truncate_lines
 from tapgate.gate.models import Request, args_digest
 from tapgate.policy.masking import MASK, is_secret_key, mask_arguments, mask_text
-from tests.linearity import assert_linear
 
 SNAPSHOTS = Path(__file__).parents[1] / "snapshots" / "render"
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
@@ -539,32 +538,6 @@ def test_pem_block_never_reaches_a_message() -> None:
     out = rendered(view_of("Write", {"file_path": "id_rsa", "content": PEM}))
     assert PEM_BODY not in out
     assert "ZmFrZQ==" not in out
-
-
-ADVERSARIAL = [
-    "eyJ" * 34_000,
-    "a" * 100_000,
-    "token" * 20_000,
-    "x://u:" * 17_000,
-    "--password " * 9_000,
-    '"password":' * 9_000,
-    "password=" * 11_000,
-    "-u a:" * 20_000,
-    "-" * 100_000,
-    "Bearer " * 14_000,
-    "-----BEGIN " + "A" * 100_000,
-    "-----BEGIN " + "A " * 50_000,
-    "-----BEGIN PRIVATE KEY-----" * 3_700,
-    "'" * 100_000,
-    "sk-" * 33_000,
-    "AKIA" * 25_000,
-    " " * 100_000,
-]
-
-
-@pytest.mark.parametrize("text", ADVERSARIAL, ids=lambda t: repr(t[:12]))
-def test_masking_is_linear_on_hostile_input(text: str) -> None:
-    assert_linear(mask_text, text)  # 4x the text: ~4x the time when linear, 16x if not
 
 
 # --------------------------------------------------------------------------- injection

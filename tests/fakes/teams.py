@@ -24,6 +24,7 @@ and :meth:`message`; :meth:`headers` signs one (or forges it, on request).
 from __future__ import annotations
 
 import base64
+import functools
 import itertools
 import json
 import uuid
@@ -76,6 +77,18 @@ class Posted:
         return json.dumps(self.card, ensure_ascii=False)
 
 
+@functools.cache
+def _first_key() -> rsa.RSAPrivateKey:
+    """One 2048-bit key per test process for every fake's first signing key.
+
+    Making one costs ~35 ms of CPU and fifty-odd tests start a fake. No test
+    runs two fakes that must not trust each other's tokens; the tests that need
+    an unknown key make their own (a forged token), and :meth:`FakeTeams.rotate`
+    still makes a new one.
+    """
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
 class FakeTeams(FakeServer):
     """Fake Entra + Bot Framework + Bot Connector (see the module docstring)."""
 
@@ -83,7 +96,7 @@ class FakeTeams(FakeServer):
 
     def __init__(self, *, endorsements: tuple[str, ...] = ("msteams",)) -> None:
         super().__init__()
-        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.key: rsa.RSAPrivateKey = _first_key()
         self.kid = "tapgate-test-key-1"
         self.endorsements = list(endorsements)
         self.extra_keys: list[tuple[str, Any, list[str]]] = []

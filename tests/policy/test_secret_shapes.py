@@ -10,7 +10,6 @@ from __future__ import annotations
 import pytest
 
 from tapgate.policy.masking import MASK, clean, clean_name, is_secret_key, mask_arguments, mask_text
-from tests.linearity import assert_linear
 
 PW = "MyP4ss" + "w0rd"
 BODY = "abcdefghij" + "KLMNOPQRST" + "0123456789"
@@ -115,30 +114,6 @@ def test_pass_names_are_secret_keys(key: str) -> None:
 @pytest.mark.parametrize("key", ["bypass", "compass", "ssh_askpass", "passes", "passthrough"])
 def test_names_that_only_contain_pass_are_not(key: str) -> None:
     assert not is_secret_key(key)
-
-
-ADVERSARIAL = [
-    "mysql " * 17_000,
-    "mysql -p" * 12_500,
-    "mysql -p'" * 11_000,
-    "mysql" + " -p x" * 20_000,
-    'mysql -p"' + '\\"' * 45_000,
-    "docker login " * 8_000,
-    "sshpass -p " * 9_000,
-    "/a" * 50_000,
-    "glpat-" * 16_000,
-    "hooks.slack.com/services/" * 4_000,
-    "SG." * 33_000,
-    "-U a%" * 20_000,
-    "-passin pass:" * 7_000,
-    "DB_PASS=" * 12_000,
-    "pass" * 25_000,
-]
-
-
-@pytest.mark.parametrize("text", ADVERSARIAL, ids=lambda t: repr(t[:12]))
-def test_new_shapes_stay_linear_on_hostile_input(text: str) -> None:
-    assert_linear(mask_text, text)  # 4x the text: ~4x the time when linear, 16x if not
 
 
 @pytest.mark.parametrize(

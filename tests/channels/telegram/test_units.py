@@ -147,10 +147,14 @@ async def test_a_flood_wait_pauses_every_send_of_the_bot_not_only_that_chat() ->
         slept.append(seconds)
         await asyncio.sleep(0)
 
+    def clock() -> float:
+        """The flood gate's time: it passes only while the clients sleep."""
+        return sum(slept)
+
     async with FakeTelegram(started={USER, "222222222"}) as fake:
         fake.flood(retry_after=3)
-        notifier = TelegramNotifier(BOT_TOKEN, api_base_url=fake.url, sleep=sleep)
-        other = BotApi(BOT_TOKEN, base_url=fake.url, sleep=sleep)
+        notifier = TelegramNotifier(BOT_TOKEN, api_base_url=fake.url, sleep=sleep, clock=clock)
+        other = BotApi(BOT_TOKEN, base_url=fake.url, sleep=sleep, clock=clock)
         try:
             request = _request()
             delivery = Delivery(approver="alice", channel="telegram", address=USER)

@@ -82,17 +82,23 @@ class FloodGate:
 _GATES: dict[str, FloodGate] = {}
 
 
-def flood_gate(base_url: str, token: str) -> FloodGate:
-    """The one :class:`FloodGate` of the bot ``token`` at ``base_url`` in this process."""
+def flood_gate(base_url: str, token: str, clock: Callable[[], float] = time.monotonic) -> FloodGate:
+    """The one :class:`FloodGate` of the bot ``token`` at ``base_url`` in this process.
+
+    ``clock`` is the gate's if this call makes it (the first client of the bot).
+    """
     key = hashlib.sha256(f"{base_url}\0{token}".encode()).hexdigest()
-    return _GATES.setdefault(key, FloodGate())
+    if key not in _GATES:
+        _GATES[key] = FloodGate(clock)
+    return _GATES[key]
 
 
 class BotApi:
     """Calls Bot API methods for one bot; the aiohttp session opens on the first call.
 
     ``timeout`` bounds each call (a long poll adds its own ``timeout`` to it);
-    ``sleep`` is injectable so tests never wait out a flood.
+    ``sleep`` and ``clock`` (the flood gate's) are injectable so tests never
+    wait out a flood.
     """
 
     def __init__(
@@ -102,11 +108,12 @@ class BotApi:
         base_url: str = "https://api.telegram.org",
         timeout: float = 10.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._base = f"{base_url.rstrip('/')}/bot{token}/"
         self._timeout = timeout
         self._sleep = sleep
-        self._flood = flood_gate(base_url.rstrip("/"), token)
+        self._flood = flood_gate(base_url.rstrip("/"), token, clock)
         self._session: aiohttp.ClientSession | None = None
 
     async def call(

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -75,10 +76,13 @@ class TelegramNotifier:
         timeout: float = 10.0,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
         tool_shell_args: Mapping[str, str] | None = None,
         offers: Callable[[Request], Offer] | None = None,
     ) -> None:
-        self._api = BotApi(bot_token, base_url=api_base_url, timeout=timeout, sleep=sleep)
+        self._api = BotApi(
+            bot_token, base_url=api_base_url, timeout=timeout, sleep=sleep, clock=clock
+        )
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
         self._tool_shell_args = dict(tool_shell_args or {})
