@@ -22,6 +22,7 @@ from tests.suites import (
     mark_postgresql,
     mark_slow_folders,
     skips_collecting,
+    slow_first,
     start_postgresql,
     start_shared_postgresql,
     stop_postgresql,
@@ -112,6 +113,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     mark_slow_folders(items)
     mark_postgresql(items)
+    slow_first(items)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

@@ -41,6 +41,7 @@ __all__ = [
     "mark_postgresql",
     "mark_slow_folders",
     "skips_collecting",
+    "slow_first",
     "start_postgresql",
     "start_shared_postgresql",
     "stop_postgresql",
@@ -107,6 +108,22 @@ def mark_slow_folders(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+def slow_first(items: list[pytest.Item]) -> None:
+    """Put the ``slow`` tests first, each file's tests still together and in order.
+
+    Collected by name, the end-to-end folders (real restarts and container
+    builds, 10 – 40 s each, mostly waiting) came last and kept one worker
+    busy for a minute after the others had finished. First in the order,
+    under ``--dist worksteal`` (``addopts``), they start early; a worker that
+    runs out of tests takes half of another's queue, so the quick tests fill
+    in around them and the workers finish within seconds of each other
+    (measured: 366 – 370 s, against 322 – 418 s collected by name under
+    ``--dist load``). A file's tests stay together, so a worker builds a
+    file's costly fixtures (the container image, the benchmarks' tools) once.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 PG_FIXTURES = frozenset({"pg_server", "pg_url", "pg_template"})
 """Fixtures that reach the PostgreSQL server; ``db_url`` does on its ``postgresql`` side."""
 
@@ -121,17 +138,22 @@ def mark_postgresql(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.postgres)
 
 
-def _deselects_slow(markexpr: str) -> bool:
-    """Whether ``-m markexpr`` deselects a ``slow`` test whatever other markers it carries."""
+def _deselects(marker: str, markexpr: str) -> bool:
+    """Whether ``-m markexpr`` deselects a test marked ``marker`` whatever else it carries."""
     if not markexpr.strip():
         return False
     expression = Expression.compile(markexpr)
-    others = sorted(set(re.findall(r"[A-Za-z_][\w.]*", markexpr)) - {"and", "or", "not", "slow"})
+    others = sorted(set(re.findall(r"[A-Za-z_][\w.]*", markexpr)) - {"and", "or", "not", marker})
     for carried in itertools.product((False, True), repeat=len(others)):
-        marks = {"slow", *(name for name, on in zip(others, carried, strict=True) if on)}
+        marks = {marker, *(name for name, on in zip(others, carried, strict=True) if on)}
         if expression.evaluate(lambda name, /, marks=marks, **_: name in marks):
             return False
     return True
+
+
+def _deselects_slow(markexpr: str) -> bool:
+    """Whether ``-m markexpr`` deselects a ``slow`` test whatever other markers it carries."""
+    return _deselects("slow", markexpr)
 
 
 def skips_collecting(path: Path, config: pytest.Config) -> bool:
@@ -181,6 +203,8 @@ def start_shared_postgresql(config: pytest.Config) -> None:
         return  # a worker, or no workers: the session fixture starts it if needed
     if os.environ.get("TAPGATE_TEST_PG_URL") or not has_postgresql():
         return
+    if _deselects("postgres", str(config.getoption("markexpr") or "")):
+        return  # the inner loop: no case will ask for it
     url, data = start_postgresql()
     _STARTED.append(data)
     os.environ["TAPGATE_TEST_PG_URL"] = url

@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from tests.suites import SLOW_FILES, SLOW_FOLDERS, SLOW_PARAMS, TESTS, _deselects_slow
+from tests.suites import SLOW_FILES, SLOW_FOLDERS, SLOW_PARAMS, TESTS, _deselects, _deselects_slow
 
 
 def test_every_slow_parameter_is_one_a_fixture_has() -> None:
@@ -83,3 +83,12 @@ def test_slow_folders_are_left_uncollected_only_when_m_deselects_every_slow_test
     markexpr: str, deselects: bool
 ) -> None:
     assert _deselects_slow(markexpr) is deselects
+
+
+@pytest.mark.parametrize(
+    ("markexpr", "deselects"),
+    [("not slow and not postgres", True), ("not postgres", True), ("not slow", False), ("", False)],
+)
+def test_the_inner_loop_starts_no_postgresql(markexpr: str, deselects: bool) -> None:
+    """The controller starts the shared server only when a case on PostgreSQL can run."""
+    assert _deselects("postgres", markexpr) is deselects

@@ -107,8 +107,11 @@ async def test_a_sync_guarded_turn_refuses_a_call_changed_while_decided(served: 
         return f"{env} on {hosts}"
 
     def decide_and_tamper() -> None:
-        asyncio.run_coroutine_threadsafe(decide_batch(served, staging="approve"), loop).result(30)
-        targets.append("prod-db")  # changed by other code while a human decided
+        # Changed by other code while the call waits for a human: after it was asked, before
+        # the decision (changed after the decision, the turn may already have run it).
+        tamper = functools.partial(targets.append, "prod-db")
+        deciding = decide_batch(served, before=tamper, staging="approve")
+        asyncio.run_coroutine_threadsafe(deciding, loop).result(30)
 
     loop = asyncio.get_running_loop()
     with SyncRemoteGate(served.url, CI, long_poll=0.2) as gate:
