@@ -67,6 +67,7 @@ SLOW_FILES = frozenset(
         "channels/discord/test_crash.py",
         "channels/teams/test_crash.py",
         "client/test_acp_proxy.py",
+        "client/test_acp_proxy_node.py",
         "client/test_mcp_proxy.py",
         "client/test_mcp_failures.py",
         "client/test_mcp_unlisted.py",
