@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from tests.container.docker import (
 )
 
 IMAGE = "tapgate:container-test"
+"""The tag of this process's image; a pytest-xdist worker's carries its name (below)."""
 POSTGRES_IMAGE = "tapgate-postgres:container-test"
 
 
@@ -30,10 +32,16 @@ def engine() -> None:
 
 @pytest.fixture(scope="session")
 def image(engine: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """tapgate's image, built offline from a wheelhouse of this checkout."""
-    build_image(tmp_path_factory.mktemp("context"), IMAGE)
-    yield IMAGE
-    docker("image", "rm", "--force", IMAGE, check=False)
+    """tapgate's image, built offline from a wheelhouse of this checkout.
+
+    Tagged per worker: when the container tests are shared out between two
+    workers, each builds its own, and neither removes the other's at its end.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    tag = f"{IMAGE}-{worker}" if worker else IMAGE
+    build_image(tmp_path_factory.mktemp("context"), tag)
+    yield tag
+    docker("image", "rm", "--force", tag, check=False)
 
 
 @pytest.fixture(scope="session")

@@ -17,11 +17,12 @@ import asyncio
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import aiohttp
 import pytest
+
+from tests.wheels import build_wheel
 
 __all__ = [
     "BASE",
@@ -111,12 +112,7 @@ def build_image(context: Path, tag: str) -> None:
     for name in ("Dockerfile", ".dockerignore"):
         shutil.copy(REPO / name, context / name)
     shutil.copytree(REPO / "docker", context / "docker")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "-w", str(context / "wheelhouse"),
-         str(REPO)],
-        check=True,
-        timeout=900,
-    )  # fmt: skip
+    build_wheel(context / "wheelhouse", "--quiet")
     # --network none: the build must read nothing but the context.
     docker("build", "--quiet", "--network", "none", "-t", tag, str(context), timeout=1200)
 

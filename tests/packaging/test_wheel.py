@@ -22,6 +22,7 @@ import venv
 from pathlib import Path
 
 import tapgate
+from tests.wheels import build_wheel
 
 ROOT = Path(__file__).parents[2]
 
@@ -45,7 +46,7 @@ def run(
 
 def test_the_wheel_installs_and_runs_on_the_shipped_examples(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
-    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", wheels, ROOT)
+    build_wheel(wheels, "--no-deps", "-q")
     [wheel] = wheels.glob("tapgate-*.whl")
 
     fresh = tmp_path / "venv"
