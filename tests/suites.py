@@ -119,8 +119,10 @@ def slow_first(items: list[pytest.Item]) -> None:
     runs out of tests takes half of another's queue, so the quick tests fill
     in around them and the workers finish within seconds of each other
     (measured: 366 – 370 s, against 322 – 418 s collected by name under
-    ``--dist load``). A file's tests stay together, so a worker builds a
-    file's costly fixtures (the container image, the benchmarks' tools) once.
+    ``--dist load``). A file's tests stay together in the order, but a steal
+    can still split a file between two workers, and each then sets up the
+    file's session fixtures (seen: the container image built twice, ~40 s):
+    such fixtures must not share names or files between workers.
     """
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
@@ -152,11 +154,6 @@ def _deselects(marker: str, markexpr: str) -> bool:
     return True
 
 
-def _deselects_slow(markexpr: str) -> bool:
-    """Whether ``-m markexpr`` deselects a ``slow`` test whatever other markers it carries."""
-    return _deselects("slow", markexpr)
-
-
 def skips_collecting(path: Path, config: pytest.Config) -> bool:
     """Whether ``path`` (a slow folder or file) need not be collected at all under this ``-m``."""
     try:
@@ -168,7 +165,7 @@ def skips_collecting(path: Path, config: pytest.Config) -> bool:
     slow = (relative.parts[0] in SLOW_FOLDERS and len(relative.parts) == 1) or (
         relative.as_posix() in SLOW_FILES
     )
-    return slow and _deselects_slow(str(config.getoption("markexpr") or ""))
+    return slow and _deselects("slow", str(config.getoption("markexpr") or ""))
 
 
 def has_postgresql() -> bool:

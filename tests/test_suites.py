@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from tests.suites import SLOW_FILES, SLOW_FOLDERS, SLOW_PARAMS, TESTS, _deselects, _deselects_slow
+from tests.suites import SLOW_FILES, SLOW_FOLDERS, SLOW_PARAMS, TESTS, _deselects
 
 
 def test_every_slow_parameter_is_one_a_fixture_has() -> None:
@@ -82,7 +82,7 @@ def test_the_postgresql_side_of_db_url_is_marked_postgres(
 def test_slow_folders_are_left_uncollected_only_when_m_deselects_every_slow_test(
     markexpr: str, deselects: bool
 ) -> None:
-    assert _deselects_slow(markexpr) is deselects
+    assert _deselects("slow", markexpr) is deselects
 
 
 @pytest.mark.parametrize(
