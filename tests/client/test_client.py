@@ -716,13 +716,13 @@ class Tapped:
 
 
 @pytest.fixture
-async def tapped(tmp_path: Path) -> AsyncIterator[Tapped]:
+async def tapped(migrated_sqlite_url: str) -> AsyncIterator[Tapped]:
     async with FakeLine(access_token=LINE_TOKEN) as line:
         secrets = {"channel_access_token": LINE_TOKEN, "channel_secret": LINE_SECRET}
         config = parse_config(
             {
                 "server": {"heartbeat_interval": 3600},
-                "store": {"url": f"sqlite:///{tmp_path / 'tapgate.db'}"},
+                "store": {"url": migrated_sqlite_url},
                 "agents": [{"name": "ci-bot", "token": CI}],
                 "approvers": [{"name": "alice", "line": ALICE_LINE}],
                 "channels": {"line": {**secrets, "api_base_url": line.url}},

@@ -22,7 +22,6 @@ import os
 import shlex
 import sys
 from collections.abc import AsyncIterator, Coroutine
-from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
 import pytest
@@ -82,8 +81,8 @@ def codex_verdict(answer: dict[str, Any]) -> tuple[str, str]:
 
 
 @pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
-    async with serve(tmp_path) as s:
+async def served(migrated_sqlite_url: str) -> AsyncIterator[Served]:
+    async with serve(migrated_sqlite_url) as s:
         yield s
 
 

@@ -26,8 +26,8 @@ HOSTILE = Path(__file__).with_name("mcp_hostile.py")
 
 
 @pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
-    async with serve(tmp_path, policy=POLICY) as s:
+async def served(migrated_sqlite_url: str) -> AsyncIterator[Served]:
+    async with serve(migrated_sqlite_url, policy=POLICY) as s:
         yield s
 
 

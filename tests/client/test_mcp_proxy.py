@@ -48,14 +48,14 @@ destructive deny)."""
 
 
 @pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
-    async with serve(tmp_path, policy=POLICY) as s:
+async def served(migrated_sqlite_url: str) -> AsyncIterator[Served]:
+    async with serve(migrated_sqlite_url, policy=POLICY) as s:
         yield s
 
 
 @pytest.fixture
-async def served_manual(tmp_path: Path) -> AsyncIterator[Served]:
-    async with serve(tmp_path, ManualClock(), policy=POLICY) as s:
+async def served_manual(migrated_sqlite_url: str) -> AsyncIterator[Served]:
+    async with serve(migrated_sqlite_url, ManualClock(), policy=POLICY) as s:
         yield s
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -20,8 +19,8 @@ from tests.client.test_mcp_proxy import POLICY, call, proxied, text
 
 
 @pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
-    async with serve(tmp_path, policy=POLICY) as s:
+async def served(migrated_sqlite_url: str) -> AsyncIterator[Served]:
+    async with serve(migrated_sqlite_url, policy=POLICY) as s:
         yield s
 
 

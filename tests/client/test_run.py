@@ -66,14 +66,14 @@ async def run_process(
 
 
 @pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
-    async with serve(tmp_path) as s:
+async def served(migrated_sqlite_url: str) -> AsyncIterator[Served]:
+    async with serve(migrated_sqlite_url) as s:
         yield s
 
 
 @pytest.fixture
-async def served_manual(tmp_path: Path) -> AsyncIterator[Served]:
-    async with serve(tmp_path, ManualClock()) as s:
+async def served_manual(migrated_sqlite_url: str) -> AsyncIterator[Served]:
+    async with serve(migrated_sqlite_url, ManualClock()) as s:
         yield s
 
 

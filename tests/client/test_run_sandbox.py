@@ -257,7 +257,7 @@ async def test_an_approved_command_runs_confined(
     bwrap: str, tmp_path: Path, run: Run, outside: Path
 ) -> None:
     """The sandbox is checked before asking and applied after the tap (defaults: no writes)."""
-    async with serve(tmp_path) as served:
+    async with serve(f"sqlite:///{tmp_path / 'tapgate.db'}") as served:
         argv = python(WRITE, str(outside / "deployed"))
         task = asyncio.create_task(run(served.url, "--tool", "deploy", "--sandbox", "--", *argv))
         request = await served.pending()
@@ -278,7 +278,7 @@ async def test_without_bwrap_nothing_is_asked_and_nothing_runs(
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
     marker = tmp_path / "ran"
-    async with serve(tmp_path) as served:
+    async with serve(f"sqlite:///{tmp_path / 'tapgate.db'}") as served:
         argv = python(WRITE, str(marker))
         code, err = await run(served.url, "--tool", "deploy", "--sandbox", "--", *argv)
         assert await served.requests() == []  # no approver was bothered

@@ -54,10 +54,12 @@ async def line(db_url: str, clock: ManualClock, aiohttp_client: Connect) -> Asyn
 
 
 @pytest.fixture
-async def slack(tmp_path: Any, clock: ManualClock, aiohttp_client: Connect) -> AsyncIterator[Any]:
+async def slack(
+    migrated_sqlite_url: str, clock: ManualClock, aiohttp_client: Connect
+) -> AsyncIterator[Any]:
     async with FakeSlack() as fake:
         notifier = SlackNotifier(DEFAULT_BOT_TOKEN, api_base_url=fake.url, timeout=5)
-        config = slack_tests.make_config(fake.url, f"sqlite:///{tmp_path / 'tapgate.db'}")
+        config = slack_tests.make_config(fake.url, migrated_sqlite_url)
         app = build_app(config, clock=clock, notifiers=[notifier])
         client = await aiohttp_client(app)
         yield slack_tests.Served(app=app, client=client, slack=fake, clock=clock)

@@ -18,7 +18,6 @@ import re
 import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -94,9 +93,9 @@ class Answer:
 
 @pytest.fixture
 async def server(
-    tmp_path: Path, aiohttp_server: Callable[[web.Application], Awaitable[TestServer]]
+    migrated_sqlite_url: str, aiohttp_server: Callable[[web.Application], Awaitable[TestServer]]
 ) -> TestServer:
-    config = make_config(f"sqlite:///{tmp_path / 'tapgate.db'}")
+    config = make_config(migrated_sqlite_url)
     return await aiohttp_server(build_app(config, notifiers=[RecordingNotifier("console")]))
 
 

@@ -186,8 +186,10 @@ async def line() -> AsyncIterator[FakeLine]:
 
 
 @pytest.fixture
-async def served(tmp_path: Any, clock: ManualClock, line: FakeLine) -> AsyncIterator[Served]:
-    async with serve(f"sqlite:///{tmp_path / 'tapgate.db'}", clock, line) as s:
+async def served(
+    migrated_sqlite_url: str, clock: ManualClock, line: FakeLine
+) -> AsyncIterator[Served]:
+    async with serve(migrated_sqlite_url, clock, line) as s:
         yield s
 
 

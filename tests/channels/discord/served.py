@@ -174,11 +174,13 @@ def served_fixture(rules: list[dict[str, Any]], *, public_url: str | None = None
 
     @pytest.fixture
     async def served(
-        db_url: str,
+        migrated_db_url: str,
         clock: ManualClock,
         aiohttp_client: Callable[[web.Application], Awaitable[Client]],
     ) -> AsyncIterator[DiscordServed]:
-        async with serving(db_url, clock, aiohttp_client, rules, public_url=public_url) as found:
+        async with serving(
+            migrated_db_url, clock, aiohttp_client, rules, public_url=public_url
+        ) as found:
             yield found
 
     return served

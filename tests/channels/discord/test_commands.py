@@ -90,7 +90,7 @@ async def test_the_commands_are_registered_at_start_with_the_bot_token(
 
 
 async def test_a_refused_registration_is_logged_and_a_check_failure_not_a_crash(
-    db_url: str,
+    migrated_db_url: str,
     clock: ManualClock,
     aiohttp_client: Callable[[web.Application], Awaitable[Client]],
     caplog: pytest.LogCaptureFixture,
@@ -99,7 +99,9 @@ async def test_a_refused_registration_is_logged_and_a_check_failure_not_a_crash(
         discord.script("commands", Fault.status(401, {"message": "401: Unauthorized", "code": 0}))
 
     with caplog.at_level(logging.ERROR, logger="tapgate.channels.discord"):
-        async with serving(db_url, clock, aiohttp_client, RULES, before_start=refuse) as served:
+        async with serving(
+            migrated_db_url, clock, aiohttp_client, RULES, before_start=refuse
+        ) as served:
             assert "Discord slash commands not registered (HTTP 401" in caplog.text
             assert "Reset Token" in caplog.text and "curl -sS -X PUT" in caplog.text
             assert "fake-discord-bot-token" not in caplog.text  # the token stays out of logs

@@ -34,14 +34,16 @@ TIMES = 50
 
 @pytest.fixture
 async def served(
-    db_url: str,
+    migrated_db_url: str,
     clock: ManualClock,
     aiohttp_client: Callable[[web.Application], Awaitable[Client]],
 ) -> AsyncIterator[DiscordServed]:
     crowd = [
         {"name": f"p{n:02d}", "discord": user, "groups": ["crowd"]} for n, user in enumerate(CROWD)
     ]
-    async with serving(db_url, clock, aiohttp_client, RULES, more_approvers=crowd) as found:
+    async with serving(
+        migrated_db_url, clock, aiohttp_client, RULES, more_approvers=crowd
+    ) as found:
         found.receiver.budget = 60.0  # every answer inline: a deferred one would hide its kind
         yield found
 

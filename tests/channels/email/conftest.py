@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -11,7 +10,7 @@ from tests.channels.email.harness import Served, serving
 
 
 @pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
+async def served(migrated_sqlite_url: str) -> AsyncIterator[Served]:
     """A test's own server and relay (a module may override it: LINE too, PostgreSQL too)."""
-    async with serving(f"sqlite:///{tmp_path / 'tapgate.db'}") as found:
+    async with serving(migrated_sqlite_url) as found:
         yield found

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -22,10 +21,10 @@ from tests.fakes.taps import signed_line_tap
 
 
 @pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
+async def served(migrated_sqlite_url: str) -> AsyncIterator[Served]:
     async with (
         FakeLine(access_token=LINE_TOKEN) as line,
-        serving(f"sqlite:///{tmp_path / 'tapgate.db'}", line=line) as found,
+        serving(migrated_sqlite_url, line=line) as found,
     ):
         yield found
 

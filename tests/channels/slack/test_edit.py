@@ -189,12 +189,12 @@ def edit_submission(
 
 
 @pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
+async def served(migrated_sqlite_url: str) -> AsyncIterator[Served]:
     async with FakeSlack() as fake:
         config = parse_config(
             {
                 "server": {"heartbeat_interval": 3600, "max_wait": 60},
-                "store": {"url": f"sqlite:///{tmp_path / 'tapgate.db'}"},
+                "store": {"url": migrated_sqlite_url},
                 "agents": [{"name": "ci", "token": TOKEN}],
                 "approvers": [
                     {"name": "alice", "slack": ALICE, "slack_team": TEAM, "groups": ["oncall"]},

@@ -37,13 +37,13 @@ RULES: list[dict[str, Any]] = [{"tool": "deploy", "action": "ask", "approvers": 
 
 @pytest.fixture
 async def served(
-    db_url: str,
+    migrated_db_url: str,
     clock: ManualClock,
     aiohttp_client: Callable[[web.Application], Awaitable[Client]],
 ) -> AsyncIterator[TeamsServed]:
     server = {"public_url": PUBLIC}
     async with served_teams(
-        db_url, clock, aiohttp_client, APPROVERS, RULES, server=server
+        migrated_db_url, clock, aiohttp_client, APPROVERS, RULES, server=server
     ) as served:
         await served.install(1, 2)
         yield served
@@ -155,11 +155,11 @@ async def test_cards_open_in_the_inbox_without_signing_anyone_in(served: TeamsSe
 
 
 async def test_without_a_public_url_there_is_no_inbox_link(
-    db_url: str,
+    migrated_db_url: str,
     clock: ManualClock,
     aiohttp_client: Callable[[web.Application], Awaitable[Client]],
 ) -> None:
-    async with served_teams(db_url, clock, aiohttp_client, APPROVERS, RULES) as served:
+    async with served_teams(migrated_db_url, clock, aiohttp_client, APPROVERS, RULES) as served:
         await served.install(1)
         request_id = await served.ask("deploy")
         await until(lambda: any(request_id[:8] in p.text for p in served.teams.cards_in(1)))
@@ -168,12 +168,12 @@ async def test_without_a_public_url_there_is_no_inbox_link(
 
 
 async def test_a_question_is_answered_from_the_card_once_by_an_approver_only(
-    db_url: str,
+    migrated_db_url: str,
     clock: ManualClock,
     aiohttp_client: Callable[[web.Application], Awaitable[Client]],
 ) -> None:
     rules = [{"tool": CONTACT_TOOL, "action": "ask", "approvers": ["alice", "bob"]}]
-    async with served_teams(db_url, clock, aiohttp_client, APPROVERS, rules) as served:
+    async with served_teams(migrated_db_url, clock, aiohttp_client, APPROVERS, rules) as served:
         await served.install(1, 2)
         spec = {"msg": "Deploy to eu-west-1 or **us-east-1**?", "subject": "Region"}
         body = {"run_id": "r1", "call_id": "call-q", "spec": spec}

@@ -45,14 +45,14 @@ Served = tuple[TeamsServed, FakeLine]
 
 @pytest.fixture
 async def served(
-    db_url: str,
+    migrated_db_url: str,
     clock: ManualClock,
     aiohttp_client: Callable[[web.Application], Awaitable[Client]],
 ) -> AsyncIterator[Served]:
     async with FakeLine(access_token=LINE_TOKEN) as line:
         line_section = channels(line_url=line.url)["line"]
         async with served_teams(
-            db_url,
+            migrated_db_url,
             clock,
             aiohttp_client,
             APPROVERS,

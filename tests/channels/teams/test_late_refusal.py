@@ -34,11 +34,11 @@ RULES: list[dict[str, Any]] = [{"tool": "deploy", "action": "ask", "approvers": 
 
 @pytest.fixture
 async def served(
-    db_url: str,
+    migrated_db_url: str,
     clock: ManualClock,
     aiohttp_client: Callable[[web.Application], Awaitable[Client]],
 ) -> AsyncIterator[TeamsServed]:
-    async with served_teams(db_url, clock, aiohttp_client, APPROVERS, RULES) as found:
+    async with served_teams(migrated_db_url, clock, aiohttp_client, APPROVERS, RULES) as found:
         await found.install(1)
         found.webhook().budget = 0.0  # every press outlasts it
         yield found

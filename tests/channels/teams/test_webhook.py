@@ -37,11 +37,11 @@ RULES: list[dict[str, Any]] = [
 
 @pytest.fixture
 async def served(
-    db_url: str,
+    migrated_db_url: str,
     clock: ManualClock,
     aiohttp_client: Callable[[web.Application], Awaitable[Client]],
 ) -> AsyncIterator[TeamsServed]:
-    async with served_teams(db_url, clock, aiohttp_client, APPROVERS, RULES) as served:
+    async with served_teams(migrated_db_url, clock, aiohttp_client, APPROVERS, RULES) as served:
         await served.install(1, 2)
         yield served
 
@@ -181,11 +181,11 @@ async def test_a_bad_token_changes_nothing(served: TeamsServed, kind: str) -> No
 
 
 async def test_an_unendorsed_key_is_refused_403(
-    db_url: str,
+    migrated_db_url: str,
     clock: ManualClock,
     aiohttp_client: Callable[[web.Application], Awaitable[Client]],
 ) -> None:
-    async with served_teams(db_url, clock, aiohttp_client, APPROVERS, RULES) as served:
+    async with served_teams(migrated_db_url, clock, aiohttp_client, APPROVERS, RULES) as served:
         served.teams.endorsements = ["webchat"]
         status, _ = await served.post(served.teams.installed(1))
         assert status == 403
@@ -203,12 +203,12 @@ async def test_no_token_at_all_and_garbage_bodies_are_refused_without_a_tracebac
 
 
 async def test_an_approver_without_a_conversation_is_told_to_install_the_app(
-    db_url: str,
+    migrated_db_url: str,
     clock: ManualClock,
     aiohttp_client: Callable[[web.Application], Awaitable[Client]],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    async with served_teams(db_url, clock, aiohttp_client, APPROVERS, RULES) as served:
+    async with served_teams(migrated_db_url, clock, aiohttp_client, APPROVERS, RULES) as served:
         assert "alice cannot be reached yet" in caplog.text
         await served.install(2)  # bob only
         request_id = await served.ask("deploy")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 
 import pytest
 from aiohttp import web
@@ -16,8 +15,9 @@ App = Callable[[web.Application], Awaitable[Client]]
 
 
 @pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path}/tapgate.db"
+def db_url(migrated_sqlite_url: str) -> str:
+    """SQLite only, at the head revision: a copy of the migrated template (no Alembic run)."""
+    return migrated_sqlite_url
 
 
 @pytest.fixture
