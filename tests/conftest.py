@@ -19,6 +19,7 @@ from tests.bytecode import cache_compiled_modules
 from tests.memory import before_collecting, forget_served_apps, freeze_collected
 from tests.suites import (
     has_postgresql,
+    is_controller,
     mark_postgresql,
     mark_slow_folders,
     skips_collecting,
@@ -29,6 +30,7 @@ from tests.suites import (
     stop_shared_postgresql,
 )
 from tests.templates import admin, copy_sqlite, database_url, migrated_pg, migrated_sqlite
+from tests.tls import share_line_sdk_tls_context
 
 
 def _loopback(address: Any) -> bool:
@@ -93,7 +95,9 @@ def pg_server() -> Iterator[str]:
 def pytest_configure(config: pytest.Config) -> None:
     start_shared_postgresql(config)
     cache_compiled_modules(config)
-    before_collecting(config)
+    if not is_controller(config):  # the processes that run tests
+        before_collecting()
+        share_line_sdk_tls_context()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

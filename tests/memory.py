@@ -20,20 +20,18 @@ from __future__ import annotations
 
 import gc
 
-import pytest
 from aiohttp import web_app
 
 __all__ = ["before_collecting", "forget_served_apps", "freeze_collected"]
 
 
-def before_collecting(config: pytest.Config) -> None:
+def before_collecting() -> None:
     """Pause the collector while the test modules are imported (nothing there is garbage).
 
-    Not in a pytest-xdist controller: it collects nothing, so nothing would turn it back on.
+    Not in a pytest-xdist controller (the caller's check): it collects nothing,
+    so nothing would turn the collector back on.
     """
-    controller = not hasattr(config, "workerinput") and config.getoption("numprocesses", None)
-    if not controller:
-        gc.disable()
+    gc.disable()
 
 
 def freeze_collected() -> None:

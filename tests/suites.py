@@ -37,6 +37,7 @@ __all__ = [
     "SLOW_FOLDERS",
     "SLOW_PARAMS",
     "has_postgresql",
+    "is_controller",
     "is_slow",
     "mark_postgresql",
     "mark_slow_folders",
@@ -195,9 +196,14 @@ def stop_postgresql(data: Path) -> None:
     shutil.rmtree(data, ignore_errors=True)
 
 
+def is_controller(config: pytest.Config) -> bool:
+    """Whether this process is a pytest-xdist controller: it runs no test and collects none."""
+    return not hasattr(config, "workerinput") and bool(config.getoption("numprocesses", None))
+
+
 def start_shared_postgresql(config: pytest.Config) -> None:
     """In an xdist controller, start the one server the workers will share."""
-    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+    if not is_controller(config):
         return  # a worker, or no workers: the session fixture starts it if needed
     if os.environ.get("TAPGATE_TEST_PG_URL") or not has_postgresql():
         return
