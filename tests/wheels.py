@@ -10,10 +10,11 @@ the second wait for the first.
 
 from __future__ import annotations
 
-import fcntl
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.locks import exclusive
 
 __all__ = ["ROOT", "build_wheel"]
 
@@ -22,10 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def build_wheel(wheelhouse: Path, *flags: str, timeout: float = 900) -> None:
     """``pip wheel`` this checkout into ``wheelhouse`` (with ``flags``), holding the build lock."""
-    lock = ROOT / "build" / ".tests-wheel.lock"
-    lock.parent.mkdir(exist_ok=True)
-    with lock.open("w") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
+    with exclusive(ROOT / "build" / ".tests-wheel.lock"):
         subprocess.run(
             [sys.executable, "-m", "pip", "wheel", *flags, "-w", str(wheelhouse), str(ROOT)],
             check=True,

@@ -33,6 +33,7 @@ __all__ = [
     "docker",
     "docker_async",
     "ensure_base",
+    "image_exists",
     "require",
     "run_async",
     "wait_ready",
@@ -95,10 +96,15 @@ def compose_command() -> list[str] | None:
     return None if found is None else [found]
 
 
+def image_exists(tag: str) -> bool:
+    """Whether the engine has an image tagged ``tag``."""
+    found = subprocess.run(["docker", "image", "inspect", tag], capture_output=True, check=False)
+    return found.returncode == 0
+
+
 def ensure_base() -> None:
     """The debootstrapped base image, built by ``docker/build-base`` unless its tag exists."""
-    found = subprocess.run(["docker", "image", "inspect", BASE], capture_output=True, check=False)
-    if found.returncode == 0:
+    if image_exists(BASE):
         return
     missing = None if shutil.which("debootstrap") else "debootstrap is missing"
     if missing is None and os.geteuid() != 0:
