@@ -87,11 +87,23 @@ ARG_NAMES = ["cmd", "path", "q"]
 ACTIONS: list[Action] = ["allow", "ask", "deny"]
 COMMAND_WORDS = ["a", "b", "ab", "a*", "/bin/a", "sudo a", "&&", ";", "|", "$(b)", ">f", "x=1"]
 
-
-@st.composite
-def globs(draw: st.DrawFn) -> list[str]:
-    """Tokens of a glob, ``*`` weighted up so that different globs overlap."""
-    return draw(st.lists(st.sampled_from([*TOKENS, "*", "*"]), min_size=1, max_size=4))
+# The strategies below are built once: made inside a draw, each call builds and
+# validates a new one (this test took 6 s so, 2.5 s with them built here).
+TOKEN_TEXT = {token: st.sampled_from(texts) for token, texts in TOKENS.items()}
+GLOB_TOKENS = st.lists(st.sampled_from([*TOKENS, "*", "*"]), min_size=1, max_size=4)
+"""Tokens of a glob, ``*`` weighted up so that different globs overlap."""
+COIN = st.booleans()
+RULE_COUNT = st.integers(0, 14)
+RULE_ARG_NAMES = st.lists(st.sampled_from(ARG_NAMES), max_size=3, unique=True)
+CALL_ARG_NAMES = st.sets(st.sampled_from(ARG_NAMES))
+ACTION = st.sampled_from(ACTIONS)
+CALL_COUNT = st.integers(1, 8)
+ONE_IN_FOUR = st.integers(0, 3)
+COMMAND = st.lists(st.sampled_from(COMMAND_WORDS), max_size=5).map(" ".join)
+CWD = st.sampled_from(["/srv", "a", "/"])
+AGENT = st.sampled_from("xyz")
+RISK: st.SearchStrategy[Risk | None] = st.sampled_from([None, "read_only", "destructive"])
+SH_RISK: st.SearchStrategy[Risk] = st.sampled_from(["write", "read_only"])
 
 
 @st.composite
@@ -101,23 +113,23 @@ def rules(draw: st.DrawFn, prefix: str, tokens: dict[tuple[str, str], list[str]]
     ``tokens`` collects each argument glob's tokens, for :func:`cases` to realise.
     """
     out = []
-    for i in range(draw(st.integers(0, 14))):
+    for i in range(draw(RULE_COUNT)):
         args = {}
-        for name in draw(st.lists(st.sampled_from(ARG_NAMES), max_size=3, unique=True)):
+        for name in draw(RULE_ARG_NAMES):
             # Reusing an earlier glob makes equal rules, whose tie the YAML order breaks.
             seen = [g for n, g in tokens if n == name]
-            reuse: bool = bool(seen) and draw(st.booleans())
-            glob = tokens[(name, draw(st.sampled_from(seen)))] if reuse else draw(globs())
+            reuse: bool = bool(seen) and draw(COIN)
+            glob = tokens[(name, draw(st.sampled_from(seen)))] if reuse else draw(GLOB_TOKENS)
             args[name] = "".join(glob)
             tokens[(name, args[name])] = glob
-        action = draw(st.sampled_from(ACTIONS))
+        action = draw(ACTION)
         out.append(Rule(tool=draw(TOOL_GLOB), action=action, args=args, source=f"{prefix}[{i}]"))
     return out
 
 
 def realise(draw: st.DrawFn, glob: list[str]) -> str:
     """A text the glob matches (or nearly: an unclosed ``[`` may pair with a later ``]``)."""
-    return "".join(draw(st.sampled_from(TOKENS[t])) for t in glob)
+    return "".join(draw(TOKEN_TEXT[t]) for t in glob)
 
 
 def loadable(spec: PolicySpec) -> PolicySpec:
@@ -145,16 +157,12 @@ def cases(draw: st.DrawFn) -> tuple[PolicySpec, list[ToolCall]]:
     """A policy and calls whose arguments often realise its globs, so rules collide."""
     tokens: dict[tuple[str, str], list[str]] = {}
     agents = {
-        a: tuple(draw(rules(f"policy.agents.{a}.rules", tokens)))
-        for a in ("x", "y")
-        if draw(st.booleans())
+        a: tuple(draw(rules(f"policy.agents.{a}.rules", tokens))) for a in ("x", "y") if draw(COIN)
     }
     spec = loadable(
         PolicySpec(
             tools=(
-                ToolSpec(
-                    name="sh", shell="cmd", risk=draw(st.sampled_from(["write", "read_only"]))
-                ),
+                ToolSpec(name="sh", shell="cmd", risk=draw(SH_RISK)),
                 ToolSpec(name="a*", risk="read_only", paths=("q",), source="policy.tools[1]"),
             ),
             rules=tuple(draw(rules("policy.rules", tokens))),
@@ -164,22 +172,22 @@ def cases(draw: st.DrawFn) -> tuple[PolicySpec, list[ToolCall]]:
     agents = dict(spec.agents)
     every = [*spec.rules, *(r for scoped in agents.values() for r in scoped)]
     out = []
-    for _ in range(draw(st.integers(1, 8))):
+    for _ in range(draw(CALL_COUNT)):
         # Most calls are built to meet one rule: a tool its glob matches,
         # its argument globs realised; other rules then collide by chance.
-        aimed: bool = bool(every) and draw(st.integers(0, 3)) > 0
+        aimed: bool = bool(every) and draw(ONE_IN_FOUR) > 0
         target = draw(st.sampled_from(every)) if aimed else None
-        args: dict[str, Any] = {n: draw(VALUE) for n in draw(st.sets(st.sampled_from(ARG_NAMES)))}
+        args: dict[str, Any] = {n: draw(VALUE) for n in draw(CALL_ARG_NAMES)}
         tools = TOOLS
         if target is not None:
             args |= {n: realise(draw, tokens[(n, g)]) for n, g in target.args.items()}
             tools = [t for t in TOOLS if fnmatch.fnmatchcase(t, target.tool)] or TOOLS
-        if draw(st.integers(0, 3)) == 0:
-            args["cmd"] = " ".join(draw(st.lists(st.sampled_from(COMMAND_WORDS), max_size=5)))
-        if draw(st.integers(0, 3)) == 0:
-            args["cwd"] = draw(st.sampled_from(["/srv", "a", "/"]))
-        tool, agent = draw(st.sampled_from(tools)), draw(st.sampled_from("xyz"))
-        risk: Risk | None = draw(st.sampled_from([None, "read_only", "destructive"]))
+        if draw(ONE_IN_FOUR) == 0:
+            args["cmd"] = draw(COMMAND)
+        if draw(ONE_IN_FOUR) == 0:
+            args["cwd"] = draw(CWD)
+        tool, agent = draw(st.sampled_from(tools)), draw(AGENT)
+        risk: Risk | None = draw(RISK)
         out.append(ToolCall(tool=tool, arguments=args, agent=agent, risk=risk))
     return spec, out
 
