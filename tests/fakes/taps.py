@@ -17,11 +17,13 @@ import secrets
 import socket
 import time
 import uuid
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
 __all__ = [
     "LINE_EVENT_TIME",
+    "ReservedPort",
     "free_port",
     "line_body",
     "line_event",
@@ -43,6 +45,33 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+@dataclass
+class ReservedPort:
+    """A loopback port bound now, for an in-process ``TestServer`` that starts later.
+
+    A server whose config names its own URL needs the port before it starts.
+    :func:`free_port` closes its socket, so between choosing the port and
+    binding it anything else on the machine (another worker, a fake on port
+    0) can take it: seen as ``Address already in use``. This socket stays
+    bound and is handed to the server: ``TestServer(app, port=r.port,
+    socket_factory=r.socket_factory)``.
+    """
+
+    sock: socket.socket = field(default_factory=socket.socket)
+
+    def __post_init__(self) -> None:
+        self.sock.bind(("127.0.0.1", 0))
+
+    @property
+    def port(self) -> int:
+        port: int = self.sock.getsockname()[1]
+        return port
+
+    def socket_factory(self, host: str, port: int, family: socket.AddressFamily) -> socket.socket:
+        """``TestServer``'s ``socket_factory``: the bound socket, whatever it asks for."""
+        return self.sock
 
 
 def line_headers(secret: str, body: bytes) -> dict[str, str]:

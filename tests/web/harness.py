@@ -36,7 +36,7 @@ from tests.fakes.served import (
     until,
 )
 from tests.fakes.taps import (
-    free_port,
+    ReservedPort,
     line_body,
     line_event,
     line_headers,
@@ -241,10 +241,12 @@ class Browser:
 async def serving(db_url: str) -> AsyncIterator[Served]:
     """The real app on ``db_url``, with fake chats and a manual clock; closed after."""
     clock = ManualClock()
-    port = free_port()
+    reserved = ReservedPort()
     async with FakeSlack() as slack, FakeLine(access_token=LINE_TOKEN) as line:
-        app = build_app(make_config(slack.url, line.url, db_url, port), clock=clock)
-        server = TestServer(app, host="127.0.0.1", port=port)
+        app = build_app(make_config(slack.url, line.url, db_url, reserved.port), clock=clock)
+        server = TestServer(
+            app, host="127.0.0.1", port=reserved.port, socket_factory=reserved.socket_factory
+        )
         await server.start_server()
         try:
             yield Served(app=app, server=server, slack=slack, line=line, clock=clock)

@@ -20,7 +20,7 @@ from tapgate.gate.clock import ManualClock
 from tapgate.server.app import build_app
 from tests.fakes import FakeLine, FakeSlack
 from tests.fakes.served import ALICE, BOB, LINE_SECRET, LINE_TOKEN, until
-from tests.fakes.taps import free_port, signed_line_text
+from tests.fakes.taps import ReservedPort, signed_line_text
 from tests.web.harness import Browser, Served, make_config
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -200,13 +200,18 @@ async def test_what_the_chats_answer_strangers(served: Served) -> None:
 
 
 async def test_without_a_public_url_the_chat_says_so(tmp_path: Path) -> None:
-    port = free_port()
+    reserved = ReservedPort()
     async with FakeSlack() as slack, FakeLine(access_token=LINE_TOKEN) as line:
-        config = make_config(slack.url, line.url, f"sqlite:///{tmp_path / 'x.db'}", port)
+        config = make_config(slack.url, line.url, f"sqlite:///{tmp_path / 'x.db'}", reserved.port)
         config = config.model_copy(
             update={"server": config.server.model_copy(update={"public_url": None})}
         )
-        server = TestServer(build_app(config, clock=ManualClock()), host="127.0.0.1", port=port)
+        server = TestServer(
+            build_app(config, clock=ManualClock()),
+            host="127.0.0.1",
+            port=reserved.port,
+            socket_factory=reserved.socket_factory,
+        )
         await server.start_server()
         try:
             served = Served(

@@ -27,7 +27,7 @@ from tapgate.server.keys import GATE
 from tests.fakes import FakeLine
 from tests.fakes.served import AGENT_TOKEN, channels, until
 from tests.fakes.smtp import FakeSmtp, Mail
-from tests.fakes.taps import free_port
+from tests.fakes.taps import ReservedPort
 
 ALICE = "alice@example.test"
 BOB = "Bob@Example.test"
@@ -226,11 +226,13 @@ async def answer(link: str, action: str, reason: str | None = None) -> tuple[int
 async def serving(db_url: str, *, line: FakeLine | None = None) -> AsyncIterator[Served]:
     """The real app on ``db_url``, the fake relay (and LINE), a manual clock; closed after."""
     clock = ManualClock()
-    port = free_port()
+    reserved = ReservedPort()
     async with FakeSmtp() as smtp:
-        config = make_config(smtp.port, db_url, port, None if line is None else line.url)
+        config = make_config(smtp.port, db_url, reserved.port, None if line is None else line.url)
         app = build_app(config, clock=clock)
-        server = TestServer(app, host="127.0.0.1", port=port)
+        server = TestServer(
+            app, host="127.0.0.1", port=reserved.port, socket_factory=reserved.socket_factory
+        )
         await server.start_server()
         try:
             yield Served(app=app, server=server, smtp=smtp, clock=clock, line=line)
