@@ -22,7 +22,7 @@ from tapgate.config import load_config
 from tapgate.server.app import build_app
 from tests.fakes import FakeLine, FakeSlack
 from tests.fakes.served import ALICE, BOB, CAROL, TEAM, channels
-from tests.fakes.taps import free_port
+from tests.fakes.taps import ReservedPort, free_port
 
 
 @pytest.fixture
@@ -71,9 +71,14 @@ async def test_every_check_passes_against_working_platforms(
     tmp_path: Path, fakes: tuple[FakeLine, FakeSlack], capsys: pytest.CaptureFixture[str]
 ) -> None:
     line, slack = fakes
-    port = free_port()
-    config = write_config(tmp_path, line, slack, public_url=f"http://127.0.0.1:{port}")
-    server = TestServer(build_app(load_config(config)), host="127.0.0.1", port=port)
+    reserved = ReservedPort()
+    config = write_config(tmp_path, line, slack, public_url=f"http://127.0.0.1:{reserved.port}")
+    server = TestServer(
+        build_app(load_config(config)),
+        host="127.0.0.1",
+        port=reserved.port,
+        socket_factory=reserved.socket_factory,
+    )
     await server.start_server()
     try:
         code, lines, err = await doctor(capsys, config)
@@ -91,7 +96,7 @@ async def test_every_check_passes_against_working_platforms(
         f"✓ slack: approver bob ({BOB[0]})",
         "✓ approver alice reachable: on line, slack",
         "✓ approver bob reachable: on line, slack",  # carol is asked by nothing: no line
-        f"✓ public_url http://127.0.0.1:{port}",
+        f"✓ public_url http://127.0.0.1:{reserved.port}",
     ]
     [info] = line.requests_to("bot_info")
     assert info.headers["authorization"] == f"Bearer {line.access_token}"

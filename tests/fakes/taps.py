@@ -60,14 +60,12 @@ class ReservedPort:
     """
 
     sock: socket.socket = field(default_factory=socket.socket)
+    port: int = field(init=False)
+    """The bound port (still known after the server has closed the socket)."""
 
     def __post_init__(self) -> None:
         self.sock.bind(("127.0.0.1", 0))
-
-    @property
-    def port(self) -> int:
-        port: int = self.sock.getsockname()[1]
-        return port
+        self.port = self.sock.getsockname()[1]
 
     def socket_factory(self, host: str, port: int, family: socket.AddressFamily) -> socket.socket:
         """``TestServer``'s ``socket_factory``: the bound socket, whatever it asks for."""
