@@ -16,6 +16,7 @@ import pytest
 from tapgate.gate.clock import ManualClock
 from tapgate.store import Store
 from tests.bytecode import cache_compiled_modules
+from tests.fakes.taps import ReservedPort
 from tests.memory import before_collecting, forget_served_apps, freeze_collected
 from tests.suites import (
     has_postgresql,
@@ -63,6 +64,21 @@ def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A loopback port that refuses connections for the whole test: bound here, never listening.
+
+    A port ``free_port()`` found closed can be taken a moment later by another
+    worker's server (seen: a hook test's "unreachable" server answered as a
+    fake Slack API). Held bound, nobody else can listen on it.
+    """
+    reserved = ReservedPort()
+    try:
+        yield reserved.port
+    finally:
+        reserved.sock.close()
 
 
 @pytest.fixture

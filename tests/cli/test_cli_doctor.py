@@ -22,7 +22,7 @@ from tapgate.config import load_config
 from tapgate.server.app import build_app
 from tests.fakes import FakeLine, FakeSlack
 from tests.fakes.served import ALICE, BOB, CAROL, TEAM, channels
-from tests.fakes.taps import ReservedPort, free_port
+from tests.fakes.taps import ReservedPort
 
 
 @pytest.fixture
@@ -177,10 +177,13 @@ async def test_missing_scopes_are_named_and_users_info_is_used_where_granted(
 
 
 async def test_a_public_url_that_does_not_answer_fails(
-    tmp_path: Path, fakes: tuple[FakeLine, FakeSlack], capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    fakes: tuple[FakeLine, FakeSlack],
+    capsys: pytest.CaptureFixture[str],
+    closed_port: int,
 ) -> None:
     line, slack = fakes
-    nobody = f"http://127.0.0.1:{free_port()}"
+    nobody = f"http://127.0.0.1:{closed_port}"
     code, lines, _ = await doctor(capsys, write_config(tmp_path, line, slack, public_url=nobody))
     assert code == 1
     assert lines[-1].startswith(f"✗ public_url {nobody}: GET /healthz: ")

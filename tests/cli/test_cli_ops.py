@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import sqlite3
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -163,14 +162,6 @@ def one_line_error(code: int, out: str, err: str) -> str:
     return line
 
 
-def free_port() -> int:
-    """A loopback port nothing listens on."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def sqlite_tables(path: Path) -> list[str]:
     with sqlite3.connect(path) as conn:
         return sorted(row[0] for row in conn.execute("SELECT name FROM sqlite_master"))
@@ -242,9 +233,9 @@ async def test_a_file_that_is_not_sqlite_is_one_line(
 
 @pytest.mark.parametrize("command", OPERATOR_COMMANDS.values(), ids=OPERATOR_COMMANDS.keys())
 async def test_an_unreachable_postgresql_is_one_line_without_the_password(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str], closed_port: int
 ) -> None:
-    port = free_port()
+    port = closed_port
     config = write_config(tmp_path, f"postgresql://ops:s3cret-pw@127.0.0.1:{port}/tapgate")
     code, out, err = await cli(capsys, *command, "--config", str(config))
     assert "s3cret-pw" not in out + err
@@ -268,10 +259,10 @@ async def test_an_unreachable_postgresql_is_one_line_without_the_password(
     ids=["password-in-query", "libpq-option"],
 )
 async def test_url_options_are_one_line_and_a_query_password_is_masked(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], query: str, shown: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], query: str, shown: str, closed_port: int
 ) -> None:
     """asyncpg takes ``?password=`` (hide_password does not mask it) and refuses ``sslmode``."""
-    port = free_port()
+    port = closed_port
     config = write_config(tmp_path, f"postgresql://ops@127.0.0.1:{port}/tapgate{query}")
     code, out, err = await cli(capsys, "pending", "--config", str(config))
     assert "s3cret-pw" not in out + err

@@ -32,7 +32,6 @@ from acp.stdio import spawn_agent_process
 
 from tapgate.server.keys import GATE
 from tests.client.test_hook_claude_code import TAPGATE, TOKEN, Served, serve
-from tests.fakes.taps import free_port
 
 AGENT = str(Path(__file__).parents[1] / "fakes" / "acp_agent.py")
 POLICY: dict[str, Any] = {
@@ -176,9 +175,9 @@ async def test_a_cancelled_turn_withdraws_the_request(served: Served) -> None:
     assert editor.said == ["execute -> cancelled"]
 
 
-async def test_an_unreachable_tapgate_answers_cancelled_never_allow() -> None:
+async def test_an_unreachable_tapgate_answers_cancelled_never_allow(closed_port: int) -> None:
     editor = Editor()
-    async with editor_session(f"http://127.0.0.1:{free_port()}", editor) as (conn, session):
+    async with editor_session(f"http://127.0.0.1:{closed_port}", editor) as (conn, session):
         turn = await ask(conn, session)
         assert (await asyncio.wait_for(turn, 60)).stop_reason == "cancelled"
     assert editor.said == ["execute -> cancelled"]

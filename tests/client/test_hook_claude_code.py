@@ -40,7 +40,7 @@ from tapgate.policy.engine import Policy
 from tapgate.server.app import build_app
 from tapgate.server.keys import GATE
 from tests.fakes import FakeLine
-from tests.fakes.taps import free_port, signed_line_tap
+from tests.fakes.taps import signed_line_tap
 
 TOKEN = "claude-code-agent-token-0123456789"
 LINE_SECRET = "hook-test-line-channel-secret"
@@ -434,8 +434,10 @@ async def test_the_hook_timeout_withdraws_the_request(served: Served, hook: Hook
 
 
 @pytest.mark.parametrize("command", [(TAPGATE, "hook", "claude-code"), FAST], ids=["main", "fast"])
-async def test_an_unreachable_server_gets_the_configured_verdict(command: tuple[str, ...]) -> None:
-    url = f"http://127.0.0.1:{free_port()}"  # nobody listens here
+async def test_an_unreachable_server_gets_the_configured_verdict(
+    command: tuple[str, ...], closed_port: int
+) -> None:
+    url = f"http://127.0.0.1:{closed_port}"  # nobody listens here
     bash = json.dumps(hook_input("PreToolUse", "Bash", CASES["Bash"][2]))
     mcp = json.dumps(hook_input("PermissionRequest", "mcp__github__create_issue", CASES["Bash"][2]))
     table = [

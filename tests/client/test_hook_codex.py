@@ -37,7 +37,6 @@ from tests.client.test_hook_claude_code import (
     serve,
     subprocess_hook,
 )
-from tests.fakes.taps import free_port
 from tests.test_conventions import _loaded_by as loaded_by
 
 SESSION = "019a3c4e-7f21-7d30-9b8e-2c5d0e6f1a42"
@@ -203,8 +202,8 @@ async def test_the_hook_timeout_withdraws_the_request(served: Served, hook: Hook
 
 
 @pytest.mark.parametrize("how", ["main", "fast"])
-async def test_an_unreachable_server_is_denied_with_the_reason(how: str) -> None:
-    url = f"http://127.0.0.1:{free_port()}"  # nobody listens here
+async def test_an_unreachable_server_is_denied_with_the_reason(how: str, closed_port: int) -> None:
+    url = f"http://127.0.0.1:{closed_port}"  # nobody listens here
     command = MAIN if how == "main" else await printed_command()
     payload = json.dumps(codex_input(ASKED))
     table = [((), "deny"), (("--on-error", "ask"), "ask")]

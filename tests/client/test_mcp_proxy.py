@@ -165,8 +165,8 @@ async def test_a_call_the_client_abandons_is_withdrawn(served: Served) -> None:
     assert found.status == "cancelled"
 
 
-async def test_an_unreachable_tapgate_server_is_an_error_result() -> None:
-    url = f"http://127.0.0.1:{free_port()}"
+async def test_an_unreachable_tapgate_server_is_an_error_result(closed_port: int) -> None:
+    url = f"http://127.0.0.1:{closed_port}"
     async with proxied(url, "--retry-for", "0") as session:
         result = await call(session, "read_note", name="groceries")
     assert result.is_error

@@ -28,7 +28,6 @@ from tapgate.client._run import countdown_line
 from tapgate.gate.clock import ManualClock
 from tapgate.server.keys import GATE
 from tests.client.test_hook_claude_code import TAPGATE, TOKEN, Served, cli, serve
-from tests.fakes.taps import free_port
 
 EXIT_UNAVAILABLE, EXIT_EXPIRED, EXIT_DENIED, EXIT_CONFIG = 69, 75, 77, 78
 
@@ -160,9 +159,11 @@ async def test_the_timeout_withdraws_the_request(served: Served, run: Run, tmp_p
     assert request.status == "cancelled"
 
 
-async def test_an_unreachable_server_never_runs_the_command(run: Run, tmp_path: Path) -> None:
+async def test_an_unreachable_server_never_runs_the_command(
+    run: Run, tmp_path: Path, closed_port: int
+) -> None:
     marker = tmp_path / "ran"
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{closed_port}"
     code, err = await run(url, "--retry-for", "0", "--", *marking(marker))
     assert code == EXIT_UNAVAILABLE and not marker.exists()
     assert f"tapgate: server unreachable at {url} (ConnectError" in err

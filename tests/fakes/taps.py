@@ -56,7 +56,9 @@ class ReservedPort:
     binding it anything else on the machine (another worker, a fake on port
     0) can take it: seen as ``Address already in use``. This socket stays
     bound and is handed to the server: ``TestServer(app, port=r.port,
-    socket_factory=r.socket_factory)``.
+    socket_factory=r.socket_factory)``. Bound and never listening, it is also
+    a port that refuses connections for as long as it is held (the
+    ``closed_port`` fixture).
     """
 
     sock: socket.socket = field(default_factory=socket.socket)

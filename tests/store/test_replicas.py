@@ -24,7 +24,6 @@ from tapgate.store import Store
 from tapgate.store.engine import normalize_url
 from tapgate.store.leader import HEARTBEAT_LOCK, Leadership
 from tapgate.store.notify import DecisionListener
-from tests.fakes.taps import free_port
 
 POLICY = Policy(PolicySpec(rules=(Rule(tool="deploy", action="ask", source="r"),)))
 DIRECTORY = Directory([Approver(name="alice")], channels=())
@@ -119,10 +118,10 @@ async def test_one_replica_at_a_time_runs_the_timed_duties(replicas: tuple[Gate,
 
 
 async def test_the_listener_backs_off_and_logs_an_outage_once(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, closed_port: int
 ) -> None:
     """No PostgreSQL to reach: attempts spread out and the outage is one warning, not a stream."""
-    engine = create_async_engine(f"postgresql+asyncpg://nobody@127.0.0.1:{free_port()}/none")
+    engine = create_async_engine(f"postgresql+asyncpg://nobody@127.0.0.1:{closed_port}/none")
     listener = DecisionListener(
         engine, lambda _id: None, lambda: asyncio.sleep(0), retry=0.02, max_retry=0.16
     )

@@ -22,7 +22,6 @@ from tapgate.channels.telegram import channel
 from tapgate.channels.telegram.settings import TelegramConfig
 from tests.cli.test_cli_doctor import doctor
 from tests.fakes.served import channels
-from tests.fakes.taps import free_port
 from tests.fakes.telegram import BOT_TOKEN, FakeTelegram
 
 ALICE, BOB = "111111111", "222222222"
@@ -74,10 +73,10 @@ async def test_a_bad_token_fails_the_token_line_naming_botfather_and_asks_nothin
     assert BOT_TOKEN.split(":")[1] not in result.detail  # the token never reaches the output
 
 
-async def test_an_api_nobody_answers_on_is_reported_with_its_address_not_as_a_token_problem() -> (
-    None
-):
-    url = f"http://127.0.0.1:{free_port()}"  # closed: connection refused
+async def test_an_api_nobody_answers_on_is_reported_with_its_address_not_as_a_token_problem(
+    closed_port: int,
+) -> None:
+    url = f"http://127.0.0.1:{closed_port}"  # connection refused
     [result] = await check(section(url))
     assert not result.ok
     assert result.what == "bot token"
