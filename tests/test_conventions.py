@@ -535,6 +535,18 @@ def test_the_operator_commands_read_the_store_without_alembic() -> None:
     assert "alembic" not in loaded
 
 
+def test_a_store_at_head_opens_without_alembic(migrated_sqlite_url: str) -> None:
+    """Every start opens the store; Alembic's pass that finds nothing to do cost ~6 ms."""
+    loaded = _loaded_by(
+        "import asyncio\nfrom tapgate.store import Store\n"
+        "async def main() -> None:\n"
+        f"    await (await Store.open({migrated_sqlite_url!r})).close()\n"
+        "asyncio.run(main())"
+    )
+    assert "sqlalchemy" in loaded
+    assert "alembic" not in loaded
+
+
 @functools.cache
 def _source(module: str) -> str:
     spec = importlib.util.find_spec(module)

@@ -342,7 +342,18 @@ def current_revision(connection: Connection) -> str | None:
 
 
 def upgrade(connection: Connection, revision: str = "head") -> None:
-    """Apply migrations up to ``revision`` on ``connection`` (inside the caller's transaction)."""
+    """Apply migrations up to ``revision`` on ``connection`` (inside the caller's transaction).
+
+    A database already at the shipped head is left without loading Alembic:
+    every start opens the store through here, and Alembic's pass that finds
+    nothing to do (its config, script directory and environment) cost more
+    than the rest of opening a store. Anything else (empty, behind, a
+    revision this version does not know) is Alembic's to answer, as before.
+    """
+    if revision == "head":
+        head = head_revision()
+        if head is not None and current_revision(connection) == head:
+            return
     from alembic import command
 
     command.upgrade(_alembic_config(connection), revision)
