@@ -18,6 +18,7 @@ from tapgate.store import Store
 from tests.bytecode import cache_compiled_modules
 from tests.fakes.taps import ReservedPort
 from tests.memory import before_collecting, forget_served_apps, freeze_collected
+from tests.sql_cache import share_compiled_statements
 from tests.suites import (
     has_postgresql,
     is_controller,
@@ -114,6 +115,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not is_controller(config):  # the processes that run tests
         before_collecting()
         share_line_sdk_tls_context()
+        share_compiled_statements()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
