@@ -157,33 +157,6 @@ def test_a_header_value_cannot_add_headers() -> None:
 # -- https: the system's trust store, host names verified ---------------------------------
 
 
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    """A self-signed certificate for ``localhost`` (openssl), and its key.
-
-    Skipped where openssl is missing, failed instead when
-    ``TAPGATE_REQUIRE_OPENSSL`` is set (``.ci/run`` installs it and sets it).
-    """
-    import os
-    import shutil
-    import subprocess
-
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        if os.environ.get("TAPGATE_REQUIRE_OPENSSL"):
-            pytest.fail("TAPGATE_REQUIRE_OPENSSL is set but openssl is not installed")
-        pytest.skip("openssl is not installed")
-    where = tmp_path_factory.mktemp("tls")
-    cert, key = str(where / "cert.pem"), str(where / "key.pem")
-    subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
-         "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return cert, key
-
-
 def tls_server(certificate: tuple[str, str]) -> tuple[socket.socket, threading.Thread]:
     """Answers one TLS connection with a small 200 (a failed handshake just ends it)."""
     import ssl
