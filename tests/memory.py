@@ -35,8 +35,12 @@ def before_collecting() -> None:
 
 
 def freeze_collected() -> None:
-    """Freeze what collection made, and turn the collector back on for the tests."""
-    gc.collect()
+    """Freeze what collection made, and turn the collector back on for the tests.
+
+    Without a collection first: the inner loop's collection leaves about 400
+    unreachable objects among 385,000, and finding them cost 0.2 s of CPU in
+    every worker; frozen, they stay until the process ends.
+    """
     gc.freeze()
     gc.enable()
 
