@@ -22,7 +22,7 @@ from tapgate.cli.send_test import TEST_TOOL
 from tapgate.config import load_config
 from tapgate.gate.models import Request
 from tapgate.server.app import build_app
-from tapgate.server.keys import GATE
+from tapgate.server.keys import DISPATCHER, GATE
 from tests.cli import test_cli_doctor
 from tests.cli.test_cli_doctor import write_config
 from tests.fakes import FakeLine, FakeSlack
@@ -42,13 +42,16 @@ async def cards_of(app: web.Application, count: int) -> dict[str, Request]:
     """The test requests the command wrote, by channel, once there are ``count``.
 
     In any status: a card nobody can receive is ended by the server at once,
-    sometimes before its sibling was even written.
+    sometimes before its sibling was even written. Once they are all there the
+    server's dispatcher is woken, as its idle pass would wake it up to 5 s
+    later (that pass is ``test_rows_another_process_wrote_are_sent_by_the_idle_pass``'s).
     """
     found: dict[str, Request] = {}
     for _ in range(400):
         written = await app[GATE].list_requests(tool=TEST_TOOL)
         found = {r.arguments["channel"]: r for r in written}
         if len(found) == count:
+            app[DISPATCHER].wake()
             return found
         await asyncio.sleep(0.05)
     raise AssertionError(f"test cards never appeared: {found}")
@@ -109,7 +112,7 @@ async def test_an_undelivered_and_an_untapped_card_fail_and_are_withdrawn(
     app, server = await serving(config)
     line.revoke()  # every push is refused: 401, never retried
     try:
-        run = await send_test(config, "--wait", "8")
+        run = await send_test(config, "--wait", "3")
         cards = await cards_of(app, 2)
         code = await run
         after = {c: await app[GATE].get_request(r.id) for c, r in cards.items()}
@@ -119,7 +122,7 @@ async def test_an_undelivered_and_an_untapped_card_fail_and_are_withdrawn(
     assert code == 1
     assert out[0].startswith("✗ line: send-test to alice: not delivered: ")
     assert "401" in out[0]
-    assert out[1] == "✗ slack: send-test to alice: delivered; not tapped within 8s"
+    assert out[1] == "✗ slack: send-test to alice: delivered; not tapped within 3s"
     # The server ends a card nobody can receive; the command withdraws the one left pending.
     assert {c: r.status for c, r in after.items()} == {"line": "expired", "slack": "cancelled"}
 

@@ -148,6 +148,25 @@ async def test_committed_request_is_sent_after_a_crash(
     assert {s.request.id for s in slack.sends} == {ticket.request_id}
 
 
+async def test_rows_another_process_wrote_are_sent_by_the_idle_pass(
+    db_url: str, clock: ManualClock, slack: RecordingNotifier
+) -> None:
+    """No event crosses processes (``tapgate doctor --send-test`` writes its cards from
+    its own): the dispatcher's pass every ``idle`` seconds finds them, and nothing sooner."""
+    async with await Store.open(db_url) as serving, await Store.open(db_url) as other:
+        counter = CountingOutbox(serving)
+        async with Dispatcher(serving, [slack], clock=clock, idle=5):
+            await counter.parked()  # the first pass found nothing and sleeps until the net
+            writer = Gate(store=other, policy=POLICY, directory=DIRECTORY, clock=clock)
+            ticket = await writer.submit(call())
+            clock.advance(4.9)
+            await asyncio.sleep(0.1)
+            assert slack.calls == []
+            clock.advance(0.1)
+            await slack.wait_for_sends(2)
+    assert {s.request.id for s in slack.sends} == {ticket.request_id}
+
+
 async def test_a_dispatcher_that_dies_mid_send_is_taken_over_after_its_lease(
     gate: Gate, store: Store, clock: ManualClock, slack: RecordingNotifier
 ) -> None:
