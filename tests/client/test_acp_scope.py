@@ -3,26 +3,47 @@
 The proxy's end-to-end tests (``test_acp_proxy``) run one agent with all
 four option kinds; these check the choice itself against agents that offer
 fewer, and against a server too old to send ``scope``.
+
+The ACP SDK is imported by the tests that use it, not at collection: its
+schema module takes ~0.4 s to import, which every test process collecting
+this file paid, though one runs it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
-from acp.schema import PermissionOption
 
-from tapgate.client._acp_decide import choose
 from tapgate.client._wire import decision_from
 from tapgate.gate.models import Decision
 
-ALL = [
-    PermissionOption(option_id="a1", name="Allow", kind="allow_once"),
-    PermissionOption(option_id="aa", name="Always allow", kind="allow_always"),
-    PermissionOption(option_id="r1", name="Reject", kind="reject_once"),
-    PermissionOption(option_id="ra", name="Always reject", kind="reject_always"),
-]
-NO_ALWAYS = [option for option in ALL if option.kind != "allow_always"]
+if TYPE_CHECKING:
+    from acp.schema import PermissionOption
+
+Kind = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+KINDS: dict[str, tuple[str, Kind]] = {
+    "a1": ("Allow", "allow_once"),
+    "aa": ("Always allow", "allow_always"),
+    "r1": ("Reject", "reject_once"),
+    "ra": ("Always reject", "reject_always"),
+}
+"""The agent's options by id: its name and ACP kind."""
+
+ALL = ("a1", "aa", "r1", "ra")
+NO_ALWAYS = ("a1", "r1", "ra")
+
+
+def choose(decision: Decision, offered: tuple[str, ...]) -> str | None:
+    """The id tapgate selects among the ``offered`` options."""
+    from acp.schema import PermissionOption
+
+    from tapgate.client._acp_decide import choose
+
+    options: list[PermissionOption] = [
+        PermissionOption(option_id=i, name=KINDS[i][0], kind=KINDS[i][1]) for i in offered
+    ]
+    return choose(decision, options)
 
 
 def approval(**fields: Any) -> Decision:
@@ -47,7 +68,7 @@ def approval(**fields: Any) -> Decision:
     ],
 )
 def test_an_approval_selects_by_its_scope(
-    scope: Any, offered: list[PermissionOption], chosen: str
+    scope: Any, offered: tuple[str, ...], chosen: str
 ) -> None:
     assert choose(approval(scope=scope), offered) == chosen
 
