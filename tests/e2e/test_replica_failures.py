@@ -73,14 +73,17 @@ async def test_a_replica_killed_mid_send_leaves_delivery_and_expiry_to_the_other
         "line": "timeout: 60",
     }
     async with FakeLine(access_token=LINE_TOKEN) as line, aiohttp.ClientSession() as session:
-        # LINE accepts A's first push, then never answers: A is mid-send, and
-        # the other four wait behind it (one conversation is paced).
+        # LINE accepts A's first push, then never answers: A is mid-send. LINE
+        # is not paced, so two rows A claimed together would go out together:
+        # the other four are asked only once the first push is on the wire,
+        # and wait unclaimed behind A's delivery pass, which waits on that send.
         line.script("push", Fault.timeout(120, deliver=True))
         a = await start_replica(tmp_path, "a", pg_url, line.url, **settings)
         replicas = [a]
         try:
-            ids = [await ask(session, a.url, n) for n in range(5)]
+            ids = [await ask(session, a.url, 0)]
             await until(lambda: len(line.pushes) == 1, 20, "A's first push to reach LINE")
+            ids += [await ask(session, a.url, n) for n in range(1, 5)]
             await a.kill()
             assert a.proc.returncode == -9
 
