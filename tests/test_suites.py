@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import ast
+import os
+from pathlib import Path
 
 import pytest
 
-from tests.suites import SLOW_FILES, SLOW_FOLDERS, SLOW_PARAMS, TESTS, _deselects
+from tests import suites
+from tests.suites import SLOW_FILES, SLOW_FOLDERS, SLOW_PARAMS, TESTS, _deselects, pg_data_parent
 
 
 def test_every_slow_parameter_is_one_a_fixture_has() -> None:
@@ -95,3 +98,14 @@ def test_slow_folders_are_left_uncollected_only_when_m_deselects_every_slow_test
 def test_the_inner_loop_starts_no_postgresql(markexpr: str, deselects: bool) -> None:
     """The controller starts the shared server only when a case on PostgreSQL can run."""
     assert _deselects("postgres", markexpr) is deselects
+
+
+def test_postgresql_data_goes_to_a_writable_folder_with_room_else_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A roomy, writable folder is chosen; a missing or a too small one leaves the default."""
+    assert pg_data_parent(tmp_path) == str(tmp_path)
+    assert pg_data_parent(tmp_path / "missing") is None
+    free = os.statvfs(tmp_path)
+    monkeypatch.setattr(suites, "SHM_ROOM", free.f_bavail * free.f_frsize * 2)
+    assert pg_data_parent(tmp_path) is None
