@@ -16,16 +16,20 @@ session's server) and ``tree-sitter-bash`` (``bench_shell_lexers``, the
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from tests.locks import exclusive
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = sorted(path.name for path in (ROOT / "benchmarks").glob("bench_*.py"))
@@ -90,8 +94,32 @@ def _quick(name: str, env: dict[str, str]) -> Run:
         return Run(argv, proc.returncode, out, err)
 
 
+def _quick_once(name: str, env: dict[str, str], folder: Path) -> Run:
+    """``_quick(name)`` once per test run, whichever worker gets to it first.
+
+    ``--dist worksteal`` may split this module between two workers, and each
+    would then run every benchmark again (~85 s of CPU, seen in a clean-clone
+    run). The first to take a benchmark's lock runs it and leaves the result
+    beside the lock; a worker that waited for the lock reads that result. A
+    worker that died holding the lock released it, left no result, and the
+    next one runs the benchmark itself.
+    """
+    result = folder / f"{name}.json"
+    with exclusive(folder / f"{name}.lock"):
+        if result.exists():
+            code, out, err = json.loads(result.read_text())
+            return Run([name, "--quick"], code, out, err)
+        done = _quick(name, env)
+        partial = result.with_suffix(".partial")
+        partial.write_text(json.dumps([done.returncode, done.stdout, done.stderr]))
+        partial.replace(result)
+        return done
+
+
 @pytest.fixture(scope="module")
-def quick_runs(request: pytest.FixtureRequest) -> Iterator[dict[str, Future[Run]]]:
+def quick_runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Future[Run]]]:
     """The selected benchmarks' quick runs, two at a time (the CI machine has two cores).
 
     Their figures disturb each other, which is fine: a quick run judges none.
@@ -107,8 +135,15 @@ def quick_runs(request: pytest.FixtureRequest) -> Iterator[dict[str, Future[Run]
         env["TAPGATE_TEST_PG_URL"] = request.getfixturevalue("pg_server")
     rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
     order = sorted(selected, key=lambda name: rank.get(name, len(rank)))
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "quick-runs"
+    folder.mkdir(exist_ok=True)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        yield {name: pool.submit(_quick, name, env) for name in order if _missing(name) is None}
+        yield {
+            name: pool.submit(_quick_once, name, env, folder)
+            for name in order
+            if _missing(name) is None
+        }
 
 
 @pytest.mark.parametrize("name", BENCHMARKS)
@@ -129,3 +164,41 @@ def test_every_benchmark_is_listed() -> None:
     """The directory holds the benchmarks this module runs (the glob found them)."""
     assert "bench_server.py" in BENCHMARKS
     assert set(NEEDS) | set(SHOWS) <= set(BENCHMARKS)
+
+
+def test_a_module_split_between_workers_runs_each_benchmark_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runners of one quick run (two workers, here two threads) share its one result."""
+    calls: list[str] = []
+
+    def quick(name: str, env: dict[str, str]) -> Run:
+        calls.append(name)
+        time.sleep(0.2)  # the other runner arrives while this one holds the lock
+        return Run([name], 3, f"out of {name}", "err")
+
+    monkeypatch.setattr(sys.modules[__name__], "_quick", quick)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = list(pool.map(lambda _: _quick_once("bench_x.py", {}, tmp_path), range(2)))
+    assert calls == ["bench_x.py"]
+    shared = (3, "out of bench_x.py", "err")
+    assert [(r.returncode, r.stdout, r.stderr) for r in runs] == [shared, shared]
+
+
+def test_a_runner_that_died_leaves_the_quick_run_to_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No result beside a released lock: the next runner runs the benchmark itself."""
+    outcomes: list[Run | None] = [None, Run(["bench_x.py"], 0, "measured", "")]
+
+    def quick(name: str, env: dict[str, str]) -> Run:
+        done = outcomes.pop(0)
+        if done is None:
+            raise RuntimeError("the worker died mid-run")
+        return done
+
+    monkeypatch.setattr(sys.modules[__name__], "_quick", quick)
+    with pytest.raises(RuntimeError):
+        _quick_once("bench_x.py", {}, tmp_path)
+    assert _quick_once("bench_x.py", {}, tmp_path).stdout == "measured"
+    assert outcomes == []
