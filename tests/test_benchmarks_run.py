@@ -23,7 +23,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -94,8 +94,13 @@ def _quick(name: str, env: dict[str, str]) -> Run:
         return Run(argv, proc.returncode, out, err)
 
 
-def _quick_once(name: str, env: dict[str, str], folder: Path) -> Run:
-    """``_quick(name)`` once per test run, whichever worker gets to it first.
+def _quick_once(
+    name: str,
+    env: dict[str, str],
+    folder: Path,
+    quick: Callable[[str, dict[str, str]], Run] = _quick,
+) -> Run:
+    """``quick(name)`` once per test run, whichever worker gets to it first.
 
     ``--dist worksteal`` may split this module between two workers, and each
     would then run every benchmark again (~85 s of CPU, seen in a clean-clone
@@ -109,7 +114,7 @@ def _quick_once(name: str, env: dict[str, str], folder: Path) -> Run:
         if result.exists():
             code, out, err = json.loads(result.read_text())
             return Run([name, "--quick"], code, out, err)
-        done = _quick(name, env)
+        done = quick(name, env)
         partial = result.with_suffix(".partial")
         partial.write_text(json.dumps([done.returncode, done.stdout, done.stderr]))
         partial.replace(result)
@@ -166,9 +171,7 @@ def test_every_benchmark_is_listed() -> None:
     assert set(NEEDS) | set(SHOWS) <= set(BENCHMARKS)
 
 
-def test_a_module_split_between_workers_runs_each_benchmark_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_module_split_between_workers_runs_each_benchmark_once(tmp_path: Path) -> None:
     """Two runners of one quick run (two workers, here two threads) share its one result."""
     calls: list[str] = []
 
@@ -177,17 +180,14 @@ def test_a_module_split_between_workers_runs_each_benchmark_once(
         time.sleep(0.2)  # the other runner arrives while this one holds the lock
         return Run([name], 3, f"out of {name}", "err")
 
-    monkeypatch.setattr(sys.modules[__name__], "_quick", quick)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        runs = list(pool.map(lambda _: _quick_once("bench_x.py", {}, tmp_path), range(2)))
+        runs = list(pool.map(lambda _: _quick_once("bench_x.py", {}, tmp_path, quick), range(2)))
     assert calls == ["bench_x.py"]
     shared = (3, "out of bench_x.py", "err")
     assert [(r.returncode, r.stdout, r.stderr) for r in runs] == [shared, shared]
 
 
-def test_a_runner_that_died_leaves_the_quick_run_to_the_next(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_runner_that_died_leaves_the_quick_run_to_the_next(tmp_path: Path) -> None:
     """No result beside a released lock: the next runner runs the benchmark itself."""
     outcomes: list[Run | None] = [None, Run(["bench_x.py"], 0, "measured", "")]
 
@@ -197,8 +197,7 @@ def test_a_runner_that_died_leaves_the_quick_run_to_the_next(
             raise RuntimeError("the worker died mid-run")
         return done
 
-    monkeypatch.setattr(sys.modules[__name__], "_quick", quick)
     with pytest.raises(RuntimeError):
-        _quick_once("bench_x.py", {}, tmp_path)
-    assert _quick_once("bench_x.py", {}, tmp_path).stdout == "measured"
+        _quick_once("bench_x.py", {}, tmp_path, quick)
+    assert _quick_once("bench_x.py", {}, tmp_path, quick).stdout == "measured"
     assert outcomes == []
