@@ -104,8 +104,10 @@ def test_postgresql_data_goes_to_a_writable_folder_with_room_else_the_default(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A roomy, writable folder is chosen; a missing or a too small one leaves the default."""
+    free = os.statvfs(tmp_path)
+    room = free.f_bavail * free.f_frsize
+    monkeypatch.setattr(suites, "SHM_ROOM", room // 2)
     assert pg_data_parent(tmp_path) == str(tmp_path)
     assert pg_data_parent(tmp_path / "missing") is None
-    free = os.statvfs(tmp_path)
-    monkeypatch.setattr(suites, "SHM_ROOM", free.f_bavail * free.f_frsize * 2)
+    monkeypatch.setattr(suites, "SHM_ROOM", room * 2)
     assert pg_data_parent(tmp_path) is None
