@@ -180,6 +180,13 @@ def migrated_sqlite_url(tmp_path: Path, sqlite_template: Path) -> str:
 
 
 @pytest.fixture(scope="session")
+def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder all of this run's processes share: the workers' temporary folders' parent."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """This process's migrated SQLite file, copied for each test's ``store``."""
     return migrated_sqlite(tmp_path_factory.mktemp("template"))

@@ -123,7 +123,7 @@ def _quick_once(
 
 @pytest.fixture(scope="module")
 def quick_runs(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, run_folder: Path
 ) -> Iterator[dict[str, Future[Run]]]:
     """The selected benchmarks' quick runs, two at a time (the CI machine has two cores).
 
@@ -140,8 +140,7 @@ def quick_runs(
         env["TAPGATE_TEST_PG_URL"] = request.getfixturevalue("pg_server")
     rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
     order = sorted(selected, key=lambda name: rank.get(name, len(rank)))
-    base = tmp_path_factory.getbasetemp()
-    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "quick-runs"
+    folder = run_folder / "quick-runs"
     folder.mkdir(exist_ok=True)
     with ThreadPoolExecutor(max_workers=2) as pool:
         yield {

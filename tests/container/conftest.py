@@ -11,7 +11,6 @@ process that used it (a count kept under the same lock).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,13 +31,6 @@ from tests.locks import exclusive
 IMAGE = "tapgate:container-test"
 """The tag of tapgate's image; this run's carries the run's id (below)."""
 POSTGRES_IMAGE = "tapgate-postgres:container-test"
-
-
-@pytest.fixture(scope="session")
-def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder all of this run's processes share: the workers' temporary folders' parent."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 @pytest.fixture(scope="session")
